@@ -1,0 +1,134 @@
+//! Configuration of the tool: which fields the model may use, the real
+//! defaults and limits, and the output budget. The spec is generated from it.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::policy::PolicyConfig;
+
+/// Seed 001's budget: 2000 tokens for the agent.
+pub const MAX_OUTPUT_TOKENS: usize = 2000;
+/// Seed 001's estimate of characters per token.
+pub const CHARACTERS_PER_TOKEN: usize = 4;
+/// Seed 001's longest line before it is abbreviated.
+pub const MAX_CHARS_PER_LINE: usize = 800;
+/// Seed 001's share of the budget for the head; the tail gets the rest.
+pub const HEAD_PERCENT: usize = 30;
+/// Share of the budget that error-like lines from the omitted middle may take.
+pub const SALIENT_PERCENT: usize = 40;
+/// Longest `command` accepted (DESIGN.md).
+pub const MAX_COMMAND_BYTES: usize = 256 * 1024;
+/// Most commands in one batch.
+pub const MAX_BATCH_COMMANDS: usize = 64;
+
+/// How output is shortened when it is over budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Shortening {
+    /// Seed 001's head 30% / tail 70% only.
+    Plain,
+    /// Head and tail, plus error-like lines from the omitted middle.
+    #[default]
+    ErrorAware,
+}
+
+/// The numbers of output formatting and shortening.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputConfig {
+    pub max_output_tokens: usize,
+    pub chars_per_token: usize,
+    pub max_line_chars: usize,
+    pub head_percent: usize,
+    pub shortening: Shortening,
+    pub salient_percent: usize,
+    /// Extra substrings that mark a line as error-like (case-sensitive).
+    pub extra_salient_patterns: Vec<String>,
+}
+
+impl Default for OutputConfig {
+    fn default() -> Self {
+        Self {
+            max_output_tokens: MAX_OUTPUT_TOKENS,
+            chars_per_token: CHARACTERS_PER_TOKEN,
+            max_line_chars: MAX_CHARS_PER_LINE,
+            head_percent: HEAD_PERCENT,
+            shortening: Shortening::default(),
+            salient_percent: SALIENT_PERCENT,
+            extra_salient_patterns: Vec::new(),
+        }
+    }
+}
+
+impl OutputConfig {
+    /// The budget of the output part of the text, in chars.
+    pub fn budget_chars(&self) -> usize {
+        self.max_output_tokens
+            .saturating_mul(self.chars_per_token)
+            .max(1)
+    }
+}
+
+/// Which optional input fields the model is told about and may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InputFields {
+    pub commands: bool,
+    pub mode: bool,
+    pub background: bool,
+    pub timeout: bool,
+    pub working_directory: bool,
+    pub environment: bool,
+}
+
+impl Default for InputFields {
+    fn default() -> Self {
+        Self {
+            commands: true,
+            mode: true,
+            background: true,
+            timeout: true,
+            working_directory: true,
+            environment: true,
+        }
+    }
+}
+
+/// Everything an embedder can set about the tool.
+#[derive(Debug, Clone)]
+pub struct ToolConfig {
+    /// The tool's name as the model sees it.
+    pub name: String,
+    /// Where commands run by default; shown to the model as `<pwd>`.
+    pub working_directory: Option<PathBuf>,
+    pub fields: InputFields,
+    /// Timeout of `mode: "default"`.
+    pub default_timeout: Duration,
+    /// Timeout of `mode: "slow"`.
+    pub slow_timeout: Duration,
+    /// Largest `timeout` the model may ask for, in seconds.
+    pub max_timeout_secs: u64,
+    pub max_command_bytes: usize,
+    /// State (cwd, variables, functions) persists between calls: the
+    /// description tells the model which it has.
+    pub persistent_session: bool,
+    /// Show where the shell stands (cwd, git branch) after each call.
+    pub shell_telemetry: bool,
+    pub output: OutputConfig,
+    pub policy: PolicyConfig,
+}
+
+impl Default for ToolConfig {
+    fn default() -> Self {
+        Self {
+            name: "bash".to_owned(),
+            working_directory: None,
+            fields: InputFields::default(),
+            default_timeout: Duration::from_secs(30),
+            slow_timeout: Duration::from_secs(15 * 60),
+            max_timeout_secs: 1800,
+            max_command_bytes: MAX_COMMAND_BYTES,
+            persistent_session: false,
+            shell_telemetry: true,
+            output: OutputConfig::default(),
+            policy: PolicyConfig::default(),
+        }
+    }
+}

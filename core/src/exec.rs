@@ -1,0 +1,233 @@
+//! The ports: how the pure tool asks an environment to run a command
+//! ([`CommandExec`]) and to approve one ([`Approval`]).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio_util::sync::CancellationToken;
+
+use crate::error::ExecError;
+use crate::output::OutputBuffer;
+
+/// Which stream a piece of output came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stream {
+    Stdout,
+    Stderr,
+}
+
+impl Stream {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stdout => "stdout",
+            Self::Stderr => "stderr",
+        }
+    }
+}
+
+impl fmt::Display for Stream {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(self.as_str())
+    }
+}
+
+/// A piece of cleaned, valid UTF-8 output as it arrives. It may end in the
+/// middle of a line; lines split across chunks are joined by [`OutputBuffer`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputChunk {
+    pub stream: Stream,
+    pub text: String,
+}
+
+/// Receives output while the command runs (for live display). Called from the
+/// environment's reader task, so it must be cheap and must not block.
+pub type OutputSink = Arc<dyn Fn(&OutputChunk) + Send + Sync>;
+
+/// How the command is run: in the foreground with a timeout, or detached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExecMode {
+    #[default]
+    Foreground,
+    /// Return at once with a pid and an output file; the job runs on.
+    Background,
+}
+
+/// What the tool asks of the environment for one command.
+#[derive(Clone, Default)]
+pub struct SpawnOptions {
+    /// Where to run. `None`: the environment's own default directory.
+    pub cwd: Option<PathBuf>,
+    /// Deadline for a foreground command. `None`: no deadline.
+    pub timeout: Option<Duration>,
+    /// Variables added to (and overriding) the environment for this call.
+    pub env: BTreeMap<String, String>,
+    /// Cancelled by the caller (abort, client cancel, Ctrl-C): the environment
+    /// stops the whole process tree and returns what it has, `cancelled: true`.
+    pub cancel: CancellationToken,
+    /// Live output, in arrival order.
+    pub on_output: Option<OutputSink>,
+    pub mode: ExecMode,
+}
+
+impl fmt::Debug for SpawnOptions {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter
+            .debug_struct("SpawnOptions")
+            .field("cwd", &self.cwd)
+            .field("timeout", &self.timeout)
+            .field("env", &self.env)
+            .field("cancelled", &self.cancel.is_cancelled())
+            .field("on_output", &self.on_output.is_some())
+            .field("mode", &self.mode)
+            .finish()
+    }
+}
+
+impl SpawnOptions {
+    pub fn current_dir(mut self, cwd: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(cwd.into());
+        self
+    }
+
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.insert(key.into(), value.into());
+        self
+    }
+
+    pub fn cancel(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+
+    pub fn on_output(mut self, sink: OutputSink) -> Self {
+        self.on_output = Some(sink);
+        self
+    }
+
+    pub fn mode(mut self, mode: ExecMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// Sends a chunk to the sink, if there is one.
+    pub fn emit(&self, stream: Stream, text: &str) {
+        if let Some(sink) = &self.on_output {
+            sink(&OutputChunk {
+                stream,
+                text: text.to_owned(),
+            });
+        }
+    }
+}
+
+/// A job started with [`ExecMode::Background`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BackgroundJob {
+    pub pid: u32,
+    pub output_file: PathBuf,
+}
+
+/// Where a persistent shell stands after a call (seed 002's prompt as telemetry).
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ShellState {
+    pub cwd: PathBuf,
+    pub git_branch: Option<String>,
+    /// The shell behind the session died and was started anew for this call.
+    pub restarted: bool,
+}
+
+/// What the environment reports after running a command. A non-zero exit is
+/// a normal result, not an error: the model needs the output.
+#[derive(Debug)]
+pub struct CommandResult {
+    pub exit_code: Option<i32>,
+    /// Name of the signal that ended the command (`SIGKILL`), if any.
+    pub signal: Option<String>,
+    pub duration: Duration,
+    pub timed_out: bool,
+    pub cancelled: bool,
+    /// The retained output (bounded head/tail windows) and its totals.
+    pub output: OutputBuffer,
+    pub log_file: Option<PathBuf>,
+    /// What the environment wants the model to know (leftover processes
+    /// stopped, log file unavailable, ...). One line each.
+    pub notes: Vec<String>,
+    pub background: Option<BackgroundJob>,
+    pub shell: Option<ShellState>,
+    /// The directory the command ran in, as the environment resolved it.
+    pub working_directory: Option<PathBuf>,
+}
+
+impl CommandResult {
+    /// A finished command with the given exit code and the retained output.
+    pub fn exited(exit_code: i32, output: OutputBuffer) -> Self {
+        Self {
+            exit_code: Some(exit_code),
+            signal: None,
+            duration: Duration::ZERO,
+            timed_out: false,
+            cancelled: false,
+            output,
+            log_file: None,
+            notes: Vec::new(),
+            background: None,
+            shell: None,
+            working_directory: None,
+        }
+    }
+
+    /// True when the command ran to completion with exit code 0.
+    pub fn success(&self) -> bool {
+        self.exit_code == Some(0) && self.signal.is_none() && !self.timed_out && !self.cancelled
+    }
+}
+
+/// Runs commands. Implemented by `bashtool-env-local` (real processes) and
+/// `bashtool-env-mock` (scripted).
+///
+/// Contract:
+/// - `spawn` returns `Ok` for every command that started, whatever its exit
+///   status, signal, timeout or cancellation; `Err` only when it could not
+///   run at all (missing directory, shell not found, spawn failure).
+/// - On `options.cancel`, the environment stops the command's whole process
+///   tree and returns promptly with `cancelled: true` and the output so far.
+/// - On `options.timeout`, the same with `timed_out: true`.
+/// - Dropping the returned future stops the command's process tree too.
+/// - Calls are independent: many may run at once on one environment, except
+///   on a session, which runs them one at a time in arrival order.
+#[mockall::automock]
+#[async_trait::async_trait]
+pub trait CommandExec: Send + Sync {
+    async fn spawn(&self, command: &str, options: SpawnOptions)
+    -> Result<CommandResult, ExecError>;
+}
+
+/// Asked before a command runs (seed 000's `confirm_fn`). `false` refuses it
+/// and nothing runs.
+#[mockall::automock]
+#[async_trait::async_trait]
+pub trait Approval: Send + Sync {
+    async fn approve(&self, command: &str) -> bool;
+}
+
+/// The default approval: every command is approved.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApproveAll;
+
+#[async_trait::async_trait]
+impl Approval for ApproveAll {
+    async fn approve(&self, _command: &str) -> bool {
+        true
+    }
+}

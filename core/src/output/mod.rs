@@ -1,0 +1,11 @@
+//! Output: the bounded line buffer, shortening and formatting for the model.
+
+mod buffer;
+mod format;
+pub mod salient;
+
+pub use buffer::{OutputBuffer, OutputLine};
+pub use format::{
+    FormattedOutput, OMISSION_MARKER_EXAMPLE, abbreviate_line, format_bytes, format_output,
+    format_output_with_budget,
+};

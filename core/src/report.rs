@@ -1,0 +1,208 @@
+//! Turns what the environment reported into the model's text and details.
+
+use std::fmt::Write as _;
+
+use crate::config::ToolConfig;
+use crate::exec::{BackgroundJob, CommandResult, ShellState};
+use crate::output::{FormattedOutput, format_bytes, format_output_with_budget};
+use crate::result::{BatchItemDetails, Details};
+
+/// The model text of one command's output and status, and whether it was
+/// shortened.
+pub(crate) struct Section {
+    pub text: String,
+    pub truncated: bool,
+}
+
+/// The status line: how the command ended.
+pub(crate) fn status_line(
+    result: &CommandResult,
+    timeout_secs: Option<u64>,
+    config: &ToolConfig,
+) -> String {
+    if result.timed_out {
+        let after = timeout_secs.map_or_else(String::new, |seconds| format!(" after {seconds}s"));
+        format!(
+            "[command timed out{after}; its process tree was stopped and the output so far is above.{}]",
+            slow_hint(config)
+        )
+    } else if result.cancelled {
+        "[command cancelled; its process tree was stopped]".to_owned()
+    } else if let Some(signal) = &result.signal {
+        format!("terminated by signal {signal}")
+    } else {
+        match result.exit_code {
+            Some(code) => format!("exit code {code}"),
+            None => "exit code unknown".to_owned(),
+        }
+    }
+}
+
+fn slow_hint(config: &ToolConfig) -> String {
+    let fields = &config.fields;
+    match (fields.mode, fields.background) {
+        (true, true) => format!(
+            " Use mode \"slow\" (up to {} min) for builds and tests, or mode \"background\" for servers and watchers.",
+            config.slow_timeout.as_secs() / 60
+        ),
+        (true, false) => format!(
+            " Use mode \"slow\" (up to {} min) for builds and tests.",
+            config.slow_timeout.as_secs() / 60
+        ),
+        _ if fields.timeout => format!(
+            " Set a larger timeout (up to {}s) if the command needs it.",
+            config.max_timeout_secs
+        ),
+        _ => String::new(),
+    }
+}
+
+/// The line that tells the model where the full output is.
+fn log_line(result: &CommandResult) -> Option<String> {
+    let log_file = result.log_file.as_ref()?;
+    Some(format!(
+        "[output shortened: the full output ({} lines, {}) is in {}; read parts of it with sed -n 'FROM,TOp' or search it with rg]",
+        result.output.total_lines(),
+        format_bytes(result.output.total_bytes()),
+        log_file.display()
+    ))
+}
+
+/// Formats one command's output, notes, status and log reference.
+pub(crate) fn command_section(
+    result: &CommandResult,
+    timeout_secs: Option<u64>,
+    config: &ToolConfig,
+    budget: usize,
+) -> Section {
+    let FormattedOutput {
+        text: output,
+        truncated,
+    } = format_output_with_budget(&result.output, &config.output, budget);
+    let mut text = if output.is_empty() {
+        "(no output)\n".to_owned()
+    } else {
+        output
+    };
+    for note in &result.notes {
+        let _ = writeln!(text, "[{note}]");
+    }
+    if let Some(error) = result.output.log_error() {
+        let _ = writeln!(text, "[{error}; no log file]");
+    }
+    text.push_str(&status_line(result, timeout_secs, config));
+    if truncated && let Some(line) = log_line(result) {
+        text.push('\n');
+        text.push_str(&line);
+    }
+    Section { text, truncated }
+}
+
+/// Seed 003's answer for a background job.
+pub(crate) fn background_text(job: &BackgroundJob) -> String {
+    format!(
+        "Started in the background.\n<pid>{pid}</pid>\n<output_file>{file}</output_file>\n<reminder>Read its output with: tail -n 50 {file}. \
+         When it ends, its exit status is appended to that file. To stop it: kill -TERM -- -{pid}</reminder>",
+        pid = job.pid,
+        file = job.output_file.display()
+    )
+}
+
+/// Seed 002's prompt as telemetry: where the shell stands now.
+pub(crate) fn telemetry_line(shell: &ShellState) -> String {
+    let mut line = format!("[cwd: {}", shell.cwd.display());
+    if let Some(branch) = &shell.git_branch {
+        let _ = write!(line, " · git: {branch}");
+    }
+    line.push(']');
+    if shell.restarted {
+        line.push_str(
+            "\n[the shell session had died and was restarted; the working directory and exported variables were restored]",
+        );
+    }
+    line
+}
+
+/// The details of one command.
+pub(crate) fn command_details(
+    command: &str,
+    result: &CommandResult,
+    timeout_secs: Option<u64>,
+    truncated: bool,
+) -> Details {
+    Details {
+        command: command.to_owned(),
+        exit_code: result.exit_code,
+        signal: result.signal.clone(),
+        success: result.success(),
+        timed_out: result.timed_out,
+        cancelled: result.cancelled,
+        execution_time_ms: result.duration.as_millis() as u64,
+        working_directory: result
+            .working_directory
+            .as_ref()
+            .map(|directory| directory.display().to_string()),
+        log_file: result
+            .log_file
+            .as_ref()
+            .map(|file| file.display().to_string()),
+        truncated,
+        total_lines: result.output.total_lines(),
+        total_bytes: result.output.total_bytes(),
+        timeout_seconds: if result.timed_out { timeout_secs } else { None },
+        pid: result.background.as_ref().map(|job| job.pid),
+        output_file: result
+            .background
+            .as_ref()
+            .map(|job| job.output_file.display().to_string()),
+        shell: result.shell.clone(),
+        notes: result.notes.clone(),
+        ..Details::default()
+    }
+}
+
+pub(crate) fn batch_item(details: &Details) -> BatchItemDetails {
+    BatchItemDetails {
+        command: details.command.clone(),
+        exit_code: details.exit_code,
+        signal: details.signal.clone(),
+        success: details.success,
+        timed_out: details.timed_out,
+        cancelled: details.cancelled,
+        skipped: false,
+        execution_time_ms: details.execution_time_ms,
+        log_file: details.log_file.clone(),
+        truncated: details.truncated,
+        total_lines: details.total_lines,
+        total_bytes: details.total_bytes,
+    }
+}
+
+/// Shares `budget` among sections fairly: each gets what it needs up to an
+/// equal share, and what small ones leave over goes to the larger ones.
+pub(crate) fn share_budget(needs: &[u64], budget: usize) -> Vec<usize> {
+    let mut shares = vec![0; needs.len()];
+    let mut order: Vec<usize> = (0..needs.len()).collect();
+    order.sort_by_key(|&index| needs[index]);
+    let mut remaining = budget;
+    for (position, &index) in order.iter().enumerate() {
+        let fair = remaining / (order.len() - position);
+        let share = usize::try_from(needs[index])
+            .unwrap_or(usize::MAX)
+            .min(fair);
+        shares[index] = share.max(1);
+        remaining = remaining.saturating_sub(share);
+    }
+    shares
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn small_sections_leave_their_share_to_large_ones() {
+        assert_eq!(share_budget(&[100, 10_000, 50], 8000), vec![100, 7850, 50]);
+        assert_eq!(share_budget(&[9000, 9000], 8000), vec![4000, 4000]);
+    }
+}

@@ -1,0 +1,113 @@
+//! What the model gets back: text content, `is_error`, and structured details.
+
+use serde::{Deserialize, Serialize};
+
+use crate::exec::ShellState;
+use crate::policy::Rule;
+
+/// A piece of content for the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Content {
+    Text { text: String },
+}
+
+impl Content {
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::Text { text: text.into() }
+    }
+
+    pub fn as_text(&self) -> &str {
+        match self {
+            Self::Text { text } => text,
+        }
+    }
+}
+
+/// Per-command details of a batch.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BatchItemDetails {
+    pub command: String,
+    pub exit_code: Option<i32>,
+    pub signal: Option<String>,
+    pub success: bool,
+    pub timed_out: bool,
+    pub cancelled: bool,
+    pub skipped: bool,
+    pub execution_time_ms: u64,
+    pub log_file: Option<String>,
+    pub truncated: bool,
+    pub total_lines: u64,
+    pub total_bytes: u64,
+}
+
+/// Structured facts about the call (seed 004's metadata); becomes MCP
+/// `structuredContent`.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Details {
+    pub command: String,
+    pub exit_code: Option<i32>,
+    pub signal: Option<String>,
+    pub success: bool,
+    pub timed_out: bool,
+    pub cancelled: bool,
+    pub execution_time_ms: u64,
+    pub working_directory: Option<String>,
+    pub log_file: Option<String>,
+    pub truncated: bool,
+    pub total_lines: u64,
+    pub total_bytes: u64,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub timeout_seconds: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub pid: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub output_file: Option<String>,
+    /// Why nothing ran: `invalid_input`, `blocked`, `not_approved`, `spawn_failed`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub error_kind: Option<String>,
+    /// The policy rule that blocked the command.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub rule: Option<Rule>,
+    /// The invalid input field.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub field: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub shell: Option<ShellState>,
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub notes: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub batch: Option<Vec<BatchItemDetails>>,
+}
+
+/// The result of one tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolResult {
+    pub content: Vec<Content>,
+    pub is_error: bool,
+    pub details: Details,
+}
+
+impl ToolResult {
+    /// All text content joined: what the model reads.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .map(Content::as_text)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// An error result where nothing ran.
+    pub fn refused(command: &str, kind: &str, message: impl Into<String>) -> Self {
+        Self {
+            content: vec![Content::text(message)],
+            is_error: true,
+            details: Details {
+                command: command.to_owned(),
+                error_kind: Some(kind.to_owned()),
+                ..Details::default()
+            },
+        }
+    }
+}

@@ -1,0 +1,265 @@
+//! The tool definition the model sees, generated from [`ToolConfig`] so that
+//! it never mentions a field, default or limit that is not real.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+use crate::config::ToolConfig;
+use crate::input::allowed_fields;
+
+/// Name, description and JSON input schema of a tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+}
+
+fn human_duration(seconds: u64) -> String {
+    if seconds.is_multiple_of(60) && seconds >= 60 {
+        format!("{} min", seconds / 60)
+    } else {
+        format!("{seconds} s")
+    }
+}
+
+/// The description: how to use the tool well (seeds 001 and 003).
+pub fn description(config: &ToolConfig) -> String {
+    let fields = &config.fields;
+    let budget_tokens = config.output.max_output_tokens;
+    let mut text = String::from(
+        "Executes a shell command with bash -c and returns its output: stdout and stderr \
+         interleaved in the order they were written, then the exit status.\n",
+    );
+    text.push_str(if config.persistent_session {
+        "The shell is persistent: the working directory, exported and shell variables, functions, \
+         aliases and an activated virtualenv carry over to the next call.\n"
+    } else {
+        "Each call starts a fresh shell: the working directory, variables and aliases do NOT \
+         persist between calls. Chain dependent steps with && in one command.\n"
+    });
+    text.push_str(&format!(
+        "\nRules:\n\
+         - Commands must not be interactive: stdin is empty and there is no terminal. Pass \
+         everything on the command line (git commit -m \"...\", apt-get -y, npx --yes). Pagers \
+         are off; editors fail at once.\n\
+         - Output is shortened for you to about {budget_tokens} tokens, keeping the beginning, \
+         the end and error lines from the middle, and the full log is saved to a file you can \
+         read. Do not pipe to head or tail to shorten it.\n\
+         - stderr is already included: do not add 2>&1.\n"
+    ));
+    let default_timeout = human_duration(config.default_timeout.as_secs());
+    if fields.mode {
+        text.push_str(&format!(
+            "- Commands time out after {default_timeout}. Use mode \"slow\" (up to {}) for \
+             builds, tests, installs, downloads or any other substantive operation.\n",
+            human_duration(config.slow_timeout.as_secs())
+        ));
+        if fields.background {
+            text.push_str(
+                "- Never run a never-ending command (server, watcher, tail -f) in the foreground: \
+                 use mode \"background\", which returns at once with the pid and an output file \
+                 to read later.\n",
+            );
+        } else {
+            text.push_str(
+                "- Never run a never-ending command (server, watcher, tail -f): it will be \
+                 stopped at the timeout.\n",
+            );
+        }
+    } else {
+        text.push_str(&format!(
+            "- Commands time out after {default_timeout}; never run a never-ending command.\n"
+        ));
+    }
+    if fields.timeout {
+        text.push_str(&format!(
+            "- timeout sets the limit in seconds (1 to {}).\n",
+            config.max_timeout_secs
+        ));
+    }
+    if fields.commands {
+        text.push_str(
+            "- commands (array) runs each command in order in the same shell, all of them \
+             regardless of failures, each with its own timeout and its own section in the \
+             result. Use && in one command when you need fail-fast.\n",
+        );
+    }
+    text.push_str(
+        "- Keep commands concise (well under 60k tokens); for complex scripts, write them to a \
+         file first and run the file.\n\
+         - Destructive mistakes are refused: blind git add (-A, ., --all), git push --force \
+         (use --force-with-lease) and recursive rm of /, ~, $HOME, .git or *.\n\
+         \nSearching:\n\
+         - Use rg (ripgrep) to search file contents: rg 'pattern' [path], rg -t py 'def main', \
+         rg -l 'TODO' to list matching files, rg -n -C 2 'pattern' for line numbers and context. \
+         It respects .gitignore and is much faster than grep -r.\n\
+         - Use fd to find files by name: fd 'pattern', fd -e rs to find by extension, \
+         fd -t d name for directories. It is faster than find and respects .gitignore.\n",
+    );
+    if let Some(directory) = &config.working_directory {
+        text.push_str(&format!("\n<pwd>{}</pwd>", directory.display()));
+    }
+    text
+}
+
+/// The JSON schema of the input, with only the enabled fields.
+pub fn input_schema(config: &ToolConfig) -> Value {
+    let fields = &config.fields;
+    let mut properties = Map::new();
+    properties.insert(
+        "command".into(),
+        json!({
+            "type": "string",
+            "minLength": 1,
+            "maxLength": config.max_command_bytes,
+            "description": "The command to run with bash -c, e.g. \"cargo test\"",
+        }),
+    );
+    if fields.commands {
+        properties.insert(
+            "commands".into(),
+            json!({
+                "type": "array",
+                "items": {"type": "string", "minLength": 1},
+                "minItems": 1,
+                "maxItems": crate::config::MAX_BATCH_COMMANDS,
+                "description": "Instead of command: several commands run in order in the same shell. \
+                    Each gets its own timeout and result. All run regardless of failures; use one \
+                    command with && if you need fail-fast.",
+            }),
+        );
+    }
+    if fields.mode {
+        let (modes, text) = if fields.background {
+            (
+                json!(["default", "slow", "background"]),
+                format!(
+                    "default ({} timeout), slow ({} timeout, for builds, tests, installs) or \
+                     background (detached: returns at once with a pid and an output file, for \
+                     servers and watchers)",
+                    human_duration(config.default_timeout.as_secs()),
+                    human_duration(config.slow_timeout.as_secs())
+                ),
+            )
+        } else {
+            (
+                json!(["default", "slow"]),
+                format!(
+                    "default ({} timeout) or slow ({} timeout, for builds, tests, installs)",
+                    human_duration(config.default_timeout.as_secs()),
+                    human_duration(config.slow_timeout.as_secs())
+                ),
+            )
+        };
+        properties.insert(
+            "mode".into(),
+            json!({"type": "string", "enum": modes, "default": "default", "description": text}),
+        );
+    }
+    if fields.timeout {
+        properties.insert(
+            "timeout".into(),
+            json!({
+                "type": "integer",
+                "minimum": 1,
+                "maximum": config.max_timeout_secs,
+                "description": "Timeout in seconds; overrides the mode's timeout",
+            }),
+        );
+    }
+    if fields.working_directory {
+        let default = config.working_directory.as_ref().map_or_else(
+            || "the current working directory".to_owned(),
+            |directory| directory.display().to_string(),
+        );
+        properties.insert(
+            "working_directory".into(),
+            json!({
+                "type": "string",
+                "minLength": 1,
+                "description": format!("Directory to run in; must exist. Default: {default}"),
+            }),
+        );
+    }
+    if fields.environment {
+        properties.insert(
+            "environment".into(),
+            json!({
+                "type": "object",
+                "additionalProperties": {"type": "string"},
+                "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
+                "description": "Environment variables to add for this call",
+            }),
+        );
+    }
+    debug_assert_eq!(properties.len(), allowed_fields(config).len());
+    let mut schema = json!({
+        "type": "object",
+        "properties": properties,
+        "additionalProperties": false,
+    });
+    if !fields.commands {
+        schema["required"] = json!(["command"]);
+    }
+    schema
+}
+
+/// The complete tool definition.
+pub fn tool_spec(config: &ToolConfig) -> ToolSpec {
+    ToolSpec {
+        name: config.name.clone(),
+        description: description(config),
+        input_schema: input_schema(config),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    #[test]
+    fn schema_lists_only_enabled_fields() {
+        let mut config = ToolConfig::default();
+        config.fields.commands = false;
+        config.fields.environment = false;
+        let schema = input_schema(&config);
+        let names: Vec<&String> = schema["properties"]
+            .as_object()
+            .expect("object")
+            .keys()
+            .collect();
+        assert_eq!(names, ["command", "mode", "timeout", "working_directory"]);
+        assert_eq!(schema["required"], json!(["command"]));
+        assert_eq!(schema["properties"]["timeout"]["maximum"], 1800);
+    }
+
+    #[test]
+    fn description_shows_pwd_and_real_timeouts() {
+        let config = ToolConfig {
+            working_directory: Some(PathBuf::from("/work/project")),
+            ..ToolConfig::default()
+        };
+        let text = description(&config);
+        assert!(text.ends_with("<pwd>/work/project</pwd>"));
+        assert!(text.contains("Commands time out after 30 s. Use mode \"slow\" (up to 15 min)"));
+        assert!(text.contains("do NOT persist"));
+    }
+
+    #[test]
+    fn description_follows_switched_off_fields() {
+        let mut config = ToolConfig::default();
+        config.fields.background = false;
+        config.fields.commands = false;
+        config.persistent_session = true;
+        let text = description(&config);
+        assert!(!text.contains("\"background\""));
+        assert!(!text.contains("commands (array)"));
+        assert!(text.contains("The shell is persistent"));
+        assert_eq!(
+            input_schema(&config)["properties"]["mode"]["enum"],
+            json!(["default", "slow"])
+        );
+    }
+}

@@ -1,0 +1,322 @@
+//! The bash tool: validates a call, checks it against the policy and the
+//! approval port, runs it through [`CommandExec`], and formats the result.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::ToolConfig;
+use crate::error::ExecError;
+use crate::exec::{Approval, ApproveAll, CommandExec, ExecMode, OutputSink, SpawnOptions};
+use crate::input::{Commands, Mode, ToolInput, validate_input};
+use crate::invocation::Invocation;
+use crate::policy;
+use crate::report::{
+    background_text, batch_item, command_details, command_section, share_budget, telemetry_line,
+};
+use crate::result::{BatchItemDetails, Content, Details, ToolResult};
+use crate::spec::{ToolSpec, tool_spec};
+
+/// Seed 000's refusal when the approval port says no.
+pub const NOT_CONFIRMED: &str = "Command was not confirmed by the user.";
+
+/// The bash tool bound to an environment. Cheap to clone.
+#[derive(Clone)]
+pub struct BashTool {
+    config: Arc<ToolConfig>,
+    exec: Arc<dyn CommandExec>,
+    approval: Arc<dyn Approval>,
+}
+
+impl std::fmt::Debug for BashTool {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("BashTool")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How a caller follows and stops one call.
+#[derive(Clone, Default)]
+pub struct CallContext {
+    /// Cancelling it stops the command's process tree (and skips the rest of
+    /// a batch).
+    pub cancel: CancellationToken,
+    /// Receives output as it arrives.
+    pub on_output: Option<OutputSink>,
+}
+
+impl BashTool {
+    pub fn new(config: ToolConfig, exec: Arc<dyn CommandExec>) -> Self {
+        Self {
+            config: Arc::new(config),
+            exec,
+            approval: Arc::new(ApproveAll),
+        }
+    }
+
+    /// Asks `approval` before each command runs (seed 000's `confirm_fn`).
+    #[must_use]
+    pub fn with_approval(mut self, approval: Arc<dyn Approval>) -> Self {
+        self.approval = approval;
+        self
+    }
+
+    pub fn config(&self) -> &ToolConfig {
+        &self.config
+    }
+
+    /// The definition to give the model.
+    pub fn spec(&self) -> ToolSpec {
+        tool_spec(&self.config)
+    }
+
+    /// Starts a call in a task and returns its state machine at once.
+    /// Needs a tokio runtime.
+    pub fn start(&self, input: Value) -> Invocation {
+        Invocation::start(self.clone(), input)
+    }
+
+    /// Runs a call to its end.
+    pub async fn call(&self, input: Value) -> ToolResult {
+        self.call_with(&input, CallContext::default()).await
+    }
+
+    /// Runs a call to its end with cancellation and live output.
+    pub async fn call_with(&self, input: &Value, context: CallContext) -> ToolResult {
+        let input = match validate_input(input, &self.config) {
+            Ok(input) => input,
+            Err(error) => {
+                let command = input
+                    .get("command")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let mut result = ToolResult::refused(
+                    command,
+                    "invalid_input",
+                    format!("invalid input: {}", error.message),
+                );
+                result.details.field = Some(error.field);
+                return result;
+            }
+        };
+        self.run_input(&input, context).await
+    }
+
+    /// Runs an already validated input.
+    pub async fn run_input(&self, input: &ToolInput, context: CallContext) -> ToolResult {
+        let display = input.display_command();
+        for command in input.commands.as_slice() {
+            if let Err(violation) = policy::check(command, &self.config.policy) {
+                let mut result = ToolResult::refused(&display, "blocked", violation.message);
+                result.details.rule = Some(violation.rule);
+                return result;
+            }
+        }
+        for command in input.commands.as_slice() {
+            if !self.approval.approve(command).await {
+                return ToolResult::refused(&display, "not_approved", NOT_CONFIRMED);
+            }
+        }
+        match &input.commands {
+            Commands::Single(command) => self.run_single(command, input, context).await,
+            Commands::Batch(commands) => self.run_batch(commands, input, context).await,
+        }
+    }
+
+    fn spawn_options(&self, input: &ToolInput, context: &CallContext) -> SpawnOptions {
+        SpawnOptions {
+            cwd: input.working_directory.clone(),
+            timeout: input.effective_timeout(&self.config),
+            env: input.environment.clone(),
+            cancel: context.cancel.clone(),
+            on_output: context.on_output.clone(),
+            mode: if input.mode == Mode::Background {
+                ExecMode::Background
+            } else {
+                ExecMode::Foreground
+            },
+        }
+    }
+
+    async fn run_single(
+        &self,
+        command: &str,
+        input: &ToolInput,
+        context: CallContext,
+    ) -> ToolResult {
+        let options = self.spawn_options(input, &context);
+        let timeout_secs = options.timeout.map(|timeout| timeout.as_secs());
+        let result = match self.exec.spawn(command, options).await {
+            Ok(result) => result,
+            Err(error) => return exec_error_result(command, &error),
+        };
+        if let Some(job) = &result.background {
+            let details = command_details(command, &result, None, false);
+            return ToolResult {
+                content: vec![Content::text(background_text(job))],
+                is_error: false,
+                details,
+            };
+        }
+        let section = command_section(
+            &result,
+            timeout_secs,
+            &self.config,
+            self.config.output.budget_chars(),
+        );
+        let mut text = section.text;
+        if self.config.shell_telemetry
+            && let Some(shell) = &result.shell
+        {
+            text.push('\n');
+            text.push_str(&telemetry_line(shell));
+        }
+        ToolResult {
+            content: vec![Content::text(text)],
+            is_error: !result.success(),
+            details: command_details(command, &result, timeout_secs, section.truncated),
+        }
+    }
+
+    async fn run_batch(
+        &self,
+        commands: &[String],
+        input: &ToolInput,
+        context: CallContext,
+    ) -> ToolResult {
+        enum Outcome {
+            Ran(crate::exec::CommandResult),
+            Failed(ExecError),
+            Skipped,
+        }
+        let options = self.spawn_options(input, &context);
+        let timeout_secs = options.timeout.map(|timeout| timeout.as_secs());
+        let mut outcomes = Vec::with_capacity(commands.len());
+        for command in commands {
+            if context.cancel.is_cancelled() {
+                outcomes.push(Outcome::Skipped);
+                continue;
+            }
+            outcomes.push(match self.exec.spawn(command, options.clone()).await {
+                Ok(result) => Outcome::Ran(result),
+                Err(error) => Outcome::Failed(error),
+            });
+        }
+        let needs: Vec<u64> = outcomes
+            .iter()
+            .map(|outcome| match outcome {
+                Outcome::Ran(result) => result.output.total_cost(),
+                _ => 0,
+            })
+            .collect();
+        let shares = share_budget(&needs, self.config.output.budget_chars());
+        let total = commands.len();
+        let mut sections = Vec::with_capacity(total);
+        let mut items: Vec<BatchItemDetails> = Vec::with_capacity(total);
+        let mut last_ran: Option<Details> = None;
+        let mut any_failed = false;
+        let mut truncated = false;
+        let mut shell = None;
+        for (index, (command, outcome)) in commands.iter().zip(&outcomes).enumerate() {
+            let header = format!("[{}/{total}] $ {command}", index + 1);
+            match outcome {
+                Outcome::Ran(result) => {
+                    let section =
+                        command_section(result, timeout_secs, &self.config, shares[index]);
+                    sections.push(format!("{header}\n{}", section.text));
+                    let details = command_details(command, result, timeout_secs, section.truncated);
+                    items.push(batch_item(&details));
+                    any_failed |= !details.success;
+                    truncated |= section.truncated;
+                    if result.shell.is_some() {
+                        shell.clone_from(&result.shell);
+                    }
+                    last_ran = Some(details);
+                }
+                Outcome::Failed(error) => {
+                    sections.push(format!("{header}\n{error}"));
+                    any_failed = true;
+                    items.push(BatchItemDetails {
+                        command: command.clone(),
+                        exit_code: None,
+                        signal: None,
+                        success: false,
+                        timed_out: false,
+                        cancelled: false,
+                        skipped: false,
+                        execution_time_ms: 0,
+                        log_file: None,
+                        truncated: false,
+                        total_lines: 0,
+                        total_bytes: 0,
+                    });
+                }
+                Outcome::Skipped => {
+                    sections.push(format!("{header}\n(skipped — cancelled)"));
+                    any_failed = true;
+                    items.push(BatchItemDetails {
+                        command: command.clone(),
+                        exit_code: None,
+                        signal: None,
+                        success: false,
+                        timed_out: false,
+                        cancelled: true,
+                        skipped: true,
+                        execution_time_ms: 0,
+                        log_file: None,
+                        truncated: false,
+                        total_lines: 0,
+                        total_bytes: 0,
+                    });
+                }
+            }
+        }
+        let mut text = sections.join("\n\n");
+        if self.config.shell_telemetry
+            && let Some(shell) = &shell
+        {
+            text.push_str("\n\n");
+            text.push_str(&telemetry_line(shell));
+        }
+        let last = last_ran.unwrap_or_default();
+        let details = Details {
+            command: commands.join("\n"),
+            exit_code: last.exit_code,
+            signal: last.signal,
+            success: !any_failed,
+            timed_out: items.iter().any(|item| item.timed_out),
+            cancelled: context.cancel.is_cancelled(),
+            execution_time_ms: items.iter().map(|item| item.execution_time_ms).sum(),
+            working_directory: last.working_directory,
+            log_file: None,
+            truncated,
+            total_lines: items.iter().map(|item| item.total_lines).sum(),
+            total_bytes: items.iter().map(|item| item.total_bytes).sum(),
+            shell,
+            batch: Some(items),
+            ..Details::default()
+        };
+        ToolResult {
+            content: vec![Content::text(text)],
+            is_error: any_failed,
+            details,
+        }
+    }
+}
+
+/// The result when the environment could not run the command at all.
+pub(crate) fn exec_error_result(command: &str, error: &ExecError) -> ToolResult {
+    let mut result = ToolResult::refused(command, "spawn_failed", error.to_string());
+    if matches!(
+        error,
+        ExecError::MissingDirectory { .. } | ExecError::NotADirectory { .. }
+    ) {
+        result.details.error_kind = Some("invalid_input".to_owned());
+        result.details.field = Some("working_directory".to_owned());
+        result.content = vec![Content::text(format!("invalid input: {error}"))];
+    }
+    result
+}
