@@ -194,7 +194,7 @@ async fn streaming_output_is_observable_while_the_command_runs() {
             Ok(CommandResult::exited(
                 0,
                 OutputBuffer::from_text(
-                    &Default::default(),
+                    &bashtool_core::OutputConfig::default(),
                     Stream::Stdout,
                     "first line\nsecond line\n",
                 ),
@@ -265,7 +265,11 @@ async fn abort_before_completion_returns_the_output_so_far_and_ignores_the_late_
             // The late completion says something else; it must be ignored.
             Ok(CommandResult::exited(
                 0,
-                OutputBuffer::from_text(&Default::default(), Stream::Stdout, "late\n"),
+                OutputBuffer::from_text(
+                    &bashtool_core::OutputConfig::default(),
+                    Stream::Stdout,
+                    "late\n",
+                ),
             ))
         }
     });
@@ -371,7 +375,11 @@ async fn mockall_mock_can_stand_in_for_the_environment() {
         .returning(|_, _| {
             Ok(CommandResult::exited(
                 0,
-                OutputBuffer::from_text(&Default::default(), Stream::Stdout, "hi\n"),
+                OutputBuffer::from_text(
+                    &bashtool_core::OutputConfig::default(),
+                    Stream::Stdout,
+                    "hi\n",
+                ),
             ))
         });
     let tool = BashTool::new(ToolConfig::default(), Arc::new(exec));
