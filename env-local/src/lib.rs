@@ -11,6 +11,9 @@ use bashtool_core::{
 };
 use tokio::io::AsyncReadExt;
 
+mod session;
+pub use session::{Session, SessionConfig};
+
 #[derive(Debug, Clone)]
 pub struct LocalConfig {
     pub shell: PathBuf,

@@ -1,0 +1,670 @@
+//! Persistent shell sessions (seed 002): one long-lived bash per
+//! conversation, so that `cd`, `export`, `source .venv/bin/activate`,
+//! functions, aliases and options carry over from one call to the next.
+//!
+//! Design (see `docs/sessions.md` for the measurements):
+//! - One `bash --noprofile --norc` per [`Session`], leading its own session
+//!   and process group. Its stdin is a pipe that carries only driver lines;
+//!   its own stdout/stderr are `/dev/null`.
+//! - Statuses travel on a separate control pipe (fd 3) that the command
+//!   cannot see, so no output can be mistaken for one.
+//! - Each call: the command text goes to a file, which the shell `source`s at
+//!   top level (no fork, no quoting, no size limit) with stdin `/dev/null` and
+//!   stdout/stderr on two FIFOs made for this call. Processes the command
+//!   leaves behind hold only this call's FIFOs, so their output can never
+//!   leak into a later call.
+//! - After each command the shell writes a snapshot of its state (builtins
+//!   only). When the shell dies anyway (`exit`, `exec`, a kill, a timeout),
+//!   the next call starts a new one from the newest complete snapshot.
+
+mod decode;
+mod driver;
+mod procs;
+mod protocol;
+mod shell;
+mod snapshot;
+mod telemetry;
+
+use std::os::unix::fs::DirBuilderExt as _;
+use std::os::unix::process::ExitStatusExt as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Instant;
+
+use bashtool_core::{
+    CommandExec, CommandResult, ExecError, ExecMode, OutputBuffer, ShellState, SpawnOptions,
+    Stream,
+};
+use tokio::io::AsyncReadExt as _;
+use tokio::net::unix::pipe;
+
+use crate::{LocalConfig, LocalExec};
+use decode::Decoder;
+use protocol::Record;
+use shell::{Shell, ShellSpec};
+
+/// Variables that keep a command from waiting for a human (the session's
+/// defaults; the embedder's `env` may override them).
+const NON_INTERACTIVE_ENV: &[(&str, &str)] = &[
+    ("PAGER", "cat"),
+    ("GIT_PAGER", "cat"),
+    ("MANPAGER", "cat"),
+    ("GIT_TERMINAL_PROMPT", "0"),
+    ("DEBIAN_FRONTEND", "noninteractive"),
+    ("EDITOR", "false"),
+    ("VISUAL", "false"),
+    ("GIT_EDITOR", "false"),
+];
+
+/// Largest read from one output pipe.
+const READ_BUFFER: usize = 64 * 1024;
+/// Most reads when draining a pipe after the command ended: a leftover that
+/// writes without pause must not keep the call from returning.
+const MAX_DRAIN_READS: usize = 64;
+
+/// Configuration of a [`Session`].
+#[derive(Debug, Clone)]
+pub struct SessionConfig {
+    /// Shell program (bash), start directory, extra environment, kill grace
+    /// and output budget, as for [`LocalExec`]. Background calls go to a
+    /// `LocalExec` with this configuration.
+    pub local: LocalConfig,
+    /// Keep the session's state in this file too: a new `Session` with the
+    /// same path starts from it, and [`Session::shutdown`] saves to it. This
+    /// is how `bashtool run --session NAME` carries state across processes.
+    pub snapshot_path: Option<PathBuf>,
+    /// Report where the shell stands after each call (cwd, git branch).
+    pub telemetry: bool,
+}
+
+impl Default for SessionConfig {
+    fn default() -> Self {
+        Self {
+            local: LocalConfig::default(),
+            snapshot_path: None,
+            telemetry: true,
+        }
+    }
+}
+
+/// A persistent shell: a [`CommandExec`] whose calls share the working
+/// directory, variables, functions, aliases and shell options.
+///
+/// Calls run one at a time, in arrival order. Cloning is cheap and shares
+/// the shell. Dropping the last clone kills the shell's process group; use
+/// [`Session::shutdown`] to end it gracefully and save its snapshot.
+///
+/// A command never breaks the session: when one fails, times out, is
+/// cancelled, calls `exit` or `exec`, or the shell is killed from outside,
+/// the call returns its own result and the next call gets a new shell with
+/// the last saved state (`ShellState::restarted`).
+#[derive(Clone)]
+pub struct Session {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Session")
+            .field("id", &self.inner.id)
+            .field("dir", &self.inner.dir.path)
+            .finish_non_exhaustive()
+    }
+}
+
+struct Inner {
+    config: SessionConfig,
+    id: u64,
+    dir: SessionDir,
+    state: tokio::sync::Mutex<State>,
+    background: LocalExec,
+}
+
+struct State {
+    shell: Option<Shell>,
+    /// The shell's cwd as last reported.
+    cwd: PathBuf,
+    /// A shell was running before: the next start is a restart.
+    had_shell: bool,
+    next_call: u64,
+}
+
+/// The session's private directory: driver, command file, FIFOs, snapshot
+/// slots. On tmpfs when available: truncating a file on ext4 costs a flush
+/// (~4 ms measured), which would dominate every call.
+struct SessionDir {
+    path: PathBuf,
+}
+
+impl SessionDir {
+    fn create(id: u64) -> std::io::Result<Self> {
+        let shm = Path::new("/dev/shm");
+        let base = if shm.is_dir() && !shm.metadata()?.permissions().readonly() {
+            shm.to_path_buf()
+        } else {
+            std::env::temp_dir()
+        };
+        let path = base.join(format!("bashtool-session-{}-{id}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::DirBuilder::new().mode(0o700).create(&path)?;
+        std::fs::write(path.join("driver.sh"), driver::DRIVER)?;
+        Ok(Self { path })
+    }
+}
+
+impl Drop for SessionDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+/// How a call's wait ended.
+enum Ending {
+    Status {
+        status: i32,
+        jobs: Vec<u32>,
+        cwd: PathBuf,
+    },
+    ShellExited(Option<std::process::ExitStatus>),
+    TimedOut,
+    Cancelled,
+}
+
+/// One output stream of one call: a FIFO we read, and a write end we hold
+/// until the command ended, so that EOF afterwards means no process of the
+/// command holds it any more.
+struct CallPipe {
+    path: PathBuf,
+    receiver: pipe::Receiver,
+    sender: Option<pipe::Sender>,
+    decoder: Decoder,
+    stream: Stream,
+}
+
+impl CallPipe {
+    fn create(path: PathBuf, stream: Stream) -> std::io::Result<Self> {
+        let _ = std::fs::remove_file(&path);
+        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR)?;
+        let receiver = pipe::OpenOptions::new().open_receiver(&path)?;
+        let sender = pipe::OpenOptions::new().open_sender(&path)?;
+        Ok(Self {
+            path,
+            receiver,
+            sender: Some(sender),
+            decoder: Decoder::default(),
+            stream,
+        })
+    }
+
+    fn push(&mut self, bytes: &[u8], output: &mut OutputBuffer, options: &SpawnOptions) {
+        let text = self.decoder.decode(bytes);
+        if !text.is_empty() {
+            options.emit(self.stream, &text);
+            output.push(self.stream, &text);
+        }
+    }
+
+    /// Reads what is in the pipe without waiting. Returns true if some
+    /// process still holds the write end (no EOF).
+    fn drain(&mut self, output: &mut OutputBuffer, options: &SpawnOptions) -> bool {
+        self.sender = None;
+        let mut buffer = vec![0_u8; READ_BUFFER];
+        for _ in 0..MAX_DRAIN_READS {
+            match self.receiver.try_read(&mut buffer) {
+                Ok(0) => return false,
+                Ok(count) => self.push(&buffer[..count], output, options),
+                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => return true,
+                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => return false,
+            }
+        }
+        true
+    }
+
+    fn finish(&mut self, output: &mut OutputBuffer, options: &SpawnOptions) {
+        let text = self.decoder.finish();
+        if !text.is_empty() {
+            options.emit(self.stream, &text);
+            output.push(self.stream, &text);
+        }
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+impl Session {
+    /// Creates a session. The shell starts with the first call.
+    pub fn new(config: SessionConfig) -> Result<Self, ExecError> {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
+        let dir = SessionDir::create(id).map_err(|source| ExecError::Other {
+            message: format!("could not create the session directory: {source}"),
+        })?;
+        let cwd = config.local.working_directory.clone();
+        let background = LocalExec::new(config.local.clone());
+        Ok(Self {
+            inner: Arc::new(Inner {
+                config,
+                id,
+                dir,
+                state: tokio::sync::Mutex::new(State {
+                    shell: None,
+                    cwd,
+                    had_shell: false,
+                    next_call: 1,
+                }),
+                background,
+            }),
+        })
+    }
+
+    /// A session that starts from the snapshot at `path` (if there is one)
+    /// and saves to it on [`Session::shutdown`].
+    pub fn with_snapshot_path(
+        mut config: SessionConfig,
+        path: impl Into<PathBuf>,
+    ) -> Result<Self, ExecError> {
+        config.snapshot_path = Some(path.into());
+        Self::new(config)
+    }
+
+    pub fn config(&self) -> &SessionConfig {
+        &self.inner.config
+    }
+
+    /// The pid of the shell behind the session, if one is running.
+    pub async fn shell_pid(&self) -> Option<u32> {
+        let state = self.inner.state.lock().await;
+        state.shell.as_ref().map(|shell| shell.pid)
+    }
+
+    /// Ends the shell gracefully (its EXIT trap saves the state) and, with a
+    /// snapshot path, saves the state there. Later calls start a new shell.
+    pub async fn shutdown(&self) -> std::io::Result<()> {
+        let mut state = self.inner.state.lock().await;
+        if let Some(mut shell) = state.shell.take() {
+            // EOF on stdin ends a non-interactive shell normally.
+            let _ = shell.send("builtin exit 0\n").await;
+            let grace = self.inner.config.local.kill_grace;
+            if tokio::time::timeout(grace, shell.wait()).await.is_err() {
+                procs::kill_group_now(shell.pid);
+                shell.wait().await;
+            }
+        }
+        if let Some(path) = &self.inner.config.snapshot_path
+            && let Some((newest, _)) = snapshot::newest(&snapshot::slots(&self.inner.dir.path))
+        {
+            snapshot::persist(&newest, path)?;
+        }
+        Ok(())
+    }
+
+    /// Starts a shell if none is running. Returns true when this replaces
+    /// one that died (the call's result says `restarted`).
+    async fn ensure_shell(&self, state: &mut State) -> Result<bool, ExecError> {
+        if let Some(shell) = &mut state.shell {
+            if !shell.has_exited() {
+                return Ok(false);
+            }
+            state.shell = None;
+        }
+        let inner = &self.inner;
+        let config = &inner.config.local;
+        let mut candidates = snapshot::slots(&inner.dir.path).to_vec();
+        if !state.had_shell
+            && let Some(path) = &inner.config.snapshot_path
+        {
+            candidates.push(path.clone());
+        }
+        let restore = snapshot::newest(&candidates);
+        let cwd = if state.cwd.is_dir() {
+            state.cwd.clone()
+        } else {
+            config.working_directory.clone()
+        };
+        let mut env: Vec<(String, String)> = NON_INTERACTIVE_ENV
+            .iter()
+            .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
+            .collect();
+        env.extend(config.env.iter().map(|(key, value)| (key.clone(), value.clone())));
+        let sequence = restore.as_ref().map_or(0, |(_, sequence)| *sequence);
+        let startup = driver::startup_lines(
+            &inner.dir.path.join("driver.sh"),
+            restore.as_ref().map(|(path, _)| path.as_path()),
+            &inner.dir.path,
+            sequence,
+        );
+        let shell = Shell::start(ShellSpec {
+            program: &config.shell,
+            cwd: &cwd,
+            env,
+            clear_env: restore.is_some(),
+            startup,
+        })
+        .await?;
+        let restarted = state.had_shell;
+        state.shell = Some(shell);
+        state.had_shell = true;
+        Ok(restarted)
+    }
+
+    async fn run_foreground(
+        &self,
+        command: &str,
+        options: &SpawnOptions,
+    ) -> Result<CommandResult, ExecError> {
+        let start = Instant::now();
+        let inner = &self.inner;
+        let mut state = inner.state.lock().await;
+        let call_cwd = match &options.cwd {
+            Some(cwd) => {
+                let cwd = state.cwd.join(cwd);
+                check_directory(&cwd)?;
+                Some(cwd)
+            }
+            None => None,
+        };
+        let mut restarted = self.ensure_shell(&mut state).await?;
+        let id = state.next_call;
+        state.next_call += 1;
+        let io_error = |source: std::io::Error| ExecError::Other {
+            message: format!("could not prepare the session call: {source}"),
+        };
+        let command_file = inner.dir.path.join("command.sh");
+        std::fs::write(&command_file, command).map_err(io_error)?;
+        let mut stdout = CallPipe::create(inner.dir.path.join(format!("out.{id}")), Stream::Stdout)
+            .map_err(io_error)?;
+        let mut stderr = CallPipe::create(inner.dir.path.join(format!("err.{id}")), Stream::Stderr)
+            .map_err(io_error)?;
+        let marker = format!("session-{}-{}-{id}", std::process::id(), inner.id);
+        let line = driver::call_line(&driver::CallLine {
+            id,
+            command_file: &command_file,
+            stdout_fifo: &stdout.path,
+            stderr_fifo: &stderr.path,
+            cwd: call_cwd.as_deref(),
+            env: &options.env,
+            marker: &marker,
+        });
+        let (log_file, mut output) = open_log(&inner.config.local, inner.id, id, command);
+
+        let mut shell = state.shell.take().ok_or_else(|| ExecError::Other {
+            message: "the session shell is not running".to_owned(),
+        })?;
+        if shell.send(&line).await.is_err() {
+            // Died between the liveness check and the write: start anew once.
+            drop(shell);
+            restarted |= self.ensure_shell(&mut state).await?;
+            shell = state.shell.take().ok_or_else(|| ExecError::Other {
+                message: "the session shell is not running".to_owned(),
+            })?;
+            shell.send(&line).await.map_err(|source| ExecError::Spawn {
+                program: inner.config.local.shell.display().to_string(),
+                source,
+            })?;
+        }
+
+        let ending = wait_for_end(&mut shell, id, &mut stdout, &mut stderr, &mut output, options)
+            .await;
+
+        let grace = inner.config.local.kill_grace;
+        let mut notes = Vec::new();
+        let mut exit_code = None;
+        let mut signal = None;
+        let (mut timed_out, mut cancelled) = (false, false);
+        match ending {
+            Ending::Status { status, jobs, cwd } => {
+                exit_code = Some(status);
+                state.cwd = cwd;
+                let held_out = stdout.drain(&mut output, options);
+                let held_err = stderr.drain(&mut output, options);
+                if !jobs.is_empty() || held_out || held_err {
+                    let leftovers: Vec<u32> = procs::members(shell.pid, Some(&marker))
+                        .iter()
+                        .map(|process| process.pid)
+                        .collect();
+                    let stopped = procs::stop(&leftovers, None, grace).await;
+                    if stopped > 0 {
+                        notes.push(leftover_note(stopped));
+                    }
+                    stdout.drain(&mut output, options);
+                    stderr.drain(&mut output, options);
+                }
+                state.shell = Some(shell);
+            }
+            Ending::ShellExited(status) => {
+                stdout.drain(&mut output, options);
+                stderr.drain(&mut output, options);
+                if let Some(status) = status {
+                    exit_code = status.code();
+                    signal = status.signal().map(signal_name);
+                }
+                // What the command (or an `exec`ed program) left running.
+                let leftovers: Vec<u32> = procs::members(shell.pid, Some(&marker))
+                    .iter()
+                    .map(|process| process.pid)
+                    .collect();
+                let stopped = procs::stop(&leftovers, None, grace).await;
+                if stopped > 0 {
+                    notes.push(leftover_note(stopped));
+                }
+                notes.push(
+                    "the command ended the session's shell (exit, exec or a signal); the next call starts a new shell with the state saved last"
+                        .to_owned(),
+                );
+            }
+            Ending::TimedOut | Ending::Cancelled => {
+                timed_out = matches!(ending, Ending::TimedOut);
+                cancelled = !timed_out;
+                // The command may be a loop inside the shell itself: the
+                // only sure stop is the shell's whole tree. Its EXIT trap
+                // (run on SIGTERM) saves the state it reached.
+                let mut tree: Vec<u32> = procs::members(shell.pid, Some(&marker))
+                    .iter()
+                    .map(|process| process.pid)
+                    .collect();
+                tree.push(shell.pid);
+                procs::stop(&tree, Some(shell.pid), grace).await;
+                shell.wait().await;
+                stdout.drain(&mut output, options);
+                stderr.drain(&mut output, options);
+                notes.push(
+                    "the session's shell was stopped with the command; the next call starts a new shell with the state saved last"
+                        .to_owned(),
+                );
+            }
+        }
+        stdout.finish(&mut output, options);
+        stderr.finish(&mut output, options);
+        output.finish();
+        let shell_state = inner.config.telemetry.then(|| ShellState {
+            git_branch: telemetry::git_branch(&state.cwd),
+            cwd: state.cwd.clone(),
+            restarted,
+        });
+        Ok(CommandResult {
+            exit_code,
+            signal,
+            duration: start.elapsed(),
+            timed_out,
+            cancelled,
+            output,
+            log_file,
+            notes,
+            background: None,
+            shell: shell_state,
+            working_directory: Some(call_cwd.unwrap_or_else(|| state.cwd.clone())),
+        })
+    }
+
+    /// Background calls run outside the shell (they must outlive the call),
+    /// but with its state: a fresh snapshot is handed to `bash -c` through
+    /// `BASH_ENV`, and the job starts in the session's cwd.
+    async fn run_background(
+        &self,
+        command: &str,
+        mut options: SpawnOptions,
+    ) -> Result<CommandResult, ExecError> {
+        let inner = &self.inner;
+        let mut state = inner.state.lock().await;
+        self.ensure_shell(&mut state).await?;
+        let cwd = match &options.cwd {
+            Some(cwd) => state.cwd.join(cwd),
+            None => state.cwd.clone(),
+        };
+        check_directory(&cwd)?;
+        if let Some(shell) = &mut state.shell
+            && shell
+                .send("__bt_save; builtin printf 'R\\0' >&3\n")
+                .await
+                .is_ok()
+        {
+            let _ = tokio::time::timeout(
+                inner.config.local.kill_grace,
+                shell.control.wait_for(|record| *record == Record::Ready),
+            )
+            .await;
+        }
+        let id = state.next_call;
+        state.next_call += 1;
+        if let Some((newest, _)) = snapshot::newest(&snapshot::slots(&inner.dir.path)) {
+            let copy = inner.dir.path.join(format!("background-{id}.sh"));
+            let env_file = inner.dir.path.join(format!("background-{id}.env"));
+            let prepared = std::fs::copy(&newest, &copy).and_then(|_| {
+                std::fs::write(
+                    &env_file,
+                    format!(
+                        "unset BASH_ENV\nbuiltin source {} </dev/null >/dev/null 2>&1\n",
+                        driver::quote(&copy.to_string_lossy())
+                    ),
+                )
+            });
+            if prepared.is_ok() {
+                options
+                    .env
+                    .insert("BASH_ENV".to_owned(), env_file.to_string_lossy().into_owned());
+            }
+        }
+        options.cwd = Some(cwd);
+        drop(state);
+        inner.background.spawn(command, options).await
+    }
+}
+
+#[async_trait::async_trait]
+impl CommandExec for Session {
+    async fn spawn(
+        &self,
+        command: &str,
+        options: SpawnOptions,
+    ) -> Result<CommandResult, ExecError> {
+        match options.mode {
+            ExecMode::Background => self.run_background(command, options).await,
+            ExecMode::Foreground => self.run_foreground(command, &options).await,
+        }
+    }
+}
+
+/// Reads the call's output until its status arrives, the shell exits, the
+/// deadline passes or the caller cancels.
+async fn wait_for_end(
+    shell: &mut Shell,
+    id: u64,
+    stdout: &mut CallPipe,
+    stderr: &mut CallPipe,
+    output: &mut OutputBuffer,
+    options: &SpawnOptions,
+) -> Ending {
+    let deadline = options
+        .timeout
+        .map(|timeout| tokio::time::Instant::now() + timeout);
+    let mut out_buffer = vec![0_u8; READ_BUFFER];
+    let mut err_buffer = vec![0_u8; READ_BUFFER];
+    let mut out_open = true;
+    let mut err_open = true;
+    loop {
+        let sleep = async {
+            match deadline {
+                Some(deadline) => tokio::time::sleep_until(deadline).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            records = shell.control.read_records() => {
+                for record in records {
+                    if let Record::Status { id: record_id, status, jobs, cwd } = record
+                        && record_id == id
+                    {
+                        return Ending::Status { status, jobs, cwd };
+                    }
+                }
+            }
+            read = stdout.receiver.read(&mut out_buffer), if out_open => match read {
+                Ok(0) | Err(_) => out_open = false,
+                Ok(count) => stdout.push(&out_buffer[..count], output, options),
+            },
+            read = stderr.receiver.read(&mut err_buffer), if err_open => match read {
+                Ok(0) | Err(_) => err_open = false,
+                Ok(count) => stderr.push(&err_buffer[..count], output, options),
+            },
+            status = shell.child.wait(), if shell.reaped.is_none() => {
+                shell.reaped = status.as_ref().ok().copied();
+                return Ending::ShellExited(status.ok());
+            }
+            () = sleep => return Ending::TimedOut,
+            () = options.cancel.cancelled() => return Ending::Cancelled,
+        }
+    }
+}
+
+fn check_directory(path: &Path) -> Result<(), ExecError> {
+    match std::fs::metadata(path) {
+        Ok(metadata) if metadata.is_dir() => Ok(()),
+        Ok(_) => Err(ExecError::NotADirectory {
+            path: path.to_path_buf(),
+        }),
+        Err(_) => Err(ExecError::MissingDirectory {
+            path: path.to_path_buf(),
+        }),
+    }
+}
+
+fn leftover_note(count: usize) -> String {
+    if count == 1 {
+        "1 leftover process was stopped; servers belong in mode \"background\"".to_owned()
+    } else {
+        format!("{count} leftover processes were stopped; servers belong in mode \"background\"")
+    }
+}
+
+fn signal_name(signal: i32) -> String {
+    nix::sys::signal::Signal::try_from(signal).map_or_else(
+        |_| format!("signal {signal}"),
+        |signal| signal.as_str().to_owned(),
+    )
+}
+
+/// The call's output buffer, logging to `<temp>/bashtool-<pid>/` when the
+/// log file can be created.
+fn open_log(
+    config: &LocalConfig,
+    session: u64,
+    call: u64,
+    command: &str,
+) -> (Option<PathBuf>, OutputBuffer) {
+    let dir = std::env::temp_dir().join(format!("bashtool-{}", std::process::id()));
+    let path = dir.join(format!("session-{session}-{call}.log"));
+    let file = std::fs::create_dir_all(&dir).and_then(|()| std::fs::File::create(&path));
+    match file {
+        Ok(file) => (
+            Some(path),
+            OutputBuffer::with_log(
+                &config.output,
+                Box::new(std::io::BufWriter::new(file)),
+                command,
+            ),
+        ),
+        Err(_) => (None, OutputBuffer::new(&config.output)),
+    }
+}
