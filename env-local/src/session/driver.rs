@@ -56,6 +56,14 @@ pub(crate) fn startup_lines(
     lines
 }
 
+/// The one line written to the shell's stdin per call: it sources the call
+/// script (bash reads a script on a pipe one byte per `read(2)`, so the long
+/// line goes through a file instead).
+pub(crate) const RUN_CALL: &str = "builtin . \"$__bt_call\"\n";
+
+/// Name of the call script in the session directory (`__bt_call`).
+pub(crate) const CALL_SCRIPT: &str = "call.sh";
+
 /// What one call asks of the shell.
 pub(crate) struct CallLine<'a> {
     pub id: u64,
@@ -70,7 +78,7 @@ pub(crate) struct CallLine<'a> {
     pub marker: &'a str,
 }
 
-/// The driver line of one call. The command is `source`d at top level with
+/// The call script of one call. The command is `source`d at top level with
 /// its own stdin (`/dev/null`: a command that reads gets EOF), stdout and
 /// stderr (per-call FIFOs) and without the control fd.
 pub(crate) fn call_line(call: &CallLine<'_>) -> String {

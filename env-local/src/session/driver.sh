@@ -1,8 +1,13 @@
 # bashtool session driver: sourced by the long-lived bash behind a Session.
 #
-# Rust writes one line per call on the shell's stdin (see driver.rs):
+# For each call Rust writes the command to a file, and a call script that
+# runs it (see driver.rs):
 #
-#   __bt_pre 'DIR'; VAR='x' BASHTOOL_RUN_ID='id' source 'CMD' </dev/null >|'OUT' 2>|'ERR' 3>&-; __bt_post $? ID
+#   __bt_pre 'DIR' && VAR='x' BASHTOOL_RUN_ID='id' source 'CMD' </dev/null >|'OUT' 2>|'ERR' 3>&-; __bt_post $? ID
+#
+# and then one short line on the shell's stdin: `builtin . "$__bt_call"`.
+# (bash reads a script from a pipe one byte per read(2), so that a command
+# reading stdin would not lose input; a sourced file is read at once.)
 #
 # The command is `source`d at top level (not inside a function), so that
 # `declare`, `local` errors, `return` and positional parameters behave as at
@@ -76,6 +81,7 @@ __bt_apply_options() {
 # $1: directory of the snapshot slots; $2: sequence number to continue from.
 __bt_init() {
   __bt_state=$1
+  __bt_call=$1/call.sh
   __bt_seq=$2
   __bt_back=
   builtin trap '__bt_save' EXIT

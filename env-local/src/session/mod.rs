@@ -19,12 +19,14 @@
 
 mod decode;
 mod driver;
+mod log;
 mod procs;
 mod protocol;
 mod shell;
 mod snapshot;
 mod telemetry;
 
+use std::os::fd::AsFd as _;
 use std::os::unix::fs::DirBuilderExt as _;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
@@ -129,6 +131,9 @@ struct State {
     /// A shell was running before: the next start is a restart.
     had_shell: bool,
     next_call: u64,
+    /// Output FIFOs of the last call, for reuse when clean.
+    spare_stdout: Option<CallPipe>,
+    spare_stderr: Option<CallPipe>,
 }
 
 /// The session's private directory: driver, command file, FIFOs, snapshot
@@ -174,13 +179,24 @@ enum Ending {
 
 /// One output stream of one call: a FIFO we read, and a write end we hold
 /// until the command ended, so that EOF afterwards means no process of the
-/// command holds it any more.
+/// command holds it any more. A FIFO that reached EOF is reused by the next
+/// call (nobody else can write to it); one still held by a leftover is
+/// dropped, and its path removed, so that the leftover's output can never
+/// reach a later call.
 struct CallPipe {
     path: PathBuf,
     receiver: pipe::Receiver,
     sender: Option<pipe::Sender>,
     decoder: Decoder,
     stream: Stream,
+    /// EOF was seen after the last command: free of other writers.
+    clean: bool,
+}
+
+impl Drop for CallPipe {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 impl CallPipe {
@@ -195,7 +211,24 @@ impl CallPipe {
             sender: Some(sender),
             decoder: Decoder::default(),
             stream,
+            clean: false,
         })
+    }
+
+    /// This pipe again for the next call if it is clean, else a new one.
+    fn reuse_or_create(
+        spare: Option<Self>,
+        path: impl FnOnce() -> PathBuf,
+        stream: Stream,
+    ) -> std::io::Result<Self> {
+        if let Some(mut pipe) = spare
+            && pipe.clean
+        {
+            pipe.sender = Some(pipe::OpenOptions::new().open_sender(&pipe.path)?);
+            pipe.clean = false;
+            return Ok(pipe);
+        }
+        Self::create(path(), stream)
     }
 
     fn push(&mut self, bytes: &[u8], output: &mut OutputBuffer, options: &SpawnOptions) {
@@ -212,11 +245,17 @@ impl CallPipe {
         self.sender = None;
         let mut buffer = vec![0_u8; READ_BUFFER];
         for _ in 0..MAX_DRAIN_READS {
-            match self.receiver.try_read(&mut buffer) {
-                Ok(0) => return false,
+            // read(2) itself, not `try_read`: tokio answers WouldBlock from
+            // its cached readiness without asking the kernel, which would
+            // hide both the data and the EOF that are already there.
+            match nix::unistd::read(self.receiver.as_fd(), &mut buffer) {
+                Ok(0) => {
+                    self.clean = true;
+                    return false;
+                }
                 Ok(count) => self.push(&buffer[..count], output, options),
-                Err(error) if error.kind() == std::io::ErrorKind::WouldBlock => return true,
-                Err(error) if error.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(nix::errno::Errno::EAGAIN) => return true,
+                Err(nix::errno::Errno::EINTR) => {}
                 Err(_) => return false,
             }
         }
@@ -229,7 +268,6 @@ impl CallPipe {
             options.emit(self.stream, &text);
             output.push(self.stream, &text);
         }
-        let _ = std::fs::remove_file(&self.path);
     }
 }
 
@@ -253,6 +291,8 @@ impl Session {
                     cwd,
                     had_shell: false,
                     next_call: 1,
+                    spare_stdout: None,
+                    spare_stderr: None,
                 }),
                 background,
             }),
@@ -317,7 +357,14 @@ impl Session {
         {
             candidates.push(path.clone());
         }
-        let restore = snapshot::newest(&candidates);
+        // A filtered copy (see snapshot::restorable); a slot may be
+        // overwritten by the new shell while it is still being read.
+        let restore = snapshot::newest(&candidates).and_then(|(path, sequence)| {
+            let text = std::fs::read_to_string(&path).ok()?;
+            let copy = inner.dir.path.join("restore.sh");
+            std::fs::write(&copy, snapshot::restorable(&text)).ok()?;
+            Some((copy, sequence))
+        });
         let cwd = if state.cwd.is_dir() {
             state.cwd.clone()
         } else {
@@ -373,10 +420,19 @@ impl Session {
         };
         let command_file = inner.dir.path.join("command.sh");
         std::fs::write(&command_file, command).map_err(io_error)?;
-        let mut stdout = CallPipe::create(inner.dir.path.join(format!("out.{id}")), Stream::Stdout)
-            .map_err(io_error)?;
-        let mut stderr = CallPipe::create(inner.dir.path.join(format!("err.{id}")), Stream::Stderr)
-            .map_err(io_error)?;
+        let dir = &inner.dir.path;
+        let mut stdout = CallPipe::reuse_or_create(
+            state.spare_stdout.take(),
+            || dir.join(format!("out.{id}")),
+            Stream::Stdout,
+        )
+        .map_err(io_error)?;
+        let mut stderr = CallPipe::reuse_or_create(
+            state.spare_stderr.take(),
+            || dir.join(format!("err.{id}")),
+            Stream::Stderr,
+        )
+        .map_err(io_error)?;
         let marker = format!("session-{}-{}-{id}", std::process::id(), inner.id);
         let line = driver::call_line(&driver::CallLine {
             id,
@@ -387,19 +443,26 @@ impl Session {
             env: &options.env,
             marker: &marker,
         });
-        let (log_file, mut output) = open_log(&inner.config.local, inner.id, id, command);
+        std::fs::write(inner.dir.path.join(driver::CALL_SCRIPT), line).map_err(io_error)?;
+        let (log, mut output) = log::CallLog::open(
+            &log::default_dir(),
+            &inner.config.local.output,
+            inner.id,
+            id,
+            command,
+        );
 
         let mut shell = state.shell.take().ok_or_else(|| ExecError::Other {
             message: "the session shell is not running".to_owned(),
         })?;
-        if shell.send(&line).await.is_err() {
+        if shell.send(driver::RUN_CALL).await.is_err() {
             // Died between the liveness check and the write: start anew once.
             drop(shell);
             restarted |= self.ensure_shell(&mut state).await?;
             shell = state.shell.take().ok_or_else(|| ExecError::Other {
                 message: "the session shell is not running".to_owned(),
             })?;
-            shell.send(&line).await.map_err(|source| ExecError::Spawn {
+            shell.send(driver::RUN_CALL).await.map_err(|source| ExecError::Spawn {
                 program: inner.config.local.shell.display().to_string(),
                 source,
             })?;
@@ -478,6 +541,8 @@ impl Session {
         stdout.finish(&mut output, options);
         stderr.finish(&mut output, options);
         output.finish();
+        state.spare_stdout = Some(stdout);
+        state.spare_stderr = Some(stderr);
         let shell_state = inner.config.telemetry.then(|| ShellState {
             git_branch: telemetry::git_branch(&state.cwd),
             cwd: state.cwd.clone(),
@@ -490,7 +555,7 @@ impl Session {
             timed_out,
             cancelled,
             output,
-            log_file,
+            log_file: log.path(),
             notes,
             background: None,
             shell: shell_state,
@@ -643,28 +708,4 @@ fn signal_name(signal: i32) -> String {
         |_| format!("signal {signal}"),
         |signal| signal.as_str().to_owned(),
     )
-}
-
-/// The call's output buffer, logging to `<temp>/bashtool-<pid>/` when the
-/// log file can be created.
-fn open_log(
-    config: &LocalConfig,
-    session: u64,
-    call: u64,
-    command: &str,
-) -> (Option<PathBuf>, OutputBuffer) {
-    let dir = std::env::temp_dir().join(format!("bashtool-{}", std::process::id()));
-    let path = dir.join(format!("session-{session}-{call}.log"));
-    let file = std::fs::create_dir_all(&dir).and_then(|()| std::fs::File::create(&path));
-    match file {
-        Ok(file) => (
-            Some(path),
-            OutputBuffer::with_log(
-                &config.output,
-                Box::new(std::io::BufWriter::new(file)),
-                command,
-            ),
-        ),
-        Err(_) => (None, OutputBuffer::new(&config.output)),
-    }
 }

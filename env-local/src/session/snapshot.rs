@@ -8,6 +8,69 @@ use std::path::{Path, PathBuf};
 
 const COMPLETE: &str = "# bashtool snapshot complete ";
 
+/// Variables `declare -p` lists that must not be restored: bash's own
+/// (call stacks, counters, readonly ones) and the per-call marker. A
+/// snapshot written by the EXIT trap in the middle of a command sees the
+/// call stack of that moment; assigning it to a fresh shell would leave
+/// stale entries on bash's stacks.
+const NOT_RESTORED: &[&str] = &[
+    "BASH_ARGC",
+    "BASH_ARGV",
+    "BASH_ARGV0",
+    "BASH_COMMAND",
+    "BASH_EXECUTION_STRING",
+    "BASH_LINENO",
+    "BASH_REMATCH",
+    "BASH_SOURCE",
+    "BASH_SUBSHELL",
+    "BASH_VERSINFO",
+    "BASH_VERSION",
+    "BASHOPTS",
+    "BASHPID",
+    "BASHTOOL_RUN_ID",
+    "DIRSTACK",
+    "EPOCHREALTIME",
+    "EPOCHSECONDS",
+    "EUID",
+    "FUNCNAME",
+    "GROUPS",
+    "HISTCMD",
+    "LINENO",
+    "PIPESTATUS",
+    "PPID",
+    "RANDOM",
+    "SECONDS",
+    "SHELLOPTS",
+    "SRANDOM",
+    "UID",
+    "_",
+];
+
+/// The snapshot without the `declare` lines of [`NOT_RESTORED`] variables.
+pub(crate) fn restorable(text: &str) -> String {
+    let mut kept = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        if !declares_unrestorable(line) {
+            kept.push_str(line);
+        }
+    }
+    kept
+}
+
+fn declares_unrestorable(line: &str) -> bool {
+    let Some(rest) = line.strip_prefix("declare -") else {
+        return false;
+    };
+    let Some((_flags, rest)) = rest.split_once(' ') else {
+        return false;
+    };
+    let name = rest
+        .split(['=', '\n'])
+        .next()
+        .unwrap_or_default();
+    NOT_RESTORED.contains(&name)
+}
+
 /// The two slot files in `state_dir`.
 pub(crate) fn slots(state_dir: &Path) -> [PathBuf; 2] {
     [
@@ -58,6 +121,13 @@ pub(crate) fn persist(from: &Path, to: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn drops_bash_internals_and_keeps_user_variables() {
+        let text = "declare -a BASH_SOURCE=([0]=\"x\")\ndeclare -x BASHTOOL_RUN_ID=\"m\"\n\
+                    declare -- x=\"1\"\ndeclare -ar BASH_VERSINFO=()\ndeclare -- _\nf () \n{ \n    :\n}\n";
+        assert_eq!(restorable(text), "declare -- x=\"1\"\nf () \n{ \n    :\n}\n");
+    }
 
     #[test]
     fn picks_the_newest_complete_slot() {
