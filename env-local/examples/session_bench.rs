@@ -93,6 +93,9 @@ async fn main() {
                 .expect("session");
             samples.push(start.elapsed());
         }
-        row(&format!("Session `true` ({pause_ms} ms pause between calls)"), &mut samples);
+        row(
+            &format!("Session `true` ({pause_ms} ms pause between calls)"),
+            &mut samples,
+        );
     }
 }

@@ -168,6 +168,9 @@ async fn cancel_mid_batch_stops_the_running_command_and_skips_the_rest() {
     let next = call(&tool, json!({"command": "echo $KEEP"})).await;
     assert_eq!(
         next.text(),
-        format!("stdout:\n1\nexit code 0\n[cwd: {}]\n{RESTARTED}", root.display())
+        format!(
+            "stdout:\n1\nexit code 0\n[cwd: {}]\n{RESTARTED}",
+            root.display()
+        )
     );
 }

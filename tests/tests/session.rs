@@ -133,8 +133,11 @@ async fn venv_style_activation_persists() {
         ),
     )
     .expect("write");
-    std::fs::write(bin.join("venv-tool"), "#!/bin/sh\necho \"venv tool in $VIRTUAL_ENV\"\n")
-        .expect("write");
+    std::fs::write(
+        bin.join("venv-tool"),
+        "#!/bin/sh\necho \"venv tool in $VIRTUAL_ENV\"\n",
+    )
+    .expect("write");
     std::process::Command::new("chmod")
         .arg("+x")
         .arg(bin.join("venv-tool"))
@@ -209,7 +212,14 @@ async fn failures_and_top_level_return_keep_the_same_shell() {
     let killed = run(&tool, "sh -c 'kill -9 $$'").await;
     assert_eq!(killed.details.exit_code, Some(137));
     assert_eq!(session.shell_pid().await, Some(pid));
-    assert!(!run(&tool, "true").await.details.shell.expect("shell").restarted);
+    assert!(
+        !run(&tool, "true")
+            .await
+            .details
+            .shell
+            .expect("shell")
+            .restarted
+    );
 }
 
 #[tokio::test]
@@ -257,7 +267,10 @@ async fn timeout_of_a_loop_inside_the_shell_itself() {
     let next = run(&tool, "echo $x").await;
     assert_eq!(
         next.text(),
-        format!("stdout:\nkept\nexit code 0\n{}\n{RESTARTED}", cwd_line(&root))
+        format!(
+            "stdout:\nkept\nexit code 0\n{}\n{RESTARTED}",
+            cwd_line(&root)
+        )
     );
 }
 
@@ -284,12 +297,19 @@ async fn cancel_stops_the_running_command() {
         )
         .await;
     assert!(result.details.cancelled);
-    assert!(result.text().contains("[command cancelled; its process tree was stopped]"));
+    assert!(
+        result
+            .text()
+            .contains("[command cancelled; its process tree was stopped]")
+    );
     assert!(wait_gone(&pids_in(&result.text())).await);
     let next = run(&tool, "echo $y").await;
     assert_eq!(
         next.text(),
-        format!("stdout:\nstill\nexit code 0\n{}\n{RESTARTED}", cwd_line(&root))
+        format!(
+            "stdout:\nstill\nexit code 0\n{}\n{RESTARTED}",
+            cwd_line(&root)
+        )
     );
 }
 
@@ -342,7 +362,10 @@ async fn exec_and_descriptor_games_do_not_take_the_session_along() {
     let next = run(&tool, "echo $Z").await;
     assert_eq!(
         next.text(),
-        format!("stdout:\nzed\nexit code 0\n{}\n{RESTARTED}", cwd_line(&root))
+        format!(
+            "stdout:\nzed\nexit code 0\n{}\n{RESTARTED}",
+            cwd_line(&root)
+        )
     );
 }
 
@@ -430,7 +453,10 @@ async fn telemetry_line_shows_cwd_and_git_branch() {
     let result = run(&tool, "cd repo/src").await;
     assert_eq!(
         result.text(),
-        format!("(no output)\nexit code 0\n[cwd: {}/repo/src · git: main]", root.display())
+        format!(
+            "(no output)\nexit code 0\n[cwd: {}/repo/src · git: main]",
+            root.display()
+        )
     );
     assert_eq!(
         result.details.shell.expect("shell").git_branch.as_deref(),
@@ -469,9 +495,17 @@ async fn working_directory_and_environment_apply_to_one_call() {
     let back = run(&tool, "pwd; echo \"${ONE:-unset} $kept\"").await;
     assert_eq!(
         back.text(),
-        format!("stdout:\n{}\nunset 1\nexit code 0\n{}", root.display(), cwd_line(&root))
+        format!(
+            "stdout:\n{}\nunset 1\nexit code 0\n{}",
+            root.display(),
+            cwd_line(&root)
+        )
     );
-    let missing = call(&tool, json!({"command": "true", "working_directory": "nope"})).await;
+    let missing = call(
+        &tool,
+        json!({"command": "true", "working_directory": "nope"}),
+    )
+    .await;
     assert!(missing.is_error);
     assert_eq!(missing.details.field.as_deref(), Some("working_directory"));
 }
@@ -505,9 +539,16 @@ async fn declarations_are_global_and_large_commands_run() {
     let (_dir, root) = workspace();
     let session = new_session(&root);
     let tool = tool_for(&session);
-    let big = format!("declare -A map=([k]=v)\n: '{}'\necho big", "x".repeat(200 * 1024));
+    let big = format!(
+        "declare -A map=([k]=v)\n: '{}'\necho big",
+        "x".repeat(200 * 1024)
+    );
     let result = run(&tool, &big).await;
-    assert!(result.text().starts_with("stdout:\nbig\n"), "{}", result.text());
+    assert!(
+        result.text().starts_with("stdout:\nbig\n"),
+        "{}",
+        result.text()
+    );
     let next = run(&tool, "echo ${map[k]}").await;
     assert!(next.text().starts_with("stdout:\nv\n"));
 }

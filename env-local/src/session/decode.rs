@@ -23,16 +23,13 @@ impl Decoder {
                 Err(error) => {
                     let (valid, after) = rest.split_at(error.valid_up_to());
                     text.push_str(&String::from_utf8_lossy(valid));
-                    match error.error_len() {
-                        Some(length) => {
-                            text.push('\u{FFFD}');
-                            rest = &after[length..];
-                        }
-                        None => {
-                            // Incomplete character at the end: wait for more.
-                            self.carry = after.to_vec();
-                            break;
-                        }
+                    if let Some(length) = error.error_len() {
+                        text.push('\u{FFFD}');
+                        rest = &after[length..];
+                    } else {
+                        // Incomplete character at the end: wait for more.
+                        self.carry = after.to_vec();
+                        break;
                     }
                 }
             }

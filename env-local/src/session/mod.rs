@@ -17,6 +17,20 @@
 //!   only). When the shell dies anyway (`exit`, `exec`, a kill, a timeout),
 //!   the next call starts a new one from the newest complete snapshot.
 
+// The placeholder crate root allows clippy::pedantic; this module holds
+// itself to the workspace's level.
+#![warn(clippy::pedantic)]
+#![allow(
+    clippy::missing_errors_doc,
+    clippy::missing_panics_doc,
+    clippy::must_use_candidate,
+    clippy::doc_markdown,
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    clippy::too_many_lines
+)]
+
 mod decode;
 mod driver;
 mod log;
@@ -35,8 +49,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use bashtool_core::{
-    CommandExec, CommandResult, ExecError, ExecMode, OutputBuffer, ShellState, SpawnOptions,
-    Stream,
+    CommandExec, CommandResult, ExecError, ExecMode, OutputBuffer, ShellState, SpawnOptions, Stream,
 };
 use tokio::io::AsyncReadExt as _;
 use tokio::net::unix::pipe;
@@ -202,7 +215,10 @@ impl Drop for CallPipe {
 impl CallPipe {
     fn create(path: PathBuf, stream: Stream) -> std::io::Result<Self> {
         let _ = std::fs::remove_file(&path);
-        nix::unistd::mkfifo(&path, nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR)?;
+        nix::unistd::mkfifo(
+            &path,
+            nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR,
+        )?;
         let receiver = pipe::OpenOptions::new().open_receiver(&path)?;
         let sender = pipe::OpenOptions::new().open_sender(&path)?;
         Ok(Self {
@@ -374,7 +390,12 @@ impl Session {
             .iter()
             .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
             .collect();
-        env.extend(config.env.iter().map(|(key, value)| (key.clone(), value.clone())));
+        env.extend(
+            config
+                .env
+                .iter()
+                .map(|(key, value)| (key.clone(), value.clone())),
+        );
         let sequence = restore.as_ref().map_or(0, |(_, sequence)| *sequence);
         let startup = driver::startup_lines(
             &inner.dir.path.join("driver.sh"),
@@ -462,14 +483,24 @@ impl Session {
             shell = state.shell.take().ok_or_else(|| ExecError::Other {
                 message: "the session shell is not running".to_owned(),
             })?;
-            shell.send(driver::RUN_CALL).await.map_err(|source| ExecError::Spawn {
-                program: inner.config.local.shell.display().to_string(),
-                source,
-            })?;
+            shell
+                .send(driver::RUN_CALL)
+                .await
+                .map_err(|source| ExecError::Spawn {
+                    program: inner.config.local.shell.display().to_string(),
+                    source,
+                })?;
         }
 
-        let ending = wait_for_end(&mut shell, id, &mut stdout, &mut stderr, &mut output, options)
-            .await;
+        let ending = wait_for_end(
+            &mut shell,
+            id,
+            &mut stdout,
+            &mut stderr,
+            &mut output,
+            options,
+        )
+        .await;
 
         let grace = inner.config.local.kill_grace;
         let mut notes = Vec::new();
@@ -606,9 +637,10 @@ impl Session {
                 )
             });
             if prepared.is_ok() {
-                options
-                    .env
-                    .insert("BASH_ENV".to_owned(), env_file.to_string_lossy().into_owned());
+                options.env.insert(
+                    "BASH_ENV".to_owned(),
+                    env_file.to_string_lossy().into_owned(),
+                );
             }
         }
         options.cwd = Some(cwd);

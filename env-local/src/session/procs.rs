@@ -53,9 +53,7 @@ fn all_processes() -> Vec<Process> {
 fn carries_marker(pid: u32, needle: &[u8]) -> bool {
     std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|environ| {
         environ.starts_with(&needle[1..])
-            || environ
-                .windows(needle.len())
-                .any(|window| window == needle)
+            || environ.windows(needle.len()).any(|window| window == needle)
     })
 }
 
@@ -64,9 +62,8 @@ fn carries_marker(pid: u32, needle: &[u8]) -> bool {
 /// (`BASHTOOL_RUN_ID=<marker>`), with their descendants.
 pub(crate) fn members(shell_pid: u32, marker: Option<&str>) -> Vec<Process> {
     let all = all_processes();
-    let needle = marker.map(|marker| {
-        format!("\0{}={marker}\0", super::driver::MARKER_VARIABLE).into_bytes()
-    });
+    let needle = marker
+        .map(|marker| format!("\0{}={marker}\0", super::driver::MARKER_VARIABLE).into_bytes());
     let mut found: HashSet<u32> = HashSet::from([shell_pid]);
     for process in all.iter().filter(|process| !process.zombie) {
         if process.session == shell_pid
@@ -79,7 +76,10 @@ pub(crate) fn members(shell_pid: u32, marker: Option<&str>) -> Vec<Process> {
     }
     let mut children: HashMap<u32, Vec<u32>> = HashMap::new();
     for process in all.iter().filter(|process| !process.zombie) {
-        children.entry(process.parent).or_default().push(process.pid);
+        children
+            .entry(process.parent)
+            .or_default()
+            .push(process.pid);
     }
     let mut stack: Vec<u32> = found.iter().copied().collect();
     while let Some(pid) = stack.pop() {
@@ -90,7 +90,9 @@ pub(crate) fn members(shell_pid: u32, marker: Option<&str>) -> Vec<Process> {
         }
     }
     all.into_iter()
-        .filter(|process| !process.zombie && process.pid != shell_pid && found.contains(&process.pid))
+        .filter(|process| {
+            !process.zombie && process.pid != shell_pid && found.contains(&process.pid)
+        })
         .collect()
 }
 
@@ -112,9 +114,8 @@ impl PidFd {
         // SAFETY: the OwnedFd is moved into the AsyncFd, which owns it until
         // dropped; nothing else closes or replaces it.
         #[allow(unsafe_code)]
-        let registered = unsafe {
-            AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE)
-        };
+        let registered =
+            unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) };
         registered.ok().map(PidFd)
     }
 

@@ -29,12 +29,12 @@ pub(crate) fn take_records(pending: &mut Vec<u8>) -> Vec<Record> {
     let mut records = Vec::new();
     while let Some(end) = pending.iter().position(|&byte| byte == 0) {
         let record: Vec<u8> = pending.drain(..=end).take(end).collect();
-        records.push(parse(record));
+        records.push(parse(&record));
     }
     records
 }
 
-fn parse(record: Vec<u8>) -> Record {
+fn parse(record: &[u8]) -> Record {
     match record.first() {
         Some(b'R') => Record::Ready,
         Some(b'S') => parse_status(record).unwrap_or(Record::Unknown),
@@ -42,7 +42,7 @@ fn parse(record: Vec<u8>) -> Record {
     }
 }
 
-fn parse_status(record: Vec<u8>) -> Option<Record> {
+fn parse_status(record: &[u8]) -> Option<Record> {
     let first_end = record.iter().position(|&byte| byte == b'\n')?;
     let first = std::str::from_utf8(&record[..first_end]).ok()?;
     let mut words = first.split(' ').skip(1);
@@ -57,7 +57,12 @@ fn parse_status(record: Vec<u8>) -> Option<Record> {
             .iter()
             .position(|&byte| byte == b'\n')
             .map_or(record.len(), |offset| position + offset);
-        jobs.push(std::str::from_utf8(&record[position..end]).ok()?.parse().ok()?);
+        jobs.push(
+            std::str::from_utf8(&record[position..end])
+                .ok()?
+                .parse()
+                .ok()?,
+        );
         position = end + 1;
     }
     if record.get(position) != Some(&b'P') {

@@ -173,15 +173,12 @@ impl Control {
     /// Waits for a record matching `wanted`, or the shell's end.
     pub(crate) async fn wait_for(&mut self, wanted: impl Fn(&Record) -> bool) -> Option<Record> {
         loop {
-            if self.receiver.is_none() {
-                return None;
-            }
+            self.receiver.as_ref()?;
             if let Some(record) = self.read_records().await.into_iter().find(&wanted) {
                 return Some(record);
             }
         }
     }
-
 }
 
 impl Drop for Shell {

@@ -64,19 +64,13 @@ fn declares_unrestorable(line: &str) -> bool {
     let Some((_flags, rest)) = rest.split_once(' ') else {
         return false;
     };
-    let name = rest
-        .split(['=', '\n'])
-        .next()
-        .unwrap_or_default();
+    let name = rest.split(['=', '\n']).next().unwrap_or_default();
     NOT_RESTORED.contains(&name)
 }
 
 /// The two slot files in `state_dir`.
 pub(crate) fn slots(state_dir: &Path) -> [PathBuf; 2] {
-    [
-        state_dir.join("snapshot.0"),
-        state_dir.join("snapshot.1"),
-    ]
+    [state_dir.join("snapshot.0"), state_dir.join("snapshot.1")]
 }
 
 /// The sequence number of a complete snapshot file, `None` if it is missing
@@ -126,7 +120,10 @@ mod tests {
     fn drops_bash_internals_and_keeps_user_variables() {
         let text = "declare -a BASH_SOURCE=([0]=\"x\")\ndeclare -x BASHTOOL_RUN_ID=\"m\"\n\
                     declare -- x=\"1\"\ndeclare -ar BASH_VERSINFO=()\ndeclare -- _\nf () \n{ \n    :\n}\n";
-        assert_eq!(restorable(text), "declare -- x=\"1\"\nf () \n{ \n    :\n}\n");
+        assert_eq!(
+            restorable(text),
+            "declare -- x=\"1\"\nf () \n{ \n    :\n}\n"
+        );
     }
 
     #[test]
@@ -135,7 +132,10 @@ mod tests {
         let [first, second] = slots(dir.path());
         std::fs::write(&first, "x=1\n# bashtool snapshot complete 4\n").expect("write");
         std::fs::write(&second, "x=2\n# bashtool snap").expect("write");
-        assert_eq!(newest(&[first.clone(), second.clone()]), Some((first.clone(), 4)));
+        assert_eq!(
+            newest(&[first.clone(), second.clone()]),
+            Some((first.clone(), 4))
+        );
         std::fs::write(&second, "x=2\n# bashtool snapshot complete 5\n").expect("write");
         assert_eq!(newest(&[first, second.clone()]), Some((second, 5)));
     }
