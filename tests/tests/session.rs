@@ -587,3 +587,37 @@ async fn dropping_the_session_kills_its_shell() {
     drop(session);
     assert!(wait_gone(&[pid]).await);
 }
+
+#[tokio::test]
+async fn set_e_and_set_u_apply_to_their_own_call_only() {
+    let (_dir, root) = workspace();
+    let session = new_session(&root);
+    let tool = tool_for(&session);
+    let strict = run(&tool, "set -euo pipefail; echo strict").await;
+    assert!(!strict.is_error);
+    let lenient = run(
+        &tool,
+        "false; echo \"${UNSET_FOR_TEST-}$UNSET_FOR_TEST\" and on; set -o | grep -w pipefail",
+    )
+    .await;
+    assert_eq!(
+        lenient.text(),
+        format!(
+            "stdout:\n and on\npipefail       \ton\nexit code 0\n{}",
+            cwd_line(&root)
+        )
+    );
+    // Within the call that sets it, `set -e` works as written, even when it
+    // ends the shell; the state survives and errexit does not come back.
+    let stopped = run(&tool, "export E=kept; set -e; false; echo unreachable").await;
+    assert_eq!(stopped.details.exit_code, Some(1));
+    assert!(!stopped.text().contains("unreachable"));
+    let after = run(&tool, "false; echo $E; [[ $- == *e* ]] || echo no-errexit").await;
+    assert_eq!(
+        after.text(),
+        format!(
+            "stdout:\nkept\nno-errexit\nexit code 0\n{}\n{RESTARTED}",
+            cwd_line(&root)
+        )
+    );
+}

@@ -31,6 +31,12 @@ __bt_pre() {
 }
 
 __bt_post() {
+  # `set -e` and `set -u` apply to the call that sets them. Carried over,
+  # the next failing command or unset variable would end the shell, as the
+  # next typo would close a terminal: agents write `set -euo pipefail` at
+  # the top of scripts all the time. (A `set -e` command whose last status
+  # is non-zero still ends the shell; the session restarts it.)
+  builtin set +o errexit +o nounset
   if [[ -n ${__bt_back-} ]]; then
     builtin cd -- "$__bt_back" 2>/dev/null || :
     __bt_back=
@@ -68,7 +74,10 @@ __bt_apply_options() {
     [[ :$__bt_saved_shellopts: == *:"$__bt_option":* ]] || builtin set +o "$__bt_option" 2>/dev/null || :
   done
   for __bt_option in $__bt_saved_shellopts; do
-    builtin set -o "$__bt_option" 2>/dev/null || :
+    case $__bt_option in
+      errexit | nounset) ;;
+      *) builtin set -o "$__bt_option" 2>/dev/null || : ;;
+    esac
   done
   for __bt_option in $BASHOPTS; do
     [[ :$__bt_saved_bashopts: == *:"$__bt_option":* ]] || builtin shopt -u "$__bt_option" 2>/dev/null || :
