@@ -2,7 +2,11 @@
 //!
 //! `cargo run --release -p bashtool-env-local --example session_bench [ITERATIONS]`
 //!
-//! Prints a table of medians and 90th percentiles, per call, sequentially.
+//! Prints a table of medians and 90th percentiles per call. Each row runs
+//! its calls one after another, either back to back or with a pause before
+//! each call (an agent's calls are seconds apart: the session's shell writes
+//! its state snapshot after reporting the status, during that pause). The
+//! baselines get the same pauses, so the ratios compare like with like.
 
 use std::time::{Duration, Instant};
 
@@ -15,14 +19,25 @@ fn percentile(samples: &mut [Duration], fraction: f64) -> Duration {
     samples[index]
 }
 
-fn row(name: &str, samples: &mut [Duration]) {
-    let median = percentile(samples, 0.5);
-    let p90 = percentile(samples, 0.9);
-    println!(
-        "| {name:<44} | {:>9.1} µs | {:>9.1} µs |",
-        median.as_secs_f64() * 1e6,
-        p90.as_secs_f64() * 1e6
-    );
+fn micros(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e6
+}
+
+async fn measure<F, Fut>(iterations: usize, pause: Duration, mut call: F) -> Vec<Duration>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let mut samples = Vec::with_capacity(iterations);
+    for _ in 0..iterations {
+        if !pause.is_zero() {
+            tokio::time::sleep(pause).await;
+        }
+        let start = Instant::now();
+        call().await;
+        samples.push(start.elapsed());
+    }
+    samples
 }
 
 #[tokio::main(flavor = "current_thread")]
@@ -30,72 +45,74 @@ async fn main() {
     let iterations: usize = std::env::args()
         .nth(1)
         .and_then(|text| text.parse().ok())
-        .unwrap_or(1000);
-    println!("| what ({iterations} sequential calls) | median | p90 |");
-    println!("|---|---|---|");
-
-    let mut samples = Vec::with_capacity(iterations);
-    for _ in 0..iterations {
-        let start = Instant::now();
-        std::process::Command::new("bash")
-            .arg("-c")
-            .arg("true")
-            .status()
-            .expect("bash");
-        samples.push(start.elapsed());
-    }
-    row("std spawn+wait `bash -c true`", &mut samples);
-
+        .unwrap_or(500);
+    println!(
+        "| pause before each call | tokio spawn+wait `bash -c true` | LocalExec `true` | Session `true` | Session `cd /tmp` | bash -c ÷ Session |"
+    );
+    println!("|---|---|---|---|---|---|");
     let local = LocalExec::new(LocalConfig::default());
-    let mut samples = Vec::with_capacity(iterations);
-    for _ in 0..iterations {
-        let start = Instant::now();
-        local
-            .spawn("true", SpawnOptions::default())
-            .await
-            .expect("local");
-        samples.push(start.elapsed());
-    }
-    row("LocalExec `true`", &mut samples);
-
-    for (name, command) in [
-        ("Session `true` (back to back)", "true"),
-        ("Session `cd /tmp` (back to back)", "cd /tmp"),
+    for pause in [
+        Duration::ZERO,
+        Duration::from_millis(1),
+        Duration::from_millis(10),
     ] {
+        let count = if pause.is_zero() {
+            iterations
+        } else {
+            iterations.min(200)
+        };
+        let mut fresh = measure(count, pause, || async {
+            tokio::process::Command::new("bash")
+                .arg("-c")
+                .arg("true")
+                .status()
+                .await
+                .expect("bash");
+        })
+        .await;
+        let mut local_samples = measure(count, pause, || async {
+            local
+                .spawn("true", SpawnOptions::default())
+                .await
+                .expect("local");
+        })
+        .await;
         let session = Session::new(SessionConfig::default()).expect("session");
         session
             .spawn("true", SpawnOptions::default())
             .await
             .expect("warm up");
-        let mut samples = Vec::with_capacity(iterations);
-        for _ in 0..iterations {
-            let start = Instant::now();
-            session
-                .spawn(command, SpawnOptions::default())
-                .await
-                .expect("session");
-            samples.push(start.elapsed());
-        }
-        row(name, &mut samples);
-    }
-
-    // With a pause between calls, as between an agent's tool calls: the
-    // shell writes its snapshot during the pause, off the call's path.
-    for pause_ms in [1, 3, 10] {
-        let session = Session::new(SessionConfig::default()).expect("session");
-        let mut samples = Vec::with_capacity(iterations);
-        for _ in 0..iterations.min(200) {
-            tokio::time::sleep(Duration::from_millis(pause_ms)).await;
-            let start = Instant::now();
+        let mut session_true = measure(count, pause, || async {
             session
                 .spawn("true", SpawnOptions::default())
                 .await
                 .expect("session");
-            samples.push(start.elapsed());
-        }
-        row(
-            &format!("Session `true` ({pause_ms} ms pause between calls)"),
-            &mut samples,
+        })
+        .await;
+        let mut session_cd = measure(count, pause, || async {
+            session
+                .spawn("cd /tmp", SpawnOptions::default())
+                .await
+                .expect("session");
+        })
+        .await;
+        let fresh_median = percentile(&mut fresh, 0.5);
+        let session_median = percentile(&mut session_true, 0.5);
+        let cell = |samples: &mut Vec<Duration>| {
+            format!(
+                "{:.0} µs (p90 {:.0})",
+                micros(percentile(samples, 0.5)),
+                micros(percentile(samples, 0.9))
+            )
+        };
+        println!(
+            "| {} ms | {} | {} | {} | {} | {:.1}× |",
+            pause.as_millis(),
+            cell(&mut fresh),
+            cell(&mut local_samples),
+            cell(&mut session_true),
+            cell(&mut session_cd),
+            fresh_median.as_secs_f64() / session_median.as_secs_f64()
         );
     }
 }
