@@ -612,13 +612,13 @@ impl Session {
         check_directory(&cwd)?;
         if let Some(shell) = &mut state.shell
             && shell
-                .send("__bt_save; builtin printf 'R\\0' >&3\n")
+                .send("__bt_save; builtin printf 'W\\0' >&3\n")
                 .await
                 .is_ok()
         {
             let _ = tokio::time::timeout(
                 inner.config.local.kill_grace,
-                shell.control.wait_for(|record| *record == Record::Ready),
+                shell.control.wait_for(|record| *record == Record::Saved),
             )
             .await;
         }

@@ -4,6 +4,7 @@
 //!
 //! Each record ends with a NUL (the one byte no path can contain):
 //! - `R`: the shell finished starting.
+//! - `W`: the shell finished writing a snapshot asked for by a line.
 //! - `S <id> <status>\n<pid>\n...P<cwd>`: call `<id>` ended with `<status>`;
 //!   the pids are background jobs it left running; `<cwd>` runs to the end.
 
@@ -14,6 +15,7 @@ use std::path::PathBuf;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Record {
     Ready,
+    Saved,
     Status {
         id: u64,
         status: i32,
@@ -37,6 +39,7 @@ pub(crate) fn take_records(pending: &mut Vec<u8>) -> Vec<Record> {
 fn parse(record: &[u8]) -> Record {
     match record.first() {
         Some(b'R') => Record::Ready,
+        Some(b'W') => Record::Saved,
         Some(b'S') => parse_status(record).unwrap_or(Record::Unknown),
         _ => Record::Unknown,
     }
