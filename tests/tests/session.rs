@@ -621,3 +621,39 @@ async fn set_e_and_set_u_apply_to_their_own_call_only() {
         )
     );
 }
+
+#[tokio::test]
+async fn concurrent_calls_run_one_at_a_time_in_arrival_order() {
+    let (_dir, root) = workspace();
+    let session = new_session(&root);
+    let tool = tool_for(&session);
+    let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
+    let started_tx = std::sync::Mutex::new(Some(started_tx));
+    let context = CallContext {
+        cancel: CancellationToken::new(),
+        on_output: Some(Arc::new(move |chunk: &OutputChunk| {
+            if chunk.text.contains("started")
+                && let Ok(mut sender) = started_tx.lock()
+                && let Some(sender) = sender.take()
+            {
+                let _ = sender.send(());
+            }
+        })),
+    };
+    let first_tool = tool.clone();
+    let first = tokio::spawn(async move {
+        first_tool
+            .call_with(
+                &json!({"command": "echo started; sleep 0.3; export ORDER=first"}),
+                context,
+            )
+            .await
+    });
+    started_rx.await.expect("first call started");
+    let second = run(&tool, "echo ${ORDER:-not yet}").await;
+    assert_eq!(
+        second.text(),
+        format!("stdout:\nfirst\nexit code 0\n{}", cwd_line(&root))
+    );
+    assert!(!first.await.expect("first call").is_error);
+}
