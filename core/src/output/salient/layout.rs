@@ -1,0 +1,555 @@
+//! The error-aware layout: seed 001's head and tail, shrunk to make room for
+//! the error-like lines of the omitted middle, each group under a marker that
+//! says where it is in the log; repeated lines collapsed; long lines
+//! abbreviated around their error.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+
+use crate::config::OutputConfig;
+use crate::exec::Stream;
+use crate::output::format::display_line;
+use crate::output::{OutputBuffer, OutputLine};
+
+use super::patterns::Matcher;
+use super::tracker::{entry_cost, repeat_suffix};
+
+/// `stdout:\n` or `stderr:\n`, where the stream changes.
+const HEADER_COST: usize = 8;
+const ELLIPSIS: &str = "...";
+
+/// One shown line standing for `count` identical consecutive lines, the
+/// first of which is line `first`.
+#[derive(Debug, Clone, Copy)]
+struct Unit<'a> {
+    line: &'a OutputLine,
+    first: u64,
+    count: u64,
+    salient: bool,
+}
+
+impl Unit<'_> {
+    fn last(&self) -> u64 {
+        self.first + self.count - 1
+    }
+
+    fn cost(&self, config: &OutputConfig) -> usize {
+        entry_cost(self.line, self.count, config.max_line_chars)
+    }
+
+    /// Where this unit starts: its log line when logged, else its number.
+    fn location(&self) -> Location {
+        match self.line.log_line {
+            Some(log_line) => Location::Log(log_line + (self.first - self.line.number)),
+            None => Location::Output(self.first),
+        }
+    }
+
+    /// The part of this unit strictly between lines `after` and `before`.
+    fn restrict(self, after: u64, before: u64) -> Option<Self> {
+        let first = self.first.max(after.saturating_add(1));
+        let last = self.last().min(before.saturating_sub(1));
+        (first <= last).then_some(Unit {
+            first,
+            count: last - first + 1,
+            ..self
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Location {
+    Log(u64),
+    Output(u64),
+}
+
+impl Location {
+    fn line(self) -> u64 {
+        match self {
+            Self::Log(line) | Self::Output(line) => line,
+        }
+    }
+
+    fn of_what(self) -> &'static str {
+        match self {
+            Self::Log(_) => "of the log",
+            Self::Output(_) => "of the output",
+        }
+    }
+}
+
+/// Consecutive identical lines become one unit.
+fn collapse<'a>(lines: impl Iterator<Item = &'a OutputLine>) -> Vec<Unit<'a>> {
+    let mut units: Vec<Unit<'a>> = Vec::new();
+    for line in lines {
+        if let Some(last) = units.last_mut()
+            && line.number == last.last() + 1
+            && line.stream == last.line.stream
+            && line.original_chars == last.line.original_chars
+            && line.text == last.line.text
+        {
+            last.count += 1;
+            continue;
+        }
+        units.push(Unit {
+            line,
+            first: line.number,
+            count: 1,
+            salient: false,
+        });
+    }
+    units
+}
+
+fn header_cost(previous: Option<Stream>, stream: Stream) -> usize {
+    if previous.is_some_and(|previous| previous != stream) {
+        HEADER_COST
+    } else {
+        0
+    }
+}
+
+/// Cost of a run of units, with a header where the stream changes (the
+/// first header is fixed overhead).
+fn units_cost(units: &[Unit<'_>], config: &OutputConfig) -> usize {
+    let mut previous = None;
+    units
+        .iter()
+        .map(|unit| {
+            let cost = unit.cost(config) + header_cost(previous, unit.line.stream);
+            previous = Some(unit.line.stream);
+            cost
+        })
+        .sum()
+}
+
+/// Seed 001's split of `budget` on collapsed units: whole units from the
+/// start within the head share, from the end within the rest; at least one
+/// each.
+fn split<'a>(
+    head_units: &[Unit<'a>],
+    tail_units: &[Unit<'a>],
+    config: &OutputConfig,
+    budget: usize,
+) -> (Vec<Unit<'a>>, Vec<Unit<'a>>) {
+    let head_budget = budget * config.head_percent.min(100) / 100;
+    let tail_budget = budget - head_budget;
+    let mut head = Vec::new();
+    let mut used = 0;
+    let mut previous = None;
+    for unit in head_units {
+        let cost = unit.cost(config) + header_cost(previous, unit.line.stream);
+        if !head.is_empty() && used + cost > head_budget {
+            break;
+        }
+        used += cost;
+        previous = Some(unit.line.stream);
+        head.push(*unit);
+    }
+    let head_end = head.last().map_or(0, Unit::last);
+    let mut tail = Vec::new();
+    let mut used = 0;
+    let mut next = None;
+    for unit in tail_units.iter().rev() {
+        let Some(unit) = unit.restrict(head_end, u64::MAX) else {
+            break;
+        };
+        let cost = unit.cost(config) + header_cost(next, unit.line.stream);
+        if !tail.is_empty() && used + cost > tail_budget {
+            break;
+        }
+        used += cost;
+        next = Some(unit.line.stream);
+        tail.push(unit);
+    }
+    tail.reverse();
+    (head, tail)
+}
+
+/// The marker before a group of error-like lines.
+fn group_marker(gap: u64, first: Location, last: Location) -> String {
+    let span = if first.line() == last.line() {
+        format!("line {} {}", first.line(), first.of_what())
+    } else {
+        format!("lines {}-{} {}", first.line(), last.line(), first.of_what())
+    };
+    if gap == 0 {
+        format!("... (error-like lines follow, {span}) ...")
+    } else {
+        let noun = if gap == 1 { "line" } else { "lines" };
+        format!("... ({gap} {noun} omitted; error-like lines follow, {span}) ...")
+    }
+}
+
+/// The marker before the tail, with the error-like lines that did not fit.
+fn tail_marker(gap: u64, omitted: u64, first_omitted: Option<Location>) -> Option<String> {
+    let note = first_omitted.filter(|_| omitted > 0).map(|first| {
+        let noun = if omitted == 1 { "line" } else { "lines" };
+        format!(
+            "{omitted} more error-like {noun}, the first at line {} {}",
+            first.line(),
+            first.of_what()
+        )
+    });
+    let noun = if gap == 1 { "line" } else { "lines" };
+    match (gap, note) {
+        (0, None) => None,
+        (0, Some(note)) => Some(format!("... ({note}, were omitted) ...")),
+        (_, None) => Some(format!("... ({gap} {noun} omitted) ...")),
+        (_, Some(note)) => Some(format!(
+            "... ({gap} {noun} omitted; they include {note}) ..."
+        )),
+    }
+}
+
+/// The char index `index` of `text` as a byte offset.
+fn byte_at(text: &str, index: usize) -> usize {
+    text.char_indices()
+        .nth(index)
+        .map_or(text.len(), |(byte, _)| byte)
+}
+
+/// A long line whose error-like token sits in its middle: its start, a window
+/// around the token and its end, within `max_chars`. `None` when the plain
+/// first/last abbreviation already shows the token.
+fn window_around_token(line: &OutputLine, max_chars: usize, matcher: &Matcher) -> Option<String> {
+    const MIN_LINE_CHARS: usize = 60;
+    if line.original_chars <= max_chars || max_chars < MIN_LINE_CHARS {
+        return None;
+    }
+    let text = &line.text;
+    let found = matcher.find(text)?;
+    let count = text.chars().count();
+    let token = text[..found.offset].chars().count();
+    let keep = (max_chars / 2).saturating_sub(3);
+    // Room for the token itself (`error[E0308]: mismatched types`).
+    let token_room = 32.min(keep);
+    if token + token_room <= keep || token >= count.saturating_sub(keep) {
+        return None;
+    }
+    let edge = max_chars / 8;
+    let window = max_chars - 2 * edge - 2 * ELLIPSIS.len();
+    // A clipped line holds its first and last halves; a window must not
+    // join them as if they were adjacent.
+    let (low, high) = if line.is_clipped() {
+        let seam = count / 2;
+        if token < seam {
+            (edge, seam)
+        } else {
+            (seam, count - edge)
+        }
+    } else {
+        (edge, count - edge)
+    };
+    let start = token.saturating_sub(window / 3).max(low);
+    let end = (start + window).min(high);
+    let start = end.saturating_sub(window).max(low).min(token);
+    if start >= end {
+        return None;
+    }
+    let mut shown = String::with_capacity(max_chars * 4);
+    shown.push_str(&text[..byte_at(text, edge)]);
+    if start > edge {
+        shown.push_str(ELLIPSIS);
+    }
+    shown.push_str(&text[byte_at(text, start)..byte_at(text, end)]);
+    if end < count - edge {
+        shown.push_str(ELLIPSIS);
+    }
+    shown.push_str(&text[byte_at(text, count - edge)..]);
+    Some(shown)
+}
+
+/// Writes units with a header where the stream changes.
+struct Writer<'c> {
+    text: String,
+    stream: Option<Stream>,
+    config: &'c OutputConfig,
+    matcher: &'c Matcher,
+}
+
+impl Writer<'_> {
+    fn unit(&mut self, unit: &Unit<'_>) {
+        if self.stream != Some(unit.line.stream) {
+            let _ = writeln!(self.text, "{}:", unit.line.stream);
+            self.stream = Some(unit.line.stream);
+        }
+        let shown = match window_around_token(unit.line, self.config.max_line_chars, self.matcher) {
+            Some(window) => Cow::Owned(window),
+            None => display_line(unit.line, self.config),
+        };
+        self.text.push_str(&shown);
+        if unit.count > 1 {
+            self.text.push_str(&repeat_suffix(unit.count));
+        }
+        self.text.push('\n');
+    }
+
+    fn marker(&mut self, marker: &str) {
+        self.text.push_str(marker);
+        self.text.push('\n');
+    }
+}
+
+/// A group of error-like lines chosen for the middle.
+struct Part<'a> {
+    units: Vec<Unit<'a>>,
+}
+
+/// Error-aware layout of an over-budget buffer (see the module docs).
+/// `None` falls back to the plain head/tail split.
+pub(crate) fn format_error_aware(
+    buffer: &OutputBuffer,
+    config: &OutputConfig,
+    budget: usize,
+) -> Option<String> {
+    let tracker = buffer.salient();
+    let mut writer = Writer {
+        text: String::new(),
+        stream: None,
+        config,
+        matcher: tracker.matcher(),
+    };
+    if let Some(runs) = tracker.runs() {
+        let units: Vec<Unit<'_>> = runs
+            .iter()
+            .map(|entry| Unit {
+                line: &entry.line,
+                first: entry.line.number,
+                count: entry.count,
+                salient: false,
+            })
+            .collect();
+        if units_cost(&units, config) <= budget {
+            for unit in &units {
+                writer.unit(unit);
+            }
+            return Some(writer.text);
+        }
+    }
+    let head_units = collapse(buffer.head().iter());
+    let tail_units = collapse(buffer.tail());
+    let salient_budget = budget * config.salient_percent.min(100) / 100;
+
+    // Pass 1: the middle left by a head and tail that gave up the whole
+    // salient share; fill the share with the first groups that fit.
+    let (head, tail) = split(&head_units, &tail_units, config, budget - salient_budget);
+    let head_end = head.last().map_or(0, Unit::last);
+    let tail_start = tail.first().map_or(u64::MAX, |unit| unit.first);
+    let mut parts = Vec::new();
+    let mut used = 0;
+    for group in tracker.groups() {
+        let units: Vec<Unit<'_>> = group
+            .entries
+            .iter()
+            .filter_map(|entry| {
+                Unit {
+                    line: &entry.line,
+                    first: entry.line.number,
+                    count: entry.count,
+                    salient: entry.salient,
+                }
+                .restrict(head_end, tail_start)
+            })
+            .collect();
+        if !units.iter().any(|unit| unit.salient) {
+            continue;
+        }
+        let fixed = |units: &[Unit<'_>]| {
+            let first = units.first().map(Unit::location);
+            let last = units.last().map(Unit::location);
+            match (first, last) {
+                (Some(first), Some(last)) => {
+                    group_marker(buffer.total_lines(), first, last).len() + 1 + HEADER_COST
+                }
+                _ => 0,
+            }
+        };
+        let cost = units_cost(&units, config) + fixed(&units);
+        if used + cost <= salient_budget {
+            used += cost;
+            parts.push(Part { units });
+            continue;
+        }
+        // Too big: drop the context before, then keep what fits of the rest,
+        // as long as it still shows an error-like line.
+        let start = units.iter().position(|unit| unit.salient).unwrap_or(0);
+        let mut trimmed: Vec<Unit<'_>> = Vec::new();
+        for unit in &units[start..] {
+            trimmed.push(*unit);
+            if used + units_cost(&trimmed, config) + fixed(&trimmed) > salient_budget {
+                trimmed.pop();
+                break;
+            }
+        }
+        if !trimmed.is_empty() {
+            used += units_cost(&trimmed, config) + fixed(&trimmed);
+            parts.push(Part { units: trimmed });
+        }
+        // The root cause usually comes first: later groups do not jump ahead.
+        break;
+    }
+
+    // Pass 2: head and tail take back what the groups did not use; lines
+    // they now show leave the groups.
+    let (head, tail) = split(&head_units, &tail_units, config, budget - used);
+    let head_end = head.last().map_or(0, Unit::last);
+    let tail_start = tail
+        .first()
+        .map_or(buffer.total_lines() + 1, |unit| unit.first);
+    for part in &mut parts {
+        part.units = part
+            .units
+            .iter()
+            .filter_map(|unit| unit.restrict(head_end, tail_start))
+            .collect();
+    }
+    parts.retain(|part| part.units.iter().any(|unit| unit.salient));
+
+    // Error-like lines of the middle that are not shown.
+    let shown_units: Vec<Unit<'_>> = parts.iter().flat_map(|part| part.units.clone()).collect();
+    let mut omitted = 0;
+    let mut first_omitted: Option<Location> = None;
+    for group in tracker.groups() {
+        for entry in group.entries.iter().filter(|entry| entry.salient) {
+            let unit = Unit {
+                line: &entry.line,
+                first: entry.line.number,
+                count: entry.count,
+                salient: true,
+            };
+            let Some(unit) = unit.restrict(head_end, tail_start) else {
+                continue;
+            };
+            let covered: u64 = shown_units
+                .iter()
+                .map(|shown| {
+                    let first = shown.first.max(unit.first);
+                    let last = shown.last().min(unit.last());
+                    if first <= last { last - first + 1 } else { 0 }
+                })
+                .sum();
+            if covered >= unit.count {
+                continue;
+            }
+            omitted += unit.count - covered;
+            if first_omitted.is_none() {
+                let mut number = unit.first;
+                while let Some(shown) = shown_units
+                    .iter()
+                    .find(|shown| shown.first <= number && number <= shown.last())
+                {
+                    number = shown.last() + 1;
+                }
+                first_omitted = unit
+                    .restrict(number.saturating_sub(1), u64::MAX)
+                    .map(|rest| rest.location());
+            }
+        }
+    }
+    let overflow = tracker.overflow();
+    let overflow_in_tail = overflow
+        .recent
+        .iter()
+        .filter(|number| **number >= tail_start)
+        .count() as u64;
+    let overflow_omitted = overflow.count.saturating_sub(overflow_in_tail);
+    if overflow_omitted > 0 {
+        omitted += overflow_omitted;
+        if first_omitted.is_none()
+            && let Some((number, log_line)) = overflow.first
+        {
+            first_omitted = Some(log_line.map_or(Location::Output(number), Location::Log));
+        }
+    }
+
+    for unit in &head {
+        writer.unit(unit);
+    }
+    let mut previous_end = head_end;
+    for part in &parts {
+        let (Some(first), Some(last)) = (part.units.first(), part.units.last()) else {
+            continue;
+        };
+        let gap = first.first - previous_end - 1;
+        writer.marker(&group_marker(gap, first.location(), last.location()));
+        for unit in &part.units {
+            writer.unit(unit);
+        }
+        previous_end = last.last();
+    }
+    let gap = tail_start.saturating_sub(previous_end + 1);
+    if let Some(marker) = tail_marker(gap, omitted, first_omitted) {
+        writer.marker(&marker);
+    }
+    for unit in &tail {
+        writer.unit(unit);
+    }
+    Some(writer.text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn long_line(text: &str) -> OutputLine {
+        OutputLine {
+            stream: Stream::Stdout,
+            text: text.to_owned(),
+            number: 1,
+            log_line: None,
+            original_chars: text.chars().count(),
+        }
+    }
+
+    #[test]
+    fn keeps_a_window_around_an_error_in_the_middle_of_a_long_line() {
+        let text = format!("{} error: disk full {}", "a".repeat(1000), "z".repeat(1000));
+        let shown =
+            window_around_token(&long_line(&text), 800, &Matcher::default()).expect("window");
+        // 100 chars of each end, and 594 around the token, a third before it.
+        assert_eq!(
+            shown,
+            format!(
+                "{}...{} error: disk full {}...{}",
+                "a".repeat(100),
+                "a".repeat(197),
+                "z".repeat(379),
+                "z".repeat(100)
+            )
+        );
+        assert_eq!(shown.chars().count(), 800);
+    }
+
+    #[test]
+    fn a_token_near_either_end_needs_no_window() {
+        let matcher = Matcher::default();
+        let early = format!("error: x {}", "a".repeat(2000));
+        let late = format!("{} error: x", "a".repeat(2000));
+        assert_eq!(window_around_token(&long_line(&early), 800, &matcher), None);
+        assert_eq!(window_around_token(&long_line(&late), 800, &matcher), None);
+    }
+
+    #[test]
+    fn markers_name_the_log_lines_and_the_omitted_errors() {
+        assert_eq!(
+            group_marker(1180, Location::Log(1203), Location::Log(1210)),
+            "... (1180 lines omitted; error-like lines follow, lines 1203-1210 of the log) ..."
+        );
+        assert_eq!(
+            group_marker(0, Location::Output(7), Location::Output(7)),
+            "... (error-like lines follow, line 7 of the output) ..."
+        );
+        assert_eq!(
+            tail_marker(523, 12, Some(Location::Log(4410))).as_deref(),
+            Some(
+                "... (523 lines omitted; they include 12 more error-like lines, the first at line 4410 of the log) ..."
+            )
+        );
+        assert_eq!(
+            tail_marker(1, 0, None).as_deref(),
+            Some("... (1 line omitted) ...")
+        );
+        assert_eq!(tail_marker(0, 0, None), None);
+    }
+}

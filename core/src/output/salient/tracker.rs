@@ -1,0 +1,441 @@
+//! Recognizes error-like lines while output streams past and keeps a bounded
+//! number of them, with their context and line numbers.
+//!
+//! Memory is bounded by the budget, whatever the output size: a look-back
+//! ring of [`MAX_BEFORE`] lines, groups up to twice the budget in display
+//! cost (the first budget's worth may fall inside the shown head, so at least
+//! one budget remains for the middle), the line numbers of the latest
+//! error-like lines that did not fit (one per budget char at most), and,
+//! while the whole output collapses into a budget, its runs of lines.
+
+use std::collections::VecDeque;
+
+use crate::config::{OutputConfig, Shortening};
+use crate::output::OutputLine;
+
+use super::patterns::{Kind, MAX_BEFORE, Matcher};
+
+/// The longest group of consecutive lines kept around error-like lines.
+const MAX_GROUP_ENTRIES: usize = 24;
+
+/// A line and the identical lines that directly followed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Entry {
+    pub line: OutputLine,
+    /// How many lines this entry stands for (1 + repeats).
+    pub count: u64,
+    /// The line looks like an error (not just context).
+    pub salient: bool,
+}
+
+impl Entry {
+    pub(crate) fn last_number(&self) -> u64 {
+        self.line.number + self.count - 1
+    }
+
+    /// Appends `line` if it repeats this entry's line directly.
+    fn absorb(&mut self, line: &OutputLine) -> bool {
+        let repeats = line.number == self.last_number() + 1
+            && line.stream == self.line.stream
+            && line.original_chars == self.line.original_chars
+            && line.text == self.line.text;
+        if repeats {
+            self.count += 1;
+        }
+        repeats
+    }
+}
+
+/// Consecutive lines around one or more error-like lines.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Group {
+    pub entries: Vec<Entry>,
+}
+
+impl Group {
+    pub(crate) fn last_number(&self) -> u64 {
+        self.entries.last().map_or(0, Entry::last_number)
+    }
+
+    fn push(&mut self, line: &OutputLine, salient: bool) {
+        if let Some(last) = self.entries.last_mut()
+            && last.salient == salient
+            && last.absorb(line)
+        {
+            return;
+        }
+        self.entries.push(Entry {
+            line: line.clone(),
+            count: 1,
+            salient,
+        });
+    }
+}
+
+/// Error-like lines that came after the groups were full.
+#[derive(Debug, Default)]
+pub(crate) struct Overflow {
+    pub count: u64,
+    /// Number and log line of the first of them.
+    pub first: Option<(u64, Option<u64>)>,
+    /// Numbers of the latest of them, to leave out those in the shown tail.
+    pub recent: VecDeque<u64>,
+}
+
+/// Where the open group stands.
+#[derive(Debug, Clone, Copy)]
+struct Open {
+    after_left: usize,
+    stop_at_blank: bool,
+}
+
+/// See the module docs.
+#[derive(Debug, Default)]
+pub struct SalientTracker {
+    enabled: bool,
+    matcher: Matcher,
+    max_line_chars: usize,
+    /// Cap of the groups' display cost.
+    cap: usize,
+    /// Cap of `runs`' display cost and of `overflow.recent`.
+    budget: usize,
+    ring: VecDeque<OutputLine>,
+    groups: Vec<Group>,
+    groups_cost: usize,
+    open: Option<Open>,
+    overflow: Overflow,
+    /// The whole output as runs of identical lines, while it fits the budget.
+    runs: Option<Vec<Entry>>,
+    runs_cost: usize,
+}
+
+/// The display cost of `count` lines shown as one (`text (repeated N times)`).
+pub(crate) fn entry_cost(line: &OutputLine, count: u64, max_line_chars: usize) -> usize {
+    let repeat = if count > 1 {
+        repeat_suffix(count).len()
+    } else {
+        0
+    };
+    line.original_chars.min(max_line_chars) + 1 + repeat
+}
+
+/// What a collapsed run gets appended.
+pub(crate) fn repeat_suffix(count: u64) -> String {
+    format!(" (repeated {count} times)")
+}
+
+impl SalientTracker {
+    pub fn new(config: &OutputConfig) -> Self {
+        let budget = config.budget_chars();
+        Self {
+            enabled: config.shortening == Shortening::ErrorAware,
+            matcher: Matcher::new(&config.extra_salient_patterns),
+            max_line_chars: config.max_line_chars,
+            cap: budget.saturating_mul(2),
+            budget,
+            runs: Some(Vec::new()),
+            ..Self::default()
+        }
+    }
+
+    /// Looks at the next complete line of the output.
+    pub fn observe(&mut self, line: &OutputLine) {
+        if !self.enabled {
+            return;
+        }
+        self.observe_run(line);
+        let found = self.matcher.find(&line.text);
+        if let Some(open) = self.open {
+            let blank = line.text.trim().is_empty();
+            let context = open.after_left > 0 && !(open.stop_at_blank && blank);
+            let room = self.groups.last().is_some_and(|group| {
+                group.entries.len() < MAX_GROUP_ENTRIES
+                    || group.entries.last().is_some_and(|last| {
+                        last.salient == found.is_some() && last.line.text == line.text
+                    })
+            });
+            if (found.is_some() || context) && room {
+                self.extend_open(line, found.map(|found| found.kind));
+                self.remember(line);
+                return;
+            }
+            self.open = None;
+        }
+        if let Some(found) = found {
+            self.start_group(line, found.kind);
+        }
+        self.remember(line);
+    }
+
+    fn extend_open(&mut self, line: &OutputLine, kind: Option<Kind>) {
+        let cost_before = self.last_group_cost();
+        if let Some(group) = self.groups.last_mut() {
+            group.push(line, kind.is_some());
+        }
+        self.groups_cost += self.last_group_cost() - cost_before;
+        if let Some(open) = &mut self.open {
+            match kind {
+                Some(kind) => {
+                    let context = kind.context();
+                    open.after_left = context.after;
+                    open.stop_at_blank = context.stop_at_blank;
+                }
+                None => open.after_left -= 1,
+            }
+        }
+    }
+
+    fn last_group_cost(&self) -> usize {
+        self.groups.last().map_or(0, |group| {
+            group
+                .entries
+                .iter()
+                .map(|entry| entry_cost(&entry.line, entry.count, self.max_line_chars))
+                .sum()
+        })
+    }
+
+    fn start_group(&mut self, line: &OutputLine, kind: Kind) {
+        if self.groups_cost >= self.cap {
+            self.record_overflow(line);
+            return;
+        }
+        let context = kind.context();
+        let kept_until = self.groups.last().map_or(0, Group::last_number);
+        let mut group = Group::default();
+        let skip = self.ring.len().saturating_sub(context.before);
+        for earlier in self.ring.iter().skip(skip) {
+            let leading_blank = group.entries.is_empty() && earlier.text.trim().is_empty();
+            if earlier.number > kept_until && !leading_blank {
+                group.push(earlier, false);
+            }
+        }
+        group.push(line, true);
+        self.groups.push(group);
+        self.groups_cost += self.last_group_cost();
+        self.open = Some(Open {
+            after_left: context.after,
+            stop_at_blank: context.stop_at_blank,
+        });
+    }
+
+    fn record_overflow(&mut self, line: &OutputLine) {
+        let overflow = &mut self.overflow;
+        overflow.count += 1;
+        overflow.first.get_or_insert((line.number, line.log_line));
+        if overflow.recent.len() >= self.budget.max(1) {
+            overflow.recent.pop_front();
+        }
+        overflow.recent.push_back(line.number);
+    }
+
+    fn remember(&mut self, line: &OutputLine) {
+        if self.ring.len() == MAX_BEFORE
+            && let Some(mut slot) = self.ring.pop_front()
+        {
+            // Reuse the slot's allocation: this runs on every line.
+            slot.clone_from(line);
+            self.ring.push_back(slot);
+        } else {
+            self.ring.push_back(line.clone());
+        }
+    }
+
+    fn observe_run(&mut self, line: &OutputLine) {
+        let Some(runs) = &mut self.runs else {
+            return;
+        };
+        if let Some(last) = runs.last_mut() {
+            let before = entry_cost(&last.line, last.count, self.max_line_chars);
+            if last.absorb(line) {
+                let after = entry_cost(&last.line, last.count, self.max_line_chars);
+                self.runs_cost += after - before;
+                if self.runs_cost > self.budget {
+                    self.runs = None;
+                }
+                return;
+            }
+        }
+        self.runs_cost += entry_cost(line, 1, self.max_line_chars);
+        if self.runs_cost > self.budget {
+            self.runs = None;
+        } else {
+            runs.push(Entry {
+                line: line.clone(),
+                count: 1,
+                salient: false,
+            });
+        }
+    }
+
+    /// The kept groups, in output order.
+    pub(crate) fn groups(&self) -> &[Group] {
+        &self.groups
+    }
+
+    pub(crate) fn overflow(&self) -> &Overflow {
+        &self.overflow
+    }
+
+    /// The whole output as runs of identical lines, when that fits the budget.
+    pub(crate) fn runs(&self) -> Option<&[Entry]> {
+        self.runs.as_deref()
+    }
+
+    pub(crate) fn matcher(&self) -> &Matcher {
+        &self.matcher
+    }
+
+    /// Number of error-like lines seen.
+    pub fn salient_lines(&self) -> u64 {
+        let kept: u64 = self
+            .groups
+            .iter()
+            .flat_map(|group| &group.entries)
+            .filter(|entry| entry.salient)
+            .map(|entry| entry.count)
+            .sum();
+        kept + self.overflow.count
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::Stream;
+
+    fn line(number: u64, text: &str) -> OutputLine {
+        OutputLine {
+            stream: Stream::Stdout,
+            text: text.to_owned(),
+            number,
+            log_line: None,
+            original_chars: text.chars().count(),
+        }
+    }
+
+    fn tracker_of(lines: &[&str]) -> SalientTracker {
+        let mut tracker = SalientTracker::new(&OutputConfig::default());
+        for (index, text) in lines.iter().enumerate() {
+            tracker.observe(&line(index as u64 + 1, text));
+        }
+        tracker
+    }
+
+    fn group_texts(tracker: &SalientTracker) -> Vec<Vec<(String, u64, bool)>> {
+        tracker
+            .groups()
+            .iter()
+            .map(|group| {
+                group
+                    .entries
+                    .iter()
+                    .map(|entry| (entry.line.text.clone(), entry.count, entry.salient))
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn keeps_a_rustc_error_with_its_location_until_the_blank_line() {
+        let tracker = tracker_of(&[
+            "   Compiling beta v0.1.0",
+            "error[E0308]: mismatched types",
+            " --> beta/src/lib.rs:2:21",
+            "  |",
+            "2 |     let port: u16 = text.trim();",
+            "",
+            "warning: unused variable",
+        ]);
+        assert_eq!(
+            group_texts(&tracker),
+            [vec![
+                ("   Compiling beta v0.1.0".to_owned(), 1, false),
+                ("error[E0308]: mismatched types".to_owned(), 1, true),
+                (" --> beta/src/lib.rs:2:21".to_owned(), 1, false),
+                ("  |".to_owned(), 1, false),
+                ("2 |     let port: u16 = text.trim();".to_owned(), 1, false),
+            ]]
+        );
+    }
+
+    #[test]
+    fn keeps_the_last_frames_before_an_exception_line() {
+        let tracker = tracker_of(&[
+            "log 1",
+            "  File \"app.py\", line 3, in a",
+            "    b()",
+            "  File \"app.py\", line 8, in b",
+            "    return CONFIG[key]",
+            "KeyError: 'user'",
+            "",
+            "log 2",
+            "log 3",
+        ]);
+        let groups = group_texts(&tracker);
+        assert_eq!(groups.len(), 1);
+        let texts: Vec<&str> = groups[0].iter().map(|entry| entry.0.as_str()).collect();
+        assert_eq!(
+            texts,
+            [
+                "  File \"app.py\", line 3, in a",
+                "    b()",
+                "  File \"app.py\", line 8, in b",
+                "    return CONFIG[key]",
+                "KeyError: 'user'",
+                "",
+                "log 2",
+            ]
+        );
+    }
+
+    #[test]
+    fn collapses_repeated_error_lines_into_one_entry() {
+        let mut lines = vec!["start"];
+        lines.extend(std::iter::repeat_n("grep: x: Permission denied", 1000));
+        let tracker = tracker_of(&lines);
+        assert_eq!(
+            group_texts(&tracker),
+            [vec![
+                ("start".to_owned(), 1, false),
+                ("grep: x: Permission denied".to_owned(), 1000, true),
+            ]]
+        );
+    }
+
+    #[test]
+    fn counts_error_lines_past_the_cap_without_keeping_them() {
+        let config = OutputConfig::default();
+        let mut tracker = SalientTracker::new(&config);
+        for number in 1..=100_000 {
+            let text = format!("error: failure number {number}");
+            tracker.observe(&line(number * 2, "ok"));
+            tracker.observe(&line(number * 2 + 1, &text));
+        }
+        let kept: usize = tracker
+            .groups()
+            .iter()
+            .flat_map(|group| &group.entries)
+            .map(|entry| entry.line.text.len() + 1)
+            .sum();
+        // The cap, plus at most the one group that crossed it.
+        let group = MAX_GROUP_ENTRIES * (config.max_line_chars + 1);
+        assert!(kept <= config.budget_chars() * 2 + group, "kept {kept}");
+        assert_eq!(tracker.salient_lines(), 100_000);
+        assert!(tracker.overflow().count > 90_000);
+        assert!(tracker.overflow().recent.len() <= config.budget_chars());
+        assert!(tracker.runs().is_none());
+    }
+
+    #[test]
+    fn plain_shortening_tracks_nothing() {
+        let config = OutputConfig {
+            shortening: Shortening::Plain,
+            ..OutputConfig::default()
+        };
+        let mut tracker = SalientTracker::new(&config);
+        tracker.observe(&line(1, "error: boom"));
+        assert!(tracker.groups().is_empty());
+        assert_eq!(tracker.salient_lines(), 0);
+    }
+}
