@@ -97,7 +97,12 @@ impl Renderer {
             let _ = writeln!(self.text, "{}:", line.stream);
             self.stream = Some(line.stream);
         }
-        self.text.push_str(&display_line(line, config));
+        if config.shortening == Shortening::ErrorAware {
+            self.text
+                .push_str(&crate::output::salient::display_line(line, config));
+        } else {
+            self.text.push_str(&display_line(line, config));
+        }
         self.text.push('\n');
     }
 
@@ -132,11 +137,9 @@ pub fn format_output_with_budget(
             truncated,
         };
     }
-    if config.shortening == Shortening::ErrorAware
-        && let Some(text) = crate::output::salient::format_error_aware(buffer, config, budget)
-    {
+    if config.shortening == Shortening::ErrorAware {
         return FormattedOutput {
-            text,
+            text: crate::output::salient::format_error_aware(buffer, config, budget),
             truncated: true,
         };
     }

@@ -49,7 +49,7 @@ impl Unit<'_> {
     fn restrict(self, after: u64, before: u64) -> Option<Self> {
         let first = self.first.max(after.saturating_add(1));
         let last = self.last().min(before.saturating_sub(1));
-        (first <= last).then_some(Unit {
+        (first <= last).then(|| Unit {
             first,
             count: last - first + 1,
             ..self
@@ -124,8 +124,8 @@ fn units_cost(units: &[Unit<'_>], config: &OutputConfig) -> usize {
 }
 
 /// Seed 001's split of `budget` on collapsed units: whole units from the
-/// start within the head share, from the end within the rest; at least one
-/// each.
+/// start within the head share, from the end within what the head left; at
+/// least one each.
 fn split<'a>(
     head_units: &[Unit<'a>],
     tail_units: &[Unit<'a>],
@@ -133,7 +133,6 @@ fn split<'a>(
     budget: usize,
 ) -> (Vec<Unit<'a>>, Vec<Unit<'a>>) {
     let head_budget = budget * config.head_percent.min(100) / 100;
-    let tail_budget = budget - head_budget;
     let mut head = Vec::new();
     let mut used = 0;
     let mut previous = None;
@@ -147,6 +146,9 @@ fn split<'a>(
         head.push(*unit);
     }
     let head_end = head.last().map_or(0, Unit::last);
+    // The tail gets the rest: less than its share when the first line alone
+    // is over the head's, so the whole stays within the budget.
+    let tail_budget = budget.saturating_sub(used);
     let mut tail = Vec::new();
     let mut used = 0;
     let mut next = None;
@@ -260,6 +262,19 @@ fn window_around_token(line: &OutputLine, max_chars: usize, matcher: &Matcher) -
     Some(shown)
 }
 
+/// A long line as shown in error-aware mode: around its error-like token
+/// when that sits in its middle, else seed 001's first and last chars.
+pub(crate) fn display_long_line<'a>(
+    line: &'a OutputLine,
+    config: &OutputConfig,
+    matcher: &Matcher,
+) -> Cow<'a, str> {
+    match window_around_token(line, config.max_line_chars, matcher) {
+        Some(window) => Cow::Owned(window),
+        None => display_line(line, config),
+    }
+}
+
 /// Writes units with a header where the stream changes.
 struct Writer<'c> {
     text: String,
@@ -297,12 +312,11 @@ struct Part<'a> {
 }
 
 /// Error-aware layout of an over-budget buffer (see the module docs).
-/// `None` falls back to the plain head/tail split.
 pub(crate) fn format_error_aware(
     buffer: &OutputBuffer,
     config: &OutputConfig,
     budget: usize,
-) -> Option<String> {
+) -> String {
     let tracker = buffer.salient();
     let mut writer = Writer {
         text: String::new(),
@@ -324,12 +338,20 @@ pub(crate) fn format_error_aware(
             for unit in &units {
                 writer.unit(unit);
             }
-            return Some(writer.text);
+            return writer.text;
         }
     }
     let head_units = collapse(buffer.head().iter());
     let tail_units = collapse(buffer.tail());
-    let salient_budget = budget * config.salient_percent.min(100) / 100;
+    // Seed 001 shows at least the first and the last line, however long:
+    // the error-like lines only get what those leave.
+    let floor = [head_units.first(), tail_units.last()]
+        .into_iter()
+        .flatten()
+        .map(|unit| unit.cost(config) + HEADER_COST)
+        .sum::<usize>();
+    let salient_budget =
+        (budget * config.salient_percent.min(100) / 100).min(budget.saturating_sub(floor));
 
     // Pass 1: the middle left by a head and tail that gave up the whole
     // salient share; fill the share with the first groups that fit.
@@ -485,7 +507,7 @@ pub(crate) fn format_error_aware(
     for unit in &tail {
         writer.unit(unit);
     }
-    Some(writer.text)
+    writer.text
 }
 
 #[cfg(test)]
