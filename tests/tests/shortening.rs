@@ -171,3 +171,15 @@ fn error_aware_keeps_the_decisive_lines_of_real_failures_within_budget() {
         "error-aware lost decisive lines in {misses:?}{table}"
     );
 }
+
+#[test]
+#[ignore = "prints the error-aware text of every sample, for reading"]
+fn show_error_aware_texts() {
+    for sample in corpus() {
+        println!(
+            "===== {}\n{}",
+            sample.name,
+            shorten(&sample.log, &config(Shortening::ErrorAware))
+        );
+    }
+}

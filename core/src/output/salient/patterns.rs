@@ -95,30 +95,45 @@ const LINE_STARTS: &[(&str, Kind)] = &[
     ("+ Received", Kind::Assertion),
 ];
 
-/// Phrases found anywhere in a line, case-sensitive. Dispatched on their
-/// first byte, so most bytes cost one table lookup.
-const PHRASES: &[(&str, Kind)] = &[
-    ("panicked at", Kind::Panic),
-    ("undefined reference", Kind::Diagnostic),
-    ("undefined: ", Kind::Diagnostic),
-    ("Permission denied", Kind::Failure),
-    ("No such file or directory", Kind::Failure),
-    ("command not found", Kind::Failure),
-    ("cannot access", Kind::Failure),
-    ("cannot open", Kind::Failure),
-    ("core dumped", Kind::Failure),
-    ("Segmentation fault", Kind::Failure),
-    ("CONFLICT", Kind::Diagnostic),
-    ("Too many levels of symbolic links", Kind::Failure),
-    ("File system loop", Kind::Failure),
-    ("Operation not permitted", Kind::Failure),
-    ("Out of memory", Kind::Failure),
-    ("No space left on device", Kind::Failure),
-    ("Assertion `", Kind::Assertion),
-    ("Assertion failed", Kind::Assertion),
-    ("\"level\":50", Kind::LogError),
-    ("\"level\":60", Kind::LogError),
-];
+/// Phrases found anywhere in a line, case-sensitive, by their first byte
+/// (most bytes of a line start none of them).
+fn phrases_starting_with(byte: u8) -> &'static [(&'static str, Kind)] {
+    match byte {
+        b'p' => &[("panicked at", Kind::Panic)],
+        b'u' => &[
+            ("undefined reference", Kind::Diagnostic),
+            ("undefined: ", Kind::Diagnostic),
+        ],
+        b'P' => &[("Permission denied", Kind::Failure)],
+        b'N' => &[
+            ("No such file or directory", Kind::Failure),
+            ("No space left on device", Kind::Failure),
+        ],
+        b'c' => &[
+            ("command not found", Kind::Failure),
+            ("cannot access", Kind::Failure),
+            ("cannot open", Kind::Failure),
+            ("core dumped", Kind::Failure),
+        ],
+        b'S' => &[("Segmentation fault", Kind::Failure)],
+        b'C' => &[("CONFLICT", Kind::Diagnostic)],
+        b'T' => &[("Too many levels of symbolic links", Kind::Failure)],
+        b'F' => &[("File system loop", Kind::Failure)],
+        b'O' => &[
+            ("Operation not permitted", Kind::Failure),
+            ("Out of memory", Kind::Failure),
+        ],
+        b'A' => &[
+            ("Assertion `", Kind::Assertion),
+            ("Assertion failed", Kind::Assertion),
+        ],
+        b'"' => &[
+            ("\"level\":50", Kind::LogError),
+            ("\"level\":60", Kind::LogError),
+        ],
+        _ => &[],
+    }
+}
 
 /// Whole words (bounded by non-alphanumerics), case-sensitive.
 const WORDS: &[(&str, Kind)] = &[("Killed", Kind::Failure), ("Aborted", Kind::Failure)];
@@ -129,9 +144,11 @@ fn is_word_byte(byte: u8) -> bool {
 
 /// Whether `bytes[index..]` starts with `needle`, ignoring ASCII case.
 fn starts_with_ignore_case(bytes: &[u8], index: usize, needle: &[u8]) -> bool {
-    bytes
-        .get(index..index + needle.len())
-        .is_some_and(|window| window.eq_ignore_ascii_case(needle))
+    // The second byte rules out most candidates (`e` is the commonest letter).
+    bytes.get(index + 1).map(u8::to_ascii_lowercase) == needle.get(1).copied()
+        && bytes
+            .get(index..index + needle.len())
+            .is_some_and(|window| window.eq_ignore_ascii_case(needle))
 }
 
 /// `error`/`fatal` (any case) as a word, followed by what tools print after
@@ -249,8 +266,10 @@ impl Matcher {
         if line.starts_with("E  ") || line == "E" {
             return at_start(Kind::Assertion);
         }
+        let first = trimmed.as_bytes().first().copied();
         for (start, kind) in LINE_STARTS {
-            if trimmed.starts_with(start) {
+            // The first byte before a full compare: this runs on every line.
+            if start.as_bytes().first().copied() == first && trimmed.starts_with(start) {
                 return at_start(*kind);
             }
         }
@@ -270,6 +289,7 @@ impl Matcher {
                     error_word(bytes, index, 5)
                 }
                 b'F' if fail_word(bytes, index) => Some(Kind::TestFailure),
+                b'F' => Self::phrase(bytes, index),
                 // ✕ ✖ ✗ (U+2715..U+2717): jest, node's spec reporter, mocha.
                 0xE2 if matches!(bytes.get(index + 1..index + 3), Some([0x9C, 0x95..=0x97])) => {
                     Some(Kind::TestFailure)
@@ -295,9 +315,13 @@ impl Matcher {
     }
 
     fn phrase(bytes: &[u8], index: usize) -> Option<Kind> {
-        PHRASES
+        let second = bytes.get(index + 1).copied();
+        phrases_starting_with(bytes[index])
             .iter()
-            .find(|(phrase, _)| bytes[index..].starts_with(phrase.as_bytes()))
+            .find(|(phrase, _)| {
+                phrase.as_bytes().get(1).copied() == second
+                    && bytes[index..].starts_with(phrase.as_bytes())
+            })
             .map(|(_, kind)| *kind)
     }
 }

@@ -203,7 +203,19 @@ impl SalientTracker {
         let context = kind.context();
         let kept_until = self.groups.last().map_or(0, Group::last_number);
         let mut group = Group::default();
-        let skip = self.ring.len().saturating_sub(context.before);
+        let mut before = context.before;
+        if kind == Kind::Exception {
+            // Only the frames of a traceback or stack (indented lines), not
+            // the log lines that happen to precede an exception.
+            before = self
+                .ring
+                .iter()
+                .rev()
+                .take(before)
+                .take_while(|earlier| earlier.text.starts_with([' ', '\t']))
+                .count();
+        }
+        let skip = self.ring.len().saturating_sub(before);
         for earlier in self.ring.iter().skip(skip) {
             let leading_blank = group.entries.is_empty() && earlier.text.trim().is_empty();
             if earlier.number > kept_until && !leading_blank {
@@ -233,8 +245,13 @@ impl SalientTracker {
         if self.ring.len() == MAX_BEFORE
             && let Some(mut slot) = self.ring.pop_front()
         {
-            // Reuse the slot's allocation: this runs on every line.
-            slot.clone_from(line);
+            // Reuse the slot's allocation: this runs on every line (a derived
+            // `clone_from` would allocate a new String).
+            slot.text.clone_from(&line.text);
+            slot.stream = line.stream;
+            slot.number = line.number;
+            slot.log_line = line.log_line;
+            slot.original_chars = line.original_chars;
             self.ring.push_back(slot);
         } else {
             self.ring.push_back(line.clone());
