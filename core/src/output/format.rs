@@ -97,12 +97,24 @@ impl Renderer {
             let _ = writeln!(self.text, "{}:", line.stream);
             self.stream = Some(line.stream);
         }
-        if config.shortening == Shortening::ErrorAware {
-            self.text
-                .push_str(&crate::output::salient::display_line(line, config));
-        } else {
-            self.text.push_str(&display_line(line, config));
+        self.text.push_str(&display_line(line, config));
+        self.text.push('\n');
+    }
+
+    /// A line as error-aware mode shows it (a long line keeps the window
+    /// around its error).
+    pub fn salient_line(
+        &mut self,
+        line: &OutputLine,
+        config: &OutputConfig,
+        tracker: &crate::output::salient::SalientTracker,
+    ) {
+        if self.stream != Some(line.stream) {
+            let _ = writeln!(self.text, "{}:", line.stream);
+            self.stream = Some(line.stream);
         }
+        self.text
+            .push_str(&crate::output::salient::display_line(line, config, tracker));
         self.text.push('\n');
     }
 
@@ -130,7 +142,11 @@ pub fn format_output_with_budget(
         let mut truncated = false;
         for line in buffer.head() {
             truncated |= line.original_chars > config.max_line_chars;
-            renderer.line(line, config);
+            if config.shortening == Shortening::ErrorAware {
+                renderer.salient_line(line, config, buffer.salient());
+            } else {
+                renderer.line(line, config);
+            }
         }
         return FormattedOutput {
             text: renderer.text,

@@ -11,6 +11,7 @@ use crate::exec::Stream;
 use crate::output::format::display_line;
 use crate::output::{OutputBuffer, OutputLine};
 
+use super::SalientTracker;
 use super::patterns::Matcher;
 use super::tracker::{entry_cost, repeat_suffix};
 
@@ -267,12 +268,36 @@ fn window_around_token(line: &OutputLine, max_chars: usize, matcher: &Matcher) -
 pub(crate) fn display_long_line<'a>(
     line: &'a OutputLine,
     config: &OutputConfig,
-    matcher: &Matcher,
+    tracker: &SalientTracker,
 ) -> Cow<'a, str> {
-    match window_around_token(line, config.max_line_chars, matcher) {
-        Some(window) => Cow::Owned(window),
-        None => display_line(line, config),
+    let matcher = tracker.matcher();
+    if let Some(window) = window_around_token(line, config.max_line_chars, matcher) {
+        return Cow::Owned(window);
     }
+    // The token was in the part of a huge line the buffer did not keep.
+    if line.is_clipped()
+        && matcher.find(&line.text).is_none()
+        && let Some(window) = tracker.window_of(line.number)
+    {
+        return Cow::Owned(with_middle_window(line, config.max_line_chars, window));
+    }
+    display_line(line, config)
+}
+
+/// First and last chars of a clipped line around a window from its middle,
+/// within `max_chars`.
+fn with_middle_window(line: &OutputLine, max_chars: usize, window: &str) -> String {
+    let text = &line.text;
+    let count = text.chars().count();
+    let edge = (max_chars / 8).min(count / 2);
+    let room = max_chars.saturating_sub(2 * edge + 2 * ELLIPSIS.len());
+    let window_end = byte_at(window, room);
+    format!(
+        "{}{ELLIPSIS}{}{ELLIPSIS}{}",
+        &text[..byte_at(text, edge)],
+        &window[..window_end],
+        &text[byte_at(text, count - edge)..]
+    )
 }
 
 /// Writes units with a header where the stream changes.
@@ -280,7 +305,7 @@ struct Writer<'c> {
     text: String,
     stream: Option<Stream>,
     config: &'c OutputConfig,
-    matcher: &'c Matcher,
+    tracker: &'c SalientTracker,
 }
 
 impl Writer<'_> {
@@ -289,10 +314,7 @@ impl Writer<'_> {
             let _ = writeln!(self.text, "{}:", unit.line.stream);
             self.stream = Some(unit.line.stream);
         }
-        let shown = match window_around_token(unit.line, self.config.max_line_chars, self.matcher) {
-            Some(window) => Cow::Owned(window),
-            None => display_line(unit.line, self.config),
-        };
+        let shown = display_long_line(unit.line, self.config, self.tracker);
         self.text.push_str(&shown);
         if unit.count > 1 {
             self.text.push_str(&repeat_suffix(unit.count));
@@ -322,7 +344,7 @@ pub(crate) fn format_error_aware(
         text: String::new(),
         stream: None,
         config,
-        matcher: tracker.matcher(),
+        tracker,
     };
     if let Some(runs) = tracker.runs() {
         let units: Vec<Unit<'_>> = runs

@@ -14,19 +14,21 @@ mod tracker;
 
 pub(crate) use layout::format_error_aware;
 
+pub(crate) use tracker::MiddleWindow;
+pub use tracker::SalientTracker;
+
 /// How a line is shown in error-aware mode when the output fits: a long
 /// line keeps the window around its error.
 pub(crate) fn display_line<'a>(
     line: &'a crate::output::OutputLine,
     config: &crate::config::OutputConfig,
+    tracker: &SalientTracker,
 ) -> std::borrow::Cow<'a, str> {
     if line.original_chars <= config.max_line_chars {
         return std::borrow::Cow::Borrowed(&line.text);
     }
-    let matcher = patterns::Matcher::new(&config.extra_salient_patterns);
-    layout::display_long_line(line, config, &matcher)
+    layout::display_long_line(line, config, tracker)
 }
-pub use tracker::SalientTracker;
 
 #[cfg(test)]
 mod tests {
@@ -165,6 +167,45 @@ mod tests {
             shorten(&text, &OutputConfig::default()),
             format!("stdout:\n{}{shown}\n{}", numbered(1..=5), numbered(7..=700))
         );
+    }
+
+    #[test]
+    fn a_huge_line_keeps_the_window_around_an_error_the_buffer_did_not_retain() {
+        let config = OutputConfig::default();
+        let mut buffer = OutputBuffer::new(&config);
+        let push_huge_line = |buffer: &mut OutputBuffer| {
+            buffer.push(Stream::Stdout, "start ");
+            for _ in 0..5_000 {
+                buffer.push(Stream::Stdout, &"x".repeat(100));
+            }
+            buffer.push(Stream::Stdout, " error: disk quota exceeded ");
+            for _ in 0..5_000 {
+                buffer.push(Stream::Stdout, &"y".repeat(100));
+            }
+            buffer.push(Stream::Stdout, " end\n");
+        };
+        push_huge_line(&mut buffer);
+        buffer.finish();
+        // First and last 100 chars, and 594 around the token, 198 before it.
+        let shown = format!(
+            "start {}...{} error: disk quota exceeded {}...{} end",
+            "x".repeat(94),
+            "x".repeat(197),
+            "y".repeat(594 - 197 - 28),
+            "y".repeat(96)
+        );
+        assert_eq!(
+            format_output(&buffer, &config).text,
+            format!("stdout:\n{shown}\n")
+        );
+        // The same line in the omitted middle is shown the same way.
+        let mut buffer = OutputBuffer::new(&config);
+        buffer.push(Stream::Stdout, &numbered(1..=1000));
+        push_huge_line(&mut buffer);
+        buffer.push(Stream::Stdout, &numbered(1002..=2000));
+        buffer.finish();
+        let text = format_output(&buffer, &config).text;
+        assert!(text.contains(&format!("\n{shown}\n")), "{text}");
     }
 
     #[test]

@@ -255,6 +255,19 @@ impl Matcher {
         })
     }
 
+    /// The first error-like token inside a fragment of a line (the middle
+    /// of a very long one): only the patterns that may sit anywhere.
+    pub(crate) fn find_inside(&self, fragment: &str) -> Option<Match> {
+        Self::scan(fragment.as_bytes()).or_else(|| {
+            self.extra.iter().find_map(|pattern| {
+                fragment.find(pattern.as_str()).map(|offset| Match {
+                    kind: Kind::Custom,
+                    offset,
+                })
+            })
+        })
+    }
+
     fn find_at_start(line: &str, trimmed: &str, indent: usize) -> Option<Match> {
         let at_start = |kind| {
             Some(Match {

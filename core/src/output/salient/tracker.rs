@@ -18,6 +18,21 @@ use super::patterns::{Kind, MAX_BEFORE, Matcher};
 /// The longest group of consecutive lines kept around error-like lines.
 const MAX_GROUP_ENTRIES: usize = 24;
 
+/// Windows of very long lines kept from their start and their end.
+const MAX_WINDOWS: usize = 32;
+/// Chars of a middle window before its token.
+const WINDOW_BEFORE: usize = 198;
+/// Chars of a middle window in all.
+const WINDOW_CHARS: usize = 594;
+
+/// An error-like token found in the middle of a line so long that the
+/// buffer keeps only its first and last chars, with the text around it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct MiddleWindow {
+    kind: Kind,
+    text: String,
+}
+
 /// A line and the identical lines that directly followed it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Entry {
@@ -107,6 +122,10 @@ pub struct SalientTracker {
     /// The whole output as runs of identical lines, while it fits the budget.
     runs: Option<Vec<Entry>>,
     runs_cost: usize,
+    /// Middle windows of the first and of the latest very long lines, by
+    /// line number.
+    first_windows: Vec<(u64, String)>,
+    last_windows: VecDeque<(u64, String)>,
 }
 
 /// The display cost of `count` lines shown as one (`text (repeated N times)`).
@@ -138,13 +157,55 @@ impl SalientTracker {
         }
     }
 
+    /// Looks for an error-like token in `dropped`, a part of a very long
+    /// line that the buffer is about to forget; `rest` is what follows it.
+    pub(crate) fn middle_window(&self, dropped: &str, rest: &str) -> Option<MiddleWindow> {
+        if !self.enabled {
+            return None;
+        }
+        let found = self.matcher.find_inside(dropped)?;
+        let before = &dropped[..found.offset];
+        let start = before
+            .char_indices()
+            .rev()
+            .nth(WINDOW_BEFORE - 1)
+            .map_or(0, |(byte, _)| byte);
+        let text: String = dropped[start..]
+            .chars()
+            .chain(rest.chars())
+            .take(WINDOW_CHARS)
+            .collect();
+        Some(MiddleWindow {
+            kind: found.kind,
+            text,
+        })
+    }
+
     /// Looks at the next complete line of the output.
     pub fn observe(&mut self, line: &OutputLine) {
+        self.observe_with_window(line, None);
+    }
+
+    /// Like [`SalientTracker::observe`], for a line whose dropped middle had
+    /// an error-like token.
+    pub(crate) fn observe_with_window(&mut self, line: &OutputLine, window: Option<MiddleWindow>) {
         if !self.enabled {
             return;
         }
         self.observe_run(line);
-        let found = self.matcher.find(&line.text);
+        let mut found = self.matcher.find(&line.text).map(|found| found.kind);
+        if let Some(window) = window {
+            found = found.or(Some(window.kind));
+            let entry = (line.number, window.text);
+            if self.first_windows.len() < MAX_WINDOWS {
+                self.first_windows.push(entry);
+            } else {
+                if self.last_windows.len() == MAX_WINDOWS {
+                    self.last_windows.pop_front();
+                }
+                self.last_windows.push_back(entry);
+            }
+        }
         if let Some(open) = self.open {
             let blank = line.text.trim().is_empty();
             let context = open.after_left > 0 && !(open.stop_at_blank && blank);
@@ -155,14 +216,14 @@ impl SalientTracker {
                     })
             });
             if (found.is_some() || context) && room {
-                self.extend_open(line, found.map(|found| found.kind));
+                self.extend_open(line, found);
                 self.remember(line);
                 return;
             }
             self.open = None;
         }
-        if let Some(found) = found {
-            self.start_group(line, found.kind);
+        if let Some(kind) = found {
+            self.start_group(line, kind);
         }
         self.remember(line);
     }
@@ -301,6 +362,15 @@ impl SalientTracker {
 
     pub(crate) fn matcher(&self) -> &Matcher {
         &self.matcher
+    }
+
+    /// The middle window kept for line `number`, if any.
+    pub(crate) fn window_of(&self, number: u64) -> Option<&str> {
+        self.first_windows
+            .iter()
+            .chain(&self.last_windows)
+            .find(|(kept, _)| *kept == number)
+            .map(|(_, text)| text.as_str())
     }
 
     /// Number of error-like lines seen.
