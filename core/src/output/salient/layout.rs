@@ -13,7 +13,7 @@ use crate::output::{OutputBuffer, OutputLine};
 
 use super::SalientTracker;
 use super::patterns::Matcher;
-use super::tracker::{entry_cost, repeat_suffix};
+use super::tracker::{Entry, Group, entry_cost, repeat_suffix};
 
 /// `stdout:\n` or `stderr:\n`, where the stream changes.
 const HEADER_COST: usize = 8;
@@ -333,6 +333,150 @@ struct Part<'a> {
     units: Vec<Unit<'a>>,
 }
 
+fn entry_unit(entry: &Entry) -> Unit<'_> {
+    Unit {
+        line: &entry.line,
+        first: entry.line.number,
+        count: entry.count,
+        salient: entry.salient,
+    }
+}
+
+/// The chars a part costs besides its lines: its marker (with a gap as large
+/// as it can be) and a stream header.
+fn part_overhead(units: &[Unit<'_>], total_lines: u64) -> usize {
+    match (units.first(), units.last()) {
+        (Some(first), Some(last)) => {
+            group_marker(total_lines, first.location(), last.location()).len() + 1 + HEADER_COST
+        }
+        _ => 0,
+    }
+}
+
+/// The first groups whose lines between `head_end` and `tail_start` fit
+/// `budget` (markers included), and what they cost. A group too big for
+/// what is left loses its context before, then lines from its end; later
+/// groups do not jump ahead of it, because the root cause usually comes
+/// first.
+fn choose_parts<'a>(
+    groups: &'a [Group],
+    (head_end, tail_start): (u64, u64),
+    budget: usize,
+    total_lines: u64,
+    config: &OutputConfig,
+) -> (Vec<Part<'a>>, usize) {
+    let cost = |units: &[Unit<'_>]| units_cost(units, config) + part_overhead(units, total_lines);
+    let mut parts = Vec::new();
+    let mut used = 0;
+    for group in groups {
+        let units: Vec<Unit<'_>> = group
+            .entries
+            .iter()
+            .filter_map(|entry| entry_unit(entry).restrict(head_end, tail_start))
+            .collect();
+        if !units.iter().any(|unit| unit.salient) {
+            continue;
+        }
+        if used + cost(&units) <= budget {
+            used += cost(&units);
+            parts.push(Part { units });
+            continue;
+        }
+        let start = units.iter().position(|unit| unit.salient).unwrap_or(0);
+        let mut trimmed: Vec<Unit<'_>> = Vec::new();
+        for unit in &units[start..] {
+            trimmed.push(*unit);
+            if used + cost(&trimmed) > budget {
+                trimmed.pop();
+                break;
+            }
+        }
+        if !trimmed.is_empty() {
+            used += cost(&trimmed);
+            parts.push(Part { units: trimmed });
+        }
+        break;
+    }
+    (parts, used)
+}
+
+/// How many error-like lines between `head_end` and `tail_start` are not
+/// shown, and where the first of them is.
+fn omitted_errors(
+    tracker: &SalientTracker,
+    parts: &[Part<'_>],
+    (head_end, tail_start): (u64, u64),
+) -> (u64, Option<Location>) {
+    let shown: Vec<Unit<'_>> = parts.iter().flat_map(|part| part.units.clone()).collect();
+    let covering = |number: u64| {
+        shown
+            .iter()
+            .find(|unit| unit.first <= number && number <= unit.last())
+    };
+    let mut omitted = 0;
+    let mut first_omitted = None;
+    let salient = tracker
+        .groups()
+        .iter()
+        .flat_map(|group| &group.entries)
+        .filter(|entry| entry.salient);
+    for entry in salient {
+        let Some(unit) = entry_unit(entry).restrict(head_end, tail_start) else {
+            continue;
+        };
+        let covered: u64 = shown
+            .iter()
+            .filter_map(|shown| shown.restrict(unit.first - 1, unit.last() + 1))
+            .map(|overlap| overlap.count)
+            .sum();
+        if covered >= unit.count {
+            continue;
+        }
+        omitted += unit.count - covered;
+        if first_omitted.is_none() {
+            let mut number = unit.first;
+            while let Some(shown) = covering(number) {
+                number = shown.last() + 1;
+            }
+            first_omitted = unit
+                .restrict(number - 1, u64::MAX)
+                .map(|rest| rest.location());
+        }
+    }
+    // Those that came after the groups were full, less those in the tail.
+    let overflow = tracker.overflow();
+    let in_tail = overflow
+        .recent
+        .iter()
+        .filter(|number| **number >= tail_start)
+        .count() as u64;
+    let overflow_omitted = overflow.count.saturating_sub(in_tail);
+    if overflow_omitted > 0 {
+        omitted += overflow_omitted;
+        if first_omitted.is_none()
+            && let Some((number, log_line)) = overflow.first
+        {
+            first_omitted = Some(log_line.map_or(Location::Output(number), Location::Log));
+        }
+    }
+    (omitted, first_omitted)
+}
+
+/// The whole output as runs of identical lines, when that fits `budget`.
+fn collapsed_whole(writer: &mut Writer<'_>, budget: usize) -> bool {
+    let Some(runs) = writer.tracker.runs() else {
+        return false;
+    };
+    let units: Vec<Unit<'_>> = runs.iter().map(entry_unit).collect();
+    if units_cost(&units, writer.config) > budget {
+        return false;
+    }
+    for unit in &units {
+        writer.unit(unit);
+    }
+    true
+}
+
 /// Error-aware layout of an over-budget buffer (see the module docs).
 pub(crate) fn format_error_aware(
     buffer: &OutputBuffer,
@@ -346,22 +490,8 @@ pub(crate) fn format_error_aware(
         config,
         tracker,
     };
-    if let Some(runs) = tracker.runs() {
-        let units: Vec<Unit<'_>> = runs
-            .iter()
-            .map(|entry| Unit {
-                line: &entry.line,
-                first: entry.line.number,
-                count: entry.count,
-                salient: false,
-            })
-            .collect();
-        if units_cost(&units, config) <= budget {
-            for unit in &units {
-                writer.unit(unit);
-            }
-            return writer.text;
-        }
+    if collapsed_whole(&mut writer, budget) {
+        return writer.text;
     }
     let head_units = collapse(buffer.head().iter());
     let tail_units = collapse(buffer.tail());
@@ -378,61 +508,17 @@ pub(crate) fn format_error_aware(
     // Pass 1: the middle left by a head and tail that gave up the whole
     // salient share; fill the share with the first groups that fit.
     let (head, tail) = split(&head_units, &tail_units, config, budget - salient_budget);
-    let head_end = head.last().map_or(0, Unit::last);
-    let tail_start = tail.first().map_or(u64::MAX, |unit| unit.first);
-    let mut parts = Vec::new();
-    let mut used = 0;
-    for group in tracker.groups() {
-        let units: Vec<Unit<'_>> = group
-            .entries
-            .iter()
-            .filter_map(|entry| {
-                Unit {
-                    line: &entry.line,
-                    first: entry.line.number,
-                    count: entry.count,
-                    salient: entry.salient,
-                }
-                .restrict(head_end, tail_start)
-            })
-            .collect();
-        if !units.iter().any(|unit| unit.salient) {
-            continue;
-        }
-        let fixed = |units: &[Unit<'_>]| {
-            let first = units.first().map(Unit::location);
-            let last = units.last().map(Unit::location);
-            match (first, last) {
-                (Some(first), Some(last)) => {
-                    group_marker(buffer.total_lines(), first, last).len() + 1 + HEADER_COST
-                }
-                _ => 0,
-            }
-        };
-        let cost = units_cost(&units, config) + fixed(&units);
-        if used + cost <= salient_budget {
-            used += cost;
-            parts.push(Part { units });
-            continue;
-        }
-        // Too big: drop the context before, then keep what fits of the rest,
-        // as long as it still shows an error-like line.
-        let start = units.iter().position(|unit| unit.salient).unwrap_or(0);
-        let mut trimmed: Vec<Unit<'_>> = Vec::new();
-        for unit in &units[start..] {
-            trimmed.push(*unit);
-            if used + units_cost(&trimmed, config) + fixed(&trimmed) > salient_budget {
-                trimmed.pop();
-                break;
-            }
-        }
-        if !trimmed.is_empty() {
-            used += units_cost(&trimmed, config) + fixed(&trimmed);
-            parts.push(Part { units: trimmed });
-        }
-        // The root cause usually comes first: later groups do not jump ahead.
-        break;
-    }
+    let middle = (
+        head.last().map_or(0, Unit::last),
+        tail.first().map_or(u64::MAX, |unit| unit.first),
+    );
+    let (mut parts, used) = choose_parts(
+        tracker.groups(),
+        middle,
+        salient_budget,
+        buffer.total_lines(),
+        config,
+    );
 
     // Pass 2: head and tail take back what the groups did not use; lines
     // they now show leave the groups.
@@ -449,63 +535,7 @@ pub(crate) fn format_error_aware(
             .collect();
     }
     parts.retain(|part| part.units.iter().any(|unit| unit.salient));
-
-    // Error-like lines of the middle that are not shown.
-    let shown_units: Vec<Unit<'_>> = parts.iter().flat_map(|part| part.units.clone()).collect();
-    let mut omitted = 0;
-    let mut first_omitted: Option<Location> = None;
-    for group in tracker.groups() {
-        for entry in group.entries.iter().filter(|entry| entry.salient) {
-            let unit = Unit {
-                line: &entry.line,
-                first: entry.line.number,
-                count: entry.count,
-                salient: true,
-            };
-            let Some(unit) = unit.restrict(head_end, tail_start) else {
-                continue;
-            };
-            let covered: u64 = shown_units
-                .iter()
-                .map(|shown| {
-                    let first = shown.first.max(unit.first);
-                    let last = shown.last().min(unit.last());
-                    if first <= last { last - first + 1 } else { 0 }
-                })
-                .sum();
-            if covered >= unit.count {
-                continue;
-            }
-            omitted += unit.count - covered;
-            if first_omitted.is_none() {
-                let mut number = unit.first;
-                while let Some(shown) = shown_units
-                    .iter()
-                    .find(|shown| shown.first <= number && number <= shown.last())
-                {
-                    number = shown.last() + 1;
-                }
-                first_omitted = unit
-                    .restrict(number.saturating_sub(1), u64::MAX)
-                    .map(|rest| rest.location());
-            }
-        }
-    }
-    let overflow = tracker.overflow();
-    let overflow_in_tail = overflow
-        .recent
-        .iter()
-        .filter(|number| **number >= tail_start)
-        .count() as u64;
-    let overflow_omitted = overflow.count.saturating_sub(overflow_in_tail);
-    if overflow_omitted > 0 {
-        omitted += overflow_omitted;
-        if first_omitted.is_none()
-            && let Some((number, log_line)) = overflow.first
-        {
-            first_omitted = Some(log_line.map_or(Location::Output(number), Location::Log));
-        }
-    }
+    let (omitted, first_omitted) = omitted_errors(tracker, &parts, (head_end, tail_start));
 
     for unit in &head {
         writer.unit(unit);
