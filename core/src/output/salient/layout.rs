@@ -8,7 +8,7 @@ use std::fmt::Write as _;
 
 use crate::config::OutputConfig;
 use crate::exec::Stream;
-use crate::output::format::display_line;
+use crate::output::format::{display_line, omitted_marker};
 use crate::output::{OutputBuffer, OutputLine};
 
 use super::SalientTracker;
@@ -113,15 +113,26 @@ fn header_cost(previous: Option<Stream>, stream: Stream) -> usize {
 /// Cost of a run of units, with a header where the stream changes (the
 /// first header is fixed overhead).
 fn units_cost(units: &[Unit<'_>], config: &OutputConfig) -> usize {
-    let mut previous = None;
+    let mut previous: Option<&Unit<'_>> = None;
     units
         .iter()
         .map(|unit| {
-            let cost = unit.cost(config) + header_cost(previous, unit.line.stream);
-            previous = Some(unit.line.stream);
+            let mut cost = unit.cost(config);
+            if let Some(previous) = previous {
+                cost += header_cost(Some(previous.line.stream), unit.line.stream);
+                cost += jump_marker(previous, unit).map_or(0, |marker| marker.len() + 1);
+            }
+            previous = Some(unit);
             cost
         })
         .sum()
+}
+
+/// The marker between two units of a group that are not adjacent (a heading
+/// and the error under it).
+fn jump_marker(previous: &Unit<'_>, next: &Unit<'_>) -> Option<String> {
+    let gap = next.first.saturating_sub(previous.last() + 1);
+    (gap > 0).then(|| omitted_marker(gap))
 }
 
 /// Seed 001's split of `budget` on collapsed units: whole units from the
@@ -547,8 +558,13 @@ pub(crate) fn format_error_aware(
         };
         let gap = first.first - previous_end - 1;
         writer.marker(&group_marker(gap, first.location(), last.location()));
+        let mut previous: Option<&Unit<'_>> = None;
         for unit in &part.units {
+            if let Some(marker) = previous.and_then(|previous| jump_marker(previous, unit)) {
+                writer.marker(&marker);
+            }
             writer.unit(unit);
+            previous = Some(unit);
         }
         previous_end = last.last();
     }

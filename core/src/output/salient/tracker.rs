@@ -115,6 +115,8 @@ pub struct SalientTracker {
     /// Cap of `runs`' display cost and of `overflow.recent`.
     budget: usize,
     ring: VecDeque<OutputLine>,
+    /// The latest line that is not indented: the heading of what follows.
+    heading: Option<OutputLine>,
     groups: Vec<Group>,
     groups_cost: usize,
     open: Option<Open>,
@@ -126,6 +128,20 @@ pub struct SalientTracker {
     /// line number.
     first_windows: Vec<(u64, String)>,
     last_windows: VecDeque<(u64, String)>,
+}
+
+/// Copies `line` into `slot`, reusing its allocation: this runs on every
+/// line (a derived `clone_from` would allocate a new String).
+fn copy_line(slot: &mut OutputLine, line: &OutputLine) {
+    slot.text.clone_from(&line.text);
+    slot.stream = line.stream;
+    slot.number = line.number;
+    slot.log_line = line.log_line;
+    slot.original_chars = line.original_chars;
+}
+
+fn is_indented(text: &str) -> bool {
+    text.starts_with([' ', '\t'])
 }
 
 /// The display cost of `count` lines shown as one (`text (repeated N times)`).
@@ -273,10 +289,24 @@ impl SalientTracker {
                 .iter()
                 .rev()
                 .take(before)
-                .take_while(|earlier| earlier.text.starts_with([' ', '\t']))
+                .take_while(|earlier| is_indented(&earlier.text))
                 .count();
         }
         let skip = self.ring.len().saturating_sub(before);
+        let first_before = self
+            .ring
+            .get(skip)
+            .map_or(line.number, |earlier| earlier.number);
+        // An indented error (eslint's `3:24  error  …`, a test's assertion)
+        // belongs to the heading above it (the file, the test): keep that
+        // too, even when it is further back than the context.
+        if is_indented(&line.text)
+            && let Some(heading) = &self.heading
+            && heading.number > kept_until
+            && heading.number < first_before
+        {
+            group.push(heading, false);
+        }
         for earlier in self.ring.iter().skip(skip) {
             let leading_blank = group.entries.is_empty() && earlier.text.trim().is_empty();
             if earlier.number > kept_until && !leading_blank {
@@ -306,16 +336,16 @@ impl SalientTracker {
         if self.ring.len() == MAX_BEFORE
             && let Some(mut slot) = self.ring.pop_front()
         {
-            // Reuse the slot's allocation: this runs on every line (a derived
-            // `clone_from` would allocate a new String).
-            slot.text.clone_from(&line.text);
-            slot.stream = line.stream;
-            slot.number = line.number;
-            slot.log_line = line.log_line;
-            slot.original_chars = line.original_chars;
+            copy_line(&mut slot, line);
             self.ring.push_back(slot);
         } else {
             self.ring.push_back(line.clone());
+        }
+        if !is_indented(&line.text) && !line.text.trim().is_empty() {
+            match &mut self.heading {
+                Some(heading) => copy_line(heading, line),
+                None => self.heading = Some(line.clone()),
+            }
         }
     }
 
@@ -474,6 +504,25 @@ mod tests {
                 "log 2",
             ]
         );
+    }
+
+    #[test]
+    fn keeps_the_heading_of_an_indented_error_further_back_than_the_context() {
+        let tracker = tracker_of(&[
+            "src/module27.js",
+            "  1:7   warning  'helper' is assigned a value but never used",
+            "  2:10  warning  'unused' is defined but never used",
+            "  2:21  warning  'b' is defined but never used",
+            "  2:26  warning  Unexpected console statement",
+            "  3:24  error    'fetchConfg' is not defined  no-undef",
+            "",
+        ]);
+        let numbers: Vec<(u64, bool)> = tracker.groups()[0]
+            .entries
+            .iter()
+            .map(|entry| (entry.line.number, entry.salient))
+            .collect();
+        assert_eq!(numbers, [(1, false), (5, false), (6, true)]);
     }
 
     #[test]
