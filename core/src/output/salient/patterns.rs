@@ -135,6 +135,19 @@ fn phrases_starting_with(byte: u8) -> &'static [(&'static str, Kind)] {
     }
 }
 
+/// The bytes that may start a pattern of `Matcher::scan`: one table lookup
+/// skips all the others.
+static STARTS_A_PATTERN: [bool; 256] = {
+    let mut table = [false; 256];
+    let starts = b"eEfFKApuPNcSCTO\"\xE2";
+    let mut index = 0;
+    while index < starts.len() {
+        table[starts[index] as usize] = true;
+        index += 1;
+    }
+    table
+};
+
 /// Whole words (bounded by non-alphanumerics), case-sensitive.
 const WORDS: &[(&str, Kind)] = &[("Killed", Kind::Failure), ("Aborted", Kind::Failure)];
 
@@ -293,8 +306,11 @@ impl Matcher {
     }
 
     fn scan(bytes: &[u8]) -> Option<Match> {
-        for index in 0..bytes.len() {
-            let kind = match bytes[index] {
+        for (index, byte) in bytes.iter().enumerate() {
+            if !STARTS_A_PATTERN[usize::from(*byte)] {
+                continue;
+            }
+            let kind = match *byte {
                 b'e' | b'E' if starts_with_ignore_case(bytes, index, b"error") => {
                     error_word(bytes, index, 5)
                 }
@@ -327,6 +343,7 @@ impl Matcher {
         None
     }
 
+    #[inline]
     fn phrase(bytes: &[u8], index: usize) -> Option<Kind> {
         let second = bytes.get(index + 1).copied();
         phrases_starting_with(bytes[index])
