@@ -1,1 +1,60 @@
-//! placeholder
+//! `bashtool-env-local`: the real-process environment of the bash tool.
+//!
+//! [`LocalExec`] implements [`bashtool_core::CommandExec`] with real `bash`
+//! processes on Linux: each command runs as `bash -c <command>` in a new
+//! session (its own process group, no controlling terminal), stdin
+//! `/dev/null`, a non-interactive environment (pagers off, editors and
+//! prompts fail at once). It never hangs on a leftover process holding the
+//! output pipe, stops the whole process tree (setsid escapees included) on
+//! timeout and cancel, keeps memory bounded whatever the output size, and
+//! streams every call's cleaned output to a log file. Background jobs run
+//! detached with their output in a file, in a [`JobTable`].
+//!
+//! It is not a sandbox: commands run with the caller's rights.
+//!
+//! ```no_run
+//! # async fn demo() {
+//! use std::sync::Arc;
+//! use bashtool_core::{BashTool, ToolConfig};
+//! use bashtool_env_local::{LocalConfig, LocalExec};
+//!
+//! let exec = LocalExec::new(LocalConfig::default());
+//! let tool = BashTool::new(ToolConfig::default(), Arc::new(exec.clone()));
+//! let result = tool.call(serde_json::json!({"command": "echo hi"})).await;
+//! assert_eq!(result.text(), "hi\nexit code 0");
+//! exec.shutdown().await;
+//! # }
+//! ```
+//!
+//! The pieces are public for environments built on top (a persistent
+//! session): [`spawn()`] starts a command, [`OutputPump`] reads its pipes,
+//! [`StreamCleaner`] cleans text, [`ProcessTree`] finds and stops a tree,
+//! [`LogDir`] manages log files.
+
+mod clean;
+mod config;
+mod error;
+mod exec;
+mod jobs;
+mod kill;
+mod logs;
+mod reader;
+mod spawn;
+
+pub use clean::{StreamCleaner, clean_text, collapse_carriage_returns};
+pub use config::{
+    DEFAULT_KILL_GRACE, DEFAULT_MAX_LOG_BYTES, DEFAULT_MAX_LOG_FILES, LocalConfig, NO_EDITOR,
+    NON_INTERACTIVE_ENV,
+};
+pub use error::Error;
+pub use exec::{DRAIN_AFTER_EXIT, FINAL_DRAIN, LEFTOVER_WAIT, LocalExec};
+pub use jobs::{JobInfo, JobOutput, JobRead, JobStatus, JobTable, MAX_JOB_READ};
+pub use kill::{
+    MARKER_VARIABLE, ProcessInfo, ProcessTree, RunMarker, all_processes, is_alive, kill_survivors,
+    process_info, signal_process,
+};
+pub use logs::{LogDir, LogHandle, LogWriter};
+pub use reader::OutputPump;
+pub use spawn::{
+    ExitStatus, MAX_INLINE_SCRIPT, Output, RootProcess, SpawnRequest, Spawned, resolve_cwd, spawn,
+};
