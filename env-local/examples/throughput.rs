@@ -16,7 +16,14 @@ fn peak_rss_mib() -> u64 {
     status
         .lines()
         .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|value| value.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .and_then(|value| {
+            value
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
         .map_or(0, |kib| kib / 1024)
 }
 
@@ -59,12 +66,18 @@ async fn main() {
     }
     child.wait().expect("wait");
     let plain = started.elapsed();
-    println!("plain pipe read:          {total} bytes, {}", rate(total, plain));
+    println!(
+        "plain pipe read:          {total} bytes, {}",
+        rate(total, plain)
+    );
 
     let dir = tempfile::tempdir().expect("tempdir");
     for (label, log_dir) in [
         ("LocalExec, log to disk:  ", dir.path().join("logs")),
-        ("LocalExec, no log:       ", dir.path().join("file").join("logs")),
+        (
+            "LocalExec, no log:       ",
+            dir.path().join("file").join("logs"),
+        ),
     ] {
         std::fs::write(dir.path().join("file"), "").expect("write");
         let exec = LocalExec::new(LocalConfig {
@@ -102,7 +115,10 @@ async fn main() {
         latencies.push(started.elapsed());
     }
     latencies.sort();
-    println!("`sleep 30 & echo started` returns after: median {:?}, max {:?}", latencies[5], latencies[9]);
+    println!(
+        "`sleep 30 & echo started` returns after: median {:?}, max {:?}",
+        latencies[5], latencies[9]
+    );
     let mut latencies = Vec::new();
     for _ in 0..10 {
         let started = Instant::now();
@@ -112,7 +128,10 @@ async fn main() {
         latencies.push(started.elapsed());
     }
     latencies.sort();
-    println!("`true` call: median {:?}, max {:?}", latencies[5], latencies[9]);
+    println!(
+        "`true` call: median {:?}, max {:?}",
+        latencies[5], latencies[9]
+    );
     let mut latencies = Vec::new();
     for _ in 0..5 {
         let started = Instant::now();
@@ -122,8 +141,11 @@ async fn main() {
         )
         .await
         .expect("runs");
-        latencies.push(started.elapsed() - Duration::from_millis(500));
+        latencies.push(started.elapsed().saturating_sub(Duration::from_millis(500)));
     }
     latencies.sort();
-    println!("timeout to return: median {:?}, max {:?}", latencies[2], latencies[4]);
+    println!(
+        "timeout to return: median {:?}, max {:?}",
+        latencies[2], latencies[4]
+    );
 }

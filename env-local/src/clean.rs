@@ -42,6 +42,7 @@ pub struct StreamCleaner {
 
 /// Bytes that need more than a copy: C0 controls other than tab, newline
 /// and CR, DEL, and 0xC2 (the UTF-8 lead byte of the C1 controls).
+#[allow(clippy::needless_bitwise_bool)]
 fn is_special(byte: u8) -> bool {
     // Bitwise, not short-circuit: this lets the compiler vectorize the scan
     // in `has_special`, the hot loop for big outputs.
@@ -53,9 +54,11 @@ fn is_special(byte: u8) -> bool {
 /// True if any byte needs more than a copy. Scans in blocks without early
 /// exit inside a block, so that each block is a few SIMD instructions.
 fn has_special(bytes: &[u8]) -> bool {
-    bytes
-        .chunks(64)
-        .any(|block| block.iter().fold(false, |found, &byte| found | is_special(byte)))
+    bytes.chunks(64).any(|block| {
+        block
+            .iter()
+            .fold(false, |found, &byte| found | is_special(byte))
+    })
 }
 
 fn utf8_len(lead: u8) -> usize {
@@ -285,7 +288,10 @@ mod tests {
     #[test]
     fn keeps_a_character_split_across_reads() {
         let crab = "🦀".as_bytes();
-        assert_eq!(clean_all(&[b"a", &crab[..1], &crab[1..3], &crab[3..], b"b"]), "a🦀b");
+        assert_eq!(
+            clean_all(&[b"a", &crab[..1], &crab[1..3], &crab[3..], b"b"]),
+            "a🦀b"
+        );
         let e_acute = "é".as_bytes();
         assert_eq!(clean_all(&[&e_acute[..1], &e_acute[1..]]), "é");
     }
@@ -301,7 +307,10 @@ mod tests {
     fn strips_escape_sequences_split_across_reads() {
         assert_eq!(clean_all(&[b"\x1b[1;3", b"1mred\x1b[0m ok"]), "red ok");
         assert_eq!(
-            clean_all(&[b"\x1b]0;title\x07x\x1b]8;;http://a\x1b", b"\\link\x1b]8;;\x1b\\"]),
+            clean_all(&[
+                b"\x1b]0;title\x07x\x1b]8;;http://a\x1b",
+                b"\\link\x1b]8;;\x1b\\"
+            ]),
             "xlink"
         );
         assert_eq!(clean_all(&[b"\x1b(Bcharset\x1b=keypad"]), "charsetkeypad");
@@ -311,7 +320,10 @@ mod tests {
 
     #[test]
     fn a_broken_escape_string_ends_at_the_newline() {
-        assert_eq!(clean_all(&[b"a\x1b]never ended\nvisible\n"]), "a\nvisible\n");
+        assert_eq!(
+            clean_all(&[b"a\x1b]never ended\nvisible\n"]),
+            "a\nvisible\n"
+        );
     }
 
     #[test]
@@ -326,6 +338,9 @@ mod tests {
 
     #[test]
     fn clean_text_collapses_progress_lines() {
-        assert_eq!(clean_text(b"10%\r50%\r100%\nnext\r\n\x1b[32mok\x1b[0m"), "100%\nnext\nok");
+        assert_eq!(
+            clean_text(b"10%\r50%\r100%\nnext\r\n\x1b[32mok\x1b[0m"),
+            "100%\nnext\nok"
+        );
     }
 }

@@ -178,7 +178,7 @@ impl LocalExec {
             if leftovers.survivors.is_empty() {
                 root.try_reap();
             } else {
-                escalate_later(root, tree, leftovers.survivors.clone(), marker, config.kill_grace);
+                escalate_later(root, tree, leftovers.survivors.clone(), config.kill_grace);
             }
         }
         if leftovers.count > 0 {
@@ -341,14 +341,12 @@ fn escalate_later(
     root: RootProcess,
     tree: ProcessTree,
     survivors: Vec<ProcessInfo>,
-    marker: RunMarker,
     grace: Duration,
 ) {
     let task = async move {
         tokio::time::sleep(grace).await;
         tree.signal_group(Signal::SIGKILL);
         kill_survivors(&survivors, None);
-        let _ = marker;
         drop(root);
     };
     if let Ok(handle) = tokio::runtime::Handle::try_current() {

@@ -249,8 +249,9 @@ impl JobTable {
         let deadline = tokio::time::Instant::now() + self.kill_grace + STOP_SLACK;
         for job in &jobs {
             let mut status = job.status.subscribe();
-            let _ = tokio::time::timeout_at(deadline, status.wait_for(|status| !status.is_running()))
-                .await;
+            let _ =
+                tokio::time::timeout_at(deadline, status.wait_for(|status| !status.is_running()))
+                    .await;
         }
     }
 }
@@ -312,7 +313,11 @@ async fn watch_job(
 }
 
 fn append_final_line(path: &std::path::Path, line: &str) {
-    let Ok(mut file) = std::fs::OpenOptions::new().read(true).append(true).open(path) else {
+    let Ok(mut file) = std::fs::OpenOptions::new()
+        .read(true)
+        .append(true)
+        .open(path)
+    else {
         return;
     };
     let mut last = [0u8; 1];
@@ -331,7 +336,9 @@ fn read_output(path: &std::path::Path, read: JobRead) -> std::io::Result<(Vec<u8
             let available = length - offset;
             file.seek(SeekFrom::Start(offset))?;
             let mut bytes = Vec::new();
-            Read::by_ref(&mut file).take(available.min(MAX_JOB_READ)).read_to_end(&mut bytes)?;
+            Read::by_ref(&mut file)
+                .take(available.min(MAX_JOB_READ))
+                .read_to_end(&mut bytes)?;
             if available > MAX_JOB_READ {
                 // Stop at a line end so the next read starts with a whole line
                 // (and no character is cut in two).
@@ -342,6 +349,8 @@ fn read_output(path: &std::path::Path, read: JobRead) -> std::io::Result<(Vec<u8
             let next = offset + bytes.len() as u64;
             Ok((bytes, next))
         }
+        // Counting newlines in at most a few blocks: no crate needed.
+        #[allow(clippy::naive_bytecount)]
         JobRead::Tail { lines } => {
             let mut start = length;
             let mut bytes: Vec<u8> = Vec::new();

@@ -181,16 +181,14 @@ pub fn signal_process(info: &ProcessInfo, signal: Signal) -> bool {
         Ok(pidfd) => {
             // The pidfd pins the process: if the start time still matches
             // now, the fd refers to the process we found, not a newcomer.
-            let same = process_info(info.pid).is_some_and(|now| {
-                now.start_time == info.start_time && !now.zombie
-            });
+            let same = process_info(info.pid)
+                .is_some_and(|now| now.start_time == info.start_time && !now.zombie);
             same && pidfd_send_signal(&pidfd, signal).is_ok()
         }
         Err(error) if error.raw_os_error() == Some(libc::ENOSYS) => {
             // Kernels before 5.3: check and signal, with a tiny reuse race.
-            let same = process_info(info.pid).is_some_and(|now| {
-                now.start_time == info.start_time && !now.zombie
-            });
+            let same = process_info(info.pid)
+                .is_some_and(|now| now.start_time == info.start_time && !now.zombie);
             same && kill(Pid::from_raw(info.pid as i32), signal).is_ok()
         }
         Err(_) => false,
@@ -233,7 +231,8 @@ impl ProcessTree {
     /// True while the root has not exited.
     pub fn root_alive(&self) -> bool {
         self.root.is_some_and(|root| {
-            process_info(root.pid).is_some_and(|now| now.start_time == root.start_time && !now.zombie)
+            process_info(root.pid)
+                .is_some_and(|now| now.start_time == root.start_time && !now.zombie)
         })
     }
 
@@ -266,13 +265,13 @@ impl ProcessTree {
         if escapees {
             // Children of found processes, whatever their session or
             // environment (e.g. `setsid env -i server`).
-            let children: HashMap<u32, Vec<u32>> =
-                all.iter()
-                    .filter(|info| !info.zombie && info.start_time >= not_before)
-                    .fold(HashMap::new(), |mut map, info| {
-                        map.entry(info.parent).or_default().push(info.pid);
-                        map
-                    });
+            let children: HashMap<u32, Vec<u32>> = all
+                .iter()
+                .filter(|info| !info.zombie && info.start_time >= not_before)
+                .fold(HashMap::new(), |mut map, info| {
+                    map.entry(info.parent).or_default().push(info.pid);
+                    map
+                });
             let mut stack: Vec<u32> = matched.iter().copied().collect();
             while let Some(pid) = stack.pop() {
                 for &child in children.get(&pid).into_iter().flatten() {
@@ -283,7 +282,9 @@ impl ProcessTree {
             }
         }
         all.into_iter()
-            .filter(|info| !info.zombie && Some(info.pid) != root_pid && matched.contains(&info.pid))
+            .filter(|info| {
+                !info.zombie && Some(info.pid) != root_pid && matched.contains(&info.pid)
+            })
             .collect()
     }
 

@@ -84,7 +84,10 @@ impl Write for LogWriter {
         if (bytes.len() as u64) > room {
             let fits = usize::try_from(room).unwrap_or(usize::MAX);
             self.file.write_all(&bytes[..fits])?;
-            let marker = format!("\n[log truncated: the log size cap of {} bytes was reached]\n", self.limit);
+            let marker = format!(
+                "\n[log truncated: the log size cap of {} bytes was reached]\n",
+                self.limit
+            );
             self.file.write_all(marker.as_bytes())?;
             self.written
                 .store(written + room + marker.len() as u64, Ordering::Relaxed);
@@ -144,7 +147,13 @@ impl LogDir {
         &self.dir
     }
 
-    fn next_path(&self, state: &mut State, prefix: &str, command: &str, extension: &str) -> PathBuf {
+    fn next_path(
+        &self,
+        state: &mut State,
+        prefix: &str,
+        command: &str,
+        extension: &str,
+    ) -> PathBuf {
         state.sequence += 1;
         self.dir.join(format!(
             "{prefix}{:05}-{}.{extension}",

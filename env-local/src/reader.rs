@@ -60,7 +60,10 @@ impl OutputPump {
             cleaner: StreamCleaner::new(),
         };
         Self {
-            sources: [source(Stream::Stdout, stdout), source(Stream::Stderr, stderr)],
+            sources: [
+                source(Stream::Stdout, stdout),
+                source(Stream::Stderr, stderr),
+            ],
             scratch: String::new(),
             output,
             sink,

@@ -38,8 +38,16 @@ async fn returns_at_once_with_pid_and_output_file() {
     assert_eq!(info.group, job.pid);
     assert!(wait_until(WAIT, || output_of(&result) == "hello\n").await);
     let stopped = exec.jobs().stop(job.pid).await.expect("known job");
-    assert_eq!(stopped.status, JobStatus::Signaled { signal: "SIGTERM".to_owned() });
-    assert_eq!(output_of(&result), "hello\n[background job killed by signal SIGTERM]\n");
+    assert_eq!(
+        stopped.status,
+        JobStatus::Signaled {
+            signal: "SIGTERM".to_owned()
+        }
+    );
+    assert_eq!(
+        output_of(&result),
+        "hello\n[background job killed by signal SIGTERM]\n"
+    );
 }
 
 #[tokio::test]
@@ -48,11 +56,23 @@ async fn appends_the_real_exit_status() {
     let exec = local_exec(dir.path());
     for (command, code, expected) in [
         ("false", 1, "[background job exited with code 1]\n"),
-        ("echo a; exit 7", 7, "a\n[background job exited with code 7]\n"),
+        (
+            "echo a; exit 7",
+            7,
+            "a\n[background job exited with code 7]\n",
+        ),
         // Ends in `&`: the seed's `; echo $?` suffix broke on this.
-        ("printf x; true &", 0, "x\n[background job exited with code 0]\n"),
+        (
+            "printf x; true &",
+            0,
+            "x\n[background job exited with code 0]\n",
+        ),
         // Ends in a comment: `; echo $?` would have been commented out.
-        ("echo c; false # a comment", 1, "c\n[background job exited with code 1]\n"),
+        (
+            "echo c; false # a comment",
+            1,
+            "c\n[background job exited with code 1]\n",
+        ),
     ] {
         let result = start(&exec, command).await;
         let pid = result.background.as_ref().expect("job").pid;
@@ -66,7 +86,11 @@ async fn appends_the_real_exit_status() {
 async fn the_table_lists_reads_and_waits() {
     let dir = temp_dir();
     let exec = local_exec(dir.path());
-    let result = start(&exec, "for i in 1 2 3 4 5; do echo line $i; done; printf '\\033[31mred\\033[0m\\n'; sleep 0.2").await;
+    let result = start(
+        &exec,
+        "for i in 1 2 3 4 5; do echo line $i; done; printf '\\033[31mred\\033[0m\\n'; sleep 0.2",
+    )
+    .await;
     let pid = result.background.as_ref().expect("job").pid;
     let listed = exec.jobs().list();
     assert_eq!(listed.len(), 1);
@@ -88,13 +112,21 @@ async fn the_table_lists_reads_and_waits() {
     assert!(first.text.starts_with("line 1\nline 2\n"), "{}", first.text);
     let rest = exec
         .jobs()
-        .output(pid, JobRead::Since { offset: first.next_offset })
+        .output(
+            pid,
+            JobRead::Since {
+                offset: first.next_offset,
+            },
+        )
         .await
         .expect("read");
     assert_eq!(rest.text, "");
     assert_eq!(rest.status, JobStatus::Exited { code: 0 });
     let json = serde_json::to_value(exec.jobs().get(pid).expect("known")).expect("json");
-    assert_eq!(json["status"], serde_json::json!({"state": "exited", "code": 0}));
+    assert_eq!(
+        json["status"],
+        serde_json::json!({"state": "exited", "code": 0})
+    );
 }
 
 #[tokio::test]
@@ -102,7 +134,11 @@ async fn wait_returns_at_the_timeout_with_the_job_running() {
     let dir = temp_dir();
     let exec = local_exec(dir.path());
     let pid = start(&exec, "sleep 300").await.background.expect("job").pid;
-    let info = exec.jobs().wait(pid, Duration::from_millis(100)).await.expect("known");
+    let info = exec
+        .jobs()
+        .wait(pid, Duration::from_millis(100))
+        .await
+        .expect("known");
     assert_eq!(info.status, JobStatus::Running);
     exec.shutdown().await;
     assert!(!pid_alive(pid));
@@ -180,5 +216,10 @@ async fn the_model_gets_pid_output_file_and_how_to_stop() {
         .expect("kill runs");
     assert!(status.success());
     let info = exec.jobs().wait(pid, WAIT).await.expect("known");
-    assert_eq!(info.status, JobStatus::Signaled { signal: "SIGTERM".to_owned() });
+    assert_eq!(
+        info.status,
+        JobStatus::Signaled {
+            signal: "SIGTERM".to_owned()
+        }
+    );
 }

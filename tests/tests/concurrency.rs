@@ -1,8 +1,6 @@
 //! Many calls at once on one environment: no interference, no fd leaks,
 //! no zombies.
 
-use std::time::Duration;
-
 use bashtool_tests::{local_exec, run, temp_dir, text};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -10,7 +10,12 @@ use bashtool_tests::{local_exec, run, run_with, temp_dir, test_config, text};
 async fn reports_exit_codes() {
     let dir = temp_dir();
     let exec = local_exec(dir.path());
-    for (command, code) in [("true", 0), ("false", 1), ("exit 42", 42), ("sh -c 'exit 3'", 3)] {
+    for (command, code) in [
+        ("true", 0),
+        ("false", 1),
+        ("exit 42", 42),
+        ("sh -c 'exit 3'", 3),
+    ] {
         let result = run(&exec, command).await;
         assert_eq!(result.exit_code, Some(code), "{command}");
         assert_eq!(result.signal, None);
@@ -31,7 +36,11 @@ async fn reports_the_signal_that_ended_the_command() {
 async fn interleaves_stdout_and_stderr_in_arrival_order() {
     let dir = temp_dir();
     let exec = local_exec(dir.path());
-    let result = run(&exec, "echo out; sleep 0.05; echo err >&2; sleep 0.05; echo out2").await;
+    let result = run(
+        &exec,
+        "echo out; sleep 0.05; echo err >&2; sleep 0.05; echo out2",
+    )
+    .await;
     let lines: Vec<(String, String)> = result
         .output
         .retained()
@@ -80,7 +89,10 @@ async fn adds_environment_variables_and_the_non_interactive_defaults() {
     )
     .await
     .expect("runs");
-    assert_eq!(text(&result), "x y|overridden|less|cat|dumb|1|0|noninteractive");
+    assert_eq!(
+        text(&result),
+        "x y|overridden|less|cat|dumb|1|0|noninteractive"
+    );
 }
 
 #[tokio::test]
@@ -109,7 +121,11 @@ async fn stdin_is_empty_so_readers_return_at_once() {
 async fn has_no_controlling_terminal() {
     let dir = temp_dir();
     let exec = local_exec(dir.path());
-    let result = run(&exec, "(exec 3</dev/tty) 2>/dev/null && echo has-tty || echo no-tty").await;
+    let result = run(
+        &exec,
+        "(exec 3</dev/tty) 2>/dev/null && echo has-tty || echo no-tty",
+    )
+    .await;
     assert_eq!(text(&result), "no-tty");
 }
 
@@ -124,15 +140,22 @@ async fn git_commit_without_a_message_fails_fast_with_a_hint() {
     .await;
     assert_eq!(setup.exit_code, Some(0), "{}", text(&setup));
     let started = Instant::now();
-    let result = run_with(&exec, "git commit", SpawnOptions::default().current_dir("repo").timeout(Duration::from_secs(20)))
-        .await
-        .expect("runs");
+    let result = run_with(
+        &exec,
+        "git commit",
+        SpawnOptions::default()
+            .current_dir("repo")
+            .timeout(Duration::from_secs(20)),
+    )
+    .await
+    .expect("runs");
     assert!(started.elapsed() < Duration::from_secs(5));
     assert_ne!(result.exit_code, Some(0));
     assert!(!result.timed_out);
     let output = text(&result);
     assert!(
-        output.contains("no interactive editor is available to bashtool") && output.contains("git commit -m"),
+        output.contains("no interactive editor is available to bashtool")
+            && output.contains("git commit -m"),
         "{output}"
     );
 }
@@ -158,7 +181,9 @@ async fn a_missing_directory_is_a_clear_error() {
     let error = run_with(&exec, "true", SpawnOptions::default().current_dir("nope"))
         .await
         .expect_err("no such directory");
-    assert!(matches!(&error, ExecError::MissingDirectory { path } if path == &dir.path().join("nope")));
+    assert!(
+        matches!(&error, ExecError::MissingDirectory { path } if path == &dir.path().join("nope"))
+    );
     std::fs::write(dir.path().join("file"), "").expect("write");
     let error = run_with(&exec, "true", SpawnOptions::default().current_dir("file"))
         .await

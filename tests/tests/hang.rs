@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bashtool_core::{BashTool, ToolConfig};
-use bashtool_tests::{ESCAPEE, kill_all, local_exec, pid_alive, pids_in, run, survivors_after, temp_dir, text};
+use bashtool_tests::{
+    ESCAPEE, kill_all, local_exec, pid_alive, pids_in, run, survivors_after, temp_dir, text,
+};
 
 /// Generous bound for CI; the target is 250 ms (measured ~110 ms).
 const PROMPT: Duration = Duration::from_secs(1);
@@ -22,7 +24,9 @@ async fn a_background_sleep_does_not_hold_the_call() {
     assert_eq!(text(&result), "started");
     assert_eq!(
         result.notes,
-        ["1 leftover process still running after the command exited was stopped; run servers and watchers with mode \"background\""]
+        [
+            "1 leftover process still running after the command exited was stopped; run servers and watchers with mode \"background\""
+        ]
     );
 }
 
@@ -34,7 +38,11 @@ async fn leftovers_are_stopped_and_counted() {
     let result = run(&exec, script).await;
     let pids = pids_in(&text(&result));
     assert_eq!(pids.len(), 3);
-    assert!(result.notes[0].starts_with("3 leftover processes"), "{:?}", result.notes);
+    assert!(
+        result.notes[0].starts_with("3 leftover processes"),
+        "{:?}",
+        result.notes
+    );
     let survivors = survivors_after(&pids, Duration::from_secs(5)).await;
     kill_all(&survivors);
     assert_eq!(survivors, Vec::<u32>::new());
@@ -45,7 +53,11 @@ async fn leftovers_that_ignore_sigterm_are_killed_later_without_holding_the_call
     let dir = temp_dir();
     let exec = local_exec(dir.path());
     let started = Instant::now();
-    let result = run(&exec, "sh -c 'trap \"\" TERM; echo pid:$$; while :; do sleep 1; done' & sleep 0.2").await;
+    let result = run(
+        &exec,
+        "sh -c 'trap \"\" TERM; echo pid:$$; while :; do sleep 1; done' & sleep 0.2",
+    )
+    .await;
     assert!(started.elapsed() < PROMPT);
     let pids = pids_in(&text(&result));
     assert_eq!(pids.len(), 1);

@@ -17,7 +17,10 @@ async fn each_call_has_a_log_with_the_command_and_stream_headers() {
     let log = std::fs::read_to_string(&log_file).expect("read");
     // stdout and stderr are different pipes: their relative order is what
     // arrived first, so only the shape is fixed.
-    assert!(log.starts_with("$ echo one; echo two >&2; echo three\n"), "{log}");
+    assert!(
+        log.starts_with("$ echo one; echo two >&2; echo three\n"),
+        "{log}"
+    );
     assert!(log.contains("stdout:\none\n"), "{log}");
     assert!(log.contains("stderr:\ntwo\n"), "{log}");
     let other = run(&exec, "true").await.log_file.expect("a log file");
@@ -46,7 +49,12 @@ async fn log_count_is_capped_removing_the_oldest() {
     });
     let mut logs = Vec::new();
     for number in 0..5 {
-        logs.push(run(&exec, &format!("echo {number}")).await.log_file.expect("log"));
+        logs.push(
+            run(&exec, &format!("echo {number}"))
+                .await
+                .log_file
+                .expect("log"),
+        );
     }
     let existing: Vec<bool> = logs.iter().map(|path| path.exists()).collect();
     assert_eq!(existing, [false, false, true, true, true]);
@@ -64,7 +72,11 @@ async fn log_size_is_capped() {
     let size = std::fs::metadata(&path).expect("stat").len();
     assert!(size < 10_200, "{size}");
     assert_eq!(first.output.total_lines(), 10_000);
-    assert!(first.notes.iter().any(|note| note.contains("size cap")), "{:?}", first.notes);
+    assert!(
+        first.notes.iter().any(|note| note.contains("size cap")),
+        "{:?}",
+        first.notes
+    );
     // The next call's log pushes the full one out.
     let second = run(&exec, "echo small").await;
     assert!(!path.exists());
@@ -79,12 +91,20 @@ async fn an_unwritable_log_directory_means_no_log_not_a_failure() {
         log_dir: Some(dir.path().join("file").join("logs")),
         ..test_config(dir.path())
     });
-    let result = run_with(&exec, "echo fine", SpawnOptions::default().timeout(Duration::from_secs(10)))
-        .await
-        .expect("the call still runs");
+    let result = run_with(
+        &exec,
+        "echo fine",
+        SpawnOptions::default().timeout(Duration::from_secs(10)),
+    )
+    .await
+    .expect("the call still runs");
     assert_eq!(result.exit_code, Some(0));
     assert_eq!(text(&result), "fine");
     assert_eq!(result.log_file, None);
     assert_eq!(result.notes.len(), 1);
-    assert!(result.notes[0].starts_with("no log file: could not create one in "), "{:?}", result.notes);
+    assert!(
+        result.notes[0].starts_with("no log file: could not create one in "),
+        "{:?}",
+        result.notes
+    );
 }

@@ -19,13 +19,19 @@ async fn huge_output_keeps_memory_bounded() {
     // Lines of 1000 bytes: per-line work is what a debug build is slow at.
     let command = format!("yes {} | head -c {OUTPUT_BYTES}", "a".repeat(999));
     let started = Instant::now();
-    let result = run_with(&exec, &command, SpawnOptions::default().timeout(Duration::from_secs(600)))
-        .await
-        .expect("runs");
+    let result = run_with(
+        &exec,
+        &command,
+        SpawnOptions::default().timeout(Duration::from_secs(600)),
+    )
+    .await
+    .expect("runs");
     let elapsed = started.elapsed();
     assert_eq!(result.exit_code, Some(0));
     assert_eq!(result.output.total_bytes(), OUTPUT_BYTES);
-    let log_size = std::fs::metadata(result.log_file.expect("log")).expect("stat").len();
+    let log_size = std::fs::metadata(result.log_file.expect("log"))
+        .expect("stat")
+        .len();
     assert!(log_size > OUTPUT_BYTES);
     let peak = peak_rss_bytes();
     eprintln!(

@@ -19,9 +19,13 @@ async fn timeout_stops_the_tree_and_keeps_partial_output() {
     let exec = local_exec(dir.path());
     let script = format!("echo partial\n{}sleep 300", grandchildren_script(3));
     let started = Instant::now();
-    let result = run_with(&exec, &script, SpawnOptions::default().timeout(Duration::from_secs(1)))
-        .await
-        .expect("runs");
+    let result = run_with(
+        &exec,
+        &script,
+        SpawnOptions::default().timeout(Duration::from_secs(1)),
+    )
+    .await
+    .expect("runs");
     let elapsed = started.elapsed();
     assert!(result.timed_out);
     assert!(!result.cancelled);
@@ -41,9 +45,13 @@ async fn timeout_stops_a_setsid_escapee() {
     let dir = temp_dir();
     let exec = local_exec(dir.path());
     let script = format!("{ESCAPEE}\nsleep 300");
-    let result = run_with(&exec, &script, SpawnOptions::default().timeout(Duration::from_secs(1)))
-        .await
-        .expect("runs");
+    let result = run_with(
+        &exec,
+        &script,
+        SpawnOptions::default().timeout(Duration::from_secs(1)),
+    )
+    .await
+    .expect("runs");
     assert!(result.timed_out);
     let pids = pids_in(&text(&result));
     assert_eq!(pids.len(), 1, "{}", text(&result));
@@ -56,11 +64,16 @@ async fn timeout_stops_a_setsid_escapee() {
 async fn timeout_kills_what_ignores_sigterm_after_the_grace() {
     let dir = temp_dir();
     let exec = local_exec(dir.path());
-    let script = "trap '' TERM; sh -c 'trap \"\" TERM; echo pid:$$; while :; do sleep 1; done' & sleep 300";
+    let script =
+        "trap '' TERM; sh -c 'trap \"\" TERM; echo pid:$$; while :; do sleep 1; done' & sleep 300";
     let started = Instant::now();
-    let result = run_with(&exec, script, SpawnOptions::default().timeout(Duration::from_secs(1)))
-        .await
-        .expect("runs");
+    let result = run_with(
+        &exec,
+        script,
+        SpawnOptions::default().timeout(Duration::from_secs(1)),
+    )
+    .await
+    .expect("runs");
     let elapsed = started.elapsed();
     assert!(result.timed_out);
     let pids = pids_in(&text(&result));
