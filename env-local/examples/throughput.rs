@@ -8,8 +8,8 @@ use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use bashtool_core::{CommandExec, SpawnOptions};
-use bashtool_env_local::{LocalConfig, LocalExec};
+use bashtool_core::{CommandExec, OutputBuffer, OutputConfig, SpawnOptions, Stream};
+use bashtool_env_local::{LocalConfig, LocalExec, StreamCleaner};
 
 fn peak_rss_mib() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
@@ -100,6 +100,35 @@ async fn main() {
     println!("plain pipe read:          {}", rate(bytes, best[0]));
     println!("LocalExec, log to disk:   {}", rate(bytes, best[1]));
     println!("LocalExec, no log:        {}", rate(bytes, best[2]));
+    // Where the time goes, without pipes or processes: the cleaner alone,
+    // then the cleaner feeding the core's OutputBuffer (no log).
+    let mut block = Vec::with_capacity(64 * 1024);
+    while block.len() + width <= 64 * 1024 {
+        block.extend_from_slice("a".repeat(width - 1).as_bytes());
+        block.push(b'\n');
+    }
+    let rounds = bytes / block.len() as u64;
+    let mut cleaner = StreamCleaner::new();
+    let mut scratch = String::new();
+    let started = Instant::now();
+    let mut cleaned = 0u64;
+    for _ in 0..rounds {
+        cleaned += cleaner.clean(&block, &mut scratch).len() as u64;
+    }
+    println!(
+        "cleaner alone (memory):   {}",
+        rate(cleaned, started.elapsed())
+    );
+    let mut output = OutputBuffer::new(&OutputConfig::default());
+    let started = Instant::now();
+    for _ in 0..rounds {
+        output.push(Stream::Stdout, cleaner.clean(&block, &mut scratch));
+    }
+    output.finish();
+    println!(
+        "cleaner + OutputBuffer:   {}",
+        rate(output.total_bytes(), started.elapsed())
+    );
     println!("peak RSS:                 {} MiB", peak_rss_mib());
 
     let exec = LocalExec::new(LocalConfig {
