@@ -1,1 +1,52 @@
-fn main() {}
+//! `bashtool`: the command-line face of the bash tool. Thin: parsing and
+//! printing here, everything else in `bashtool-core` and `bashtool-env-local`.
+
+mod call;
+mod check;
+mod exit;
+mod mcp;
+mod options;
+mod run;
+mod schema;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// A bash tool for LLM agents: runs commands without hanging, orphaning or
+/// flooding the context, and refuses classic destructive mistakes.
+#[derive(Debug, Parser)]
+#[command(name = "bashtool", version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Run(run::RunArgs),
+    Call(call::CallArgs),
+    Schema(schema::SchemaArgs),
+    Check(check::CheckArgs),
+    Mcp(mcp::McpArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Run(args) => run::run(&args),
+        Command::Call(args) => call::run(&args),
+        Command::Schema(args) => schema::run(&args),
+        Command::Check(args) => check::run(&args),
+        Command::Mcp(args) => mcp::run(args),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(error) if exit::is_broken_pipe(&error) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("bashtool: error: {error:#}");
+            eprintln!("hint: run `bashtool --help` for usage");
+            ExitCode::from(exit::USAGE)
+        }
+    }
+}

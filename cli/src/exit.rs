@@ -1,0 +1,45 @@
+//! Exit statuses and the broken-pipe rule.
+
+/// Bad usage or an input that could not be run.
+pub const USAGE: u8 = 2;
+/// The command was refused (policy or approval): nothing ran.
+pub const REFUSED: u8 = 126;
+/// Like `timeout(1)`.
+pub const TIMED_OUT: u8 = 124;
+/// Like a shell after Ctrl-C.
+pub const INTERRUPTED: u8 = 130;
+
+/// A closed stdout (`bashtool ... | head`) is not an error.
+pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// The shell-style exit status for a tool result.
+pub fn status_of(details: &bashtool_core::Details) -> u8 {
+    if details.error_kind.as_deref() == Some("invalid_input") {
+        return USAGE;
+    }
+    if details.error_kind.is_some() && details.error_kind.as_deref() != Some("aborted") {
+        return REFUSED;
+    }
+    if details.timed_out {
+        return TIMED_OUT;
+    }
+    if details.cancelled {
+        return INTERRUPTED;
+    }
+    if let Some(code) = details.exit_code {
+        return u8::try_from(code.rem_euclid(256)).unwrap_or(1);
+    }
+    if let Some(signal) = &details.signal {
+        let number = nix::sys::signal::Signal::iterator()
+            .find(|candidate| candidate.as_str() == signal)
+            .map_or(0, |found| found as i32);
+        return u8::try_from(128 + number).unwrap_or(1);
+    }
+    1
+}
