@@ -47,6 +47,8 @@ struct PendingLine {
     log_line: Option<u64>,
     /// Raw text not yet written to the log.
     unlogged: String,
+    /// An error-like token seen in the part of a long line not kept.
+    middle_window: Option<crate::output::salient::MiddleWindow>,
 }
 
 impl PendingLine {
@@ -70,6 +72,8 @@ pub struct OutputBuffer {
     total_lines: u64,
     total_bytes: u64,
     total_cost: u64,
+    /// Stream of the last completed line: a change costs a header.
+    last_stream: Option<Stream>,
     log: Option<Box<dyn Write + Send>>,
     log_lines: u64,
     log_stream: Option<Stream>,
@@ -132,6 +136,7 @@ impl OutputBuffer {
             total_lines: 0,
             total_bytes: 0,
             total_cost: 0,
+            last_stream: None,
             log: None,
             log_lines: 0,
             log_stream: None,
@@ -223,6 +228,17 @@ impl OutputBuffer {
                 .char_indices()
                 .nth(drop_chars)
                 .map_or(pending.tail.len(), |(byte, _)| byte);
+            if pending.middle_window.is_none() {
+                // Error-aware shortening wants the text around an error even
+                // in the middle of a line of megabytes: look before forgetting.
+                // A token cut by the trim point is still seen whole.
+                let mut overlap = (drop_bytes + 64).min(pending.tail.len());
+                while !pending.tail.is_char_boundary(overlap) {
+                    overlap -= 1;
+                }
+                let (dropped, rest) = pending.tail.split_at(overlap);
+                pending.middle_window = self.salient.middle_window(dropped, rest);
+            }
             pending.tail.drain(..drop_bytes);
             pending.tail_chars = half;
         }
@@ -302,18 +318,26 @@ impl OutputBuffer {
             log_line,
             original_chars: pending.total_chars,
         };
-        self.retain(line);
+        self.retain(line, pending.middle_window);
     }
 
     fn line_cost(&self, line: &OutputLine) -> usize {
         line.original_chars.min(self.config.max_line_chars) + 1
     }
 
-    fn retain(&mut self, line: OutputLine) {
+    fn retain(&mut self, line: OutputLine, window: Option<crate::output::salient::MiddleWindow>) {
         let cost = self.line_cost(&line);
         let budget = self.config.budget_chars();
-        self.total_cost += cost as u64;
-        self.salient.observe(&line);
+        // A `stdout:`/`stderr:` header is shown where the stream changes; with
+        // interleaved streams the headers would otherwise escape the budget.
+        let header = if self.last_stream.is_some_and(|last| last != line.stream) {
+            crate::output::format::HEADER_COST
+        } else {
+            0
+        };
+        self.last_stream = Some(line.stream);
+        self.total_cost += (cost + header) as u64;
+        self.salient.observe_with_window(&line, window);
         if !self.head_full {
             if self.head_cost + cost <= budget || self.head.is_empty() {
                 self.head_cost += cost;
@@ -391,7 +415,8 @@ impl OutputBuffer {
         self.total_bytes
     }
 
-    /// Sum of the display cost (abbreviated length + newline) of all lines.
+    /// Sum of the display cost (abbreviated length + newline) of all lines,
+    /// and of the stream headers between them (the first is overhead).
     pub fn total_cost(&self) -> u64 {
         self.total_cost
     }

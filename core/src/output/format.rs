@@ -11,6 +11,8 @@ use crate::output::{OutputBuffer, OutputLine};
 
 /// What the gap marker looks like, for docs and descriptions.
 pub const OMISSION_MARKER_EXAMPLE: &str = "... (N lines omitted) ...";
+/// Chars of a `stdout:`/`stderr:` header line.
+pub(crate) const HEADER_COST: usize = "stdout:\n".len();
 /// Separator of an abbreviated line.
 const ELLIPSIS: &str = "...";
 
@@ -101,6 +103,23 @@ impl Renderer {
         self.text.push('\n');
     }
 
+    /// A line as error-aware mode shows it (a long line keeps the window
+    /// around its error).
+    pub fn salient_line(
+        &mut self,
+        line: &OutputLine,
+        config: &OutputConfig,
+        tracker: &crate::output::salient::SalientTracker,
+    ) {
+        if self.stream != Some(line.stream) {
+            let _ = writeln!(self.text, "{}:", line.stream);
+            self.stream = Some(line.stream);
+        }
+        self.text
+            .push_str(&crate::output::salient::display_line(line, config, tracker));
+        self.text.push('\n');
+    }
+
     pub fn marker(&mut self, marker: &str) {
         self.text.push_str(marker);
         self.text.push('\n');
@@ -125,18 +144,20 @@ pub fn format_output_with_budget(
         let mut truncated = false;
         for line in buffer.head() {
             truncated |= line.original_chars > config.max_line_chars;
-            renderer.line(line, config);
+            if config.shortening == Shortening::ErrorAware {
+                renderer.salient_line(line, config, buffer.salient());
+            } else {
+                renderer.line(line, config);
+            }
         }
         return FormattedOutput {
             text: renderer.text,
             truncated,
         };
     }
-    if config.shortening == Shortening::ErrorAware
-        && let Some(text) = crate::output::salient::format_error_aware(buffer, config, budget)
-    {
+    if config.shortening == Shortening::ErrorAware {
         return FormattedOutput {
-            text,
+            text: crate::output::salient::format_error_aware(buffer, config, budget),
             truncated: true,
         };
     }
@@ -171,10 +192,14 @@ pub(crate) fn split_head_tail<'a>(
 ) -> (Vec<&'a OutputLine>, Vec<&'a OutputLine>) {
     let head_budget = budget * config.head_percent.min(100) / 100;
     let tail_budget = budget - head_budget;
-    let mut head = Vec::new();
+    let mut head: Vec<&OutputLine> = Vec::new();
     let mut used = 0;
     for line in buffer.head() {
-        let cost = line_cost(line, config);
+        let header = head
+            .last()
+            .filter(|previous| previous.stream != line.stream)
+            .map_or(0, |_| HEADER_COST);
+        let cost = line_cost(line, config) + header;
         if !head.is_empty() && used + cost > head_budget {
             break;
         }
@@ -182,10 +207,14 @@ pub(crate) fn split_head_tail<'a>(
         head.push(line);
     }
     let last_head = head.last().map_or(0, |line| line.number);
-    let mut tail = Vec::new();
+    let mut tail: Vec<&OutputLine> = Vec::new();
     let mut used = 0;
     for line in buffer.tail().rev() {
-        let cost = line_cost(line, config);
+        let header = tail
+            .last()
+            .filter(|next| next.stream != line.stream)
+            .map_or(0, |_| HEADER_COST);
+        let cost = line_cost(line, config) + header;
         if line.number <= last_head || (!tail.is_empty() && used + cost > tail_budget) {
             break;
         }
@@ -315,6 +344,25 @@ mod tests {
                 "l".repeat(100)
             )
         );
+    }
+
+    #[test]
+    fn interleaved_streams_pay_for_their_headers() {
+        let config = plain();
+        let mut buffer = OutputBuffer::new(&config);
+        for number in 0..3000 {
+            let stream = if number % 2 == 0 {
+                Stream::Stdout
+            } else {
+                Stream::Stderr
+            };
+            buffer.push(stream, "x\n");
+        }
+        buffer.finish();
+        let formatted = format_output(&buffer, &config);
+        assert!(formatted.truncated);
+        let chars = formatted.text.chars().count();
+        assert!(chars <= config.budget_chars() + 60, "{chars} chars");
     }
 
     #[test]

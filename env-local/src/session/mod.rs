@@ -17,20 +17,6 @@
 //!   only). When the shell dies anyway (`exit`, `exec`, a kill, a timeout),
 //!   the next call starts a new one from the newest complete snapshot.
 
-// The placeholder crate root allows clippy::pedantic; this module holds
-// itself to the workspace's level.
-#![warn(clippy::pedantic)]
-#![allow(
-    clippy::missing_errors_doc,
-    clippy::missing_panics_doc,
-    clippy::must_use_candidate,
-    clippy::doc_markdown,
-    clippy::cast_possible_truncation,
-    clippy::cast_possible_wrap,
-    clippy::cast_sign_loss,
-    clippy::too_many_lines
-)]
-
 mod decode;
 mod driver;
 mod log;
