@@ -5,13 +5,11 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
+use crate::MARKER_VARIABLE;
+
 /// Functions the long-lived shell runs around each command (`__bt_pre`,
 /// `__bt_post`, `__bt_save`, `__bt_init`). See the comments in the file.
 pub(crate) const DRIVER: &str = include_str!("driver.sh");
-
-/// Name of the variable that marks every process a call starts, so that
-/// processes which left the shell's session (`setsid`) can still be found.
-pub(crate) const MARKER_VARIABLE: &str = "BASHTOOL_RUN_ID";
 
 /// `text` as one bash word in single quotes (`'` becomes `'\''`). Any byte
 /// but NUL is safe inside, newlines included.
@@ -75,6 +73,8 @@ pub(crate) struct CallLine<'a> {
     /// Variables for this call only (bash's temporary environment of the
     /// `source` command: exported to its processes, gone afterwards).
     pub env: &'a BTreeMap<String, String>,
+    /// Value of [`MARKER_VARIABLE`]: every process of the call inherits it,
+    /// so that those which left the shell's session (`setsid`) are found.
     pub marker: &'a str,
 }
 

@@ -1,92 +1,95 @@
-//! Per-call log files, created only when the command printed something: a
-//! silent command (`cd`, `export`) should not pay for creating a file
-//! (~0.1 ms on ext4), and its log would hold nothing worth reading.
-//! Minimal on purpose: env-local's log directory with caps replaces it.
+//! Per-call log files in env-local's capped log directory, created only when
+//! the command printed something: a silent command (`cd`, `export`) should
+//! not pay for creating a file (~0.1 ms on ext4), and its log would hold
+//! nothing worth reading.
 
-use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::io::Write;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use bashtool_core::{OutputBuffer, OutputConfig};
+
+use crate::{LogDir, LogHandle, LogWriter};
+
+/// Characters of the command kept for the log file's name.
+const NAME_CHARS: usize = 64;
 
 /// A log writer that keeps the `$ command` header in memory and creates the
 /// file on the first write after it.
 struct LazyLog {
-    path: PathBuf,
+    logs: Arc<LogDir>,
+    name: String,
     header: Option<Vec<u8>>,
-    file: Option<BufWriter<File>>,
-    created: Arc<AtomicBool>,
+    writer: Option<LogWriter>,
+    handle: Arc<Mutex<Option<LogHandle>>>,
 }
 
 impl Write for LazyLog {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        if self.file.is_none() {
+        if self.writer.is_none() {
             if self.header.is_none() {
                 self.header = Some(bytes.to_vec());
                 return Ok(bytes.len());
             }
-            if let Some(parent) = self.path.parent() {
-                std::fs::create_dir_all(parent)?;
-            }
-            let mut file = BufWriter::new(File::create(&self.path)?);
-            file.write_all(self.header.as_deref().unwrap_or_default())?;
-            self.file = Some(file);
-            self.created.store(true, Ordering::Release);
+            let (mut writer, handle) = self.logs.create_log(&self.name)?;
+            writer.write_all(self.header.as_deref().unwrap_or_default())?;
+            self.writer = Some(writer);
+            *self.handle.lock().unwrap_or_else(PoisonError::into_inner) = Some(handle);
         }
-        match &mut self.file {
-            Some(file) => file.write(bytes),
+        match &mut self.writer {
+            Some(writer) => writer.write(bytes),
             None => Ok(bytes.len()),
         }
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        match &mut self.file {
-            Some(file) => file.flush(),
+        match &mut self.writer {
+            Some(writer) => writer.flush(),
             None => Ok(()),
         }
     }
 }
 
-/// The output buffer of one call and, once it is known, its log file.
+/// What the call keeps of its log after handing the writer to the buffer.
 pub(crate) struct CallLog {
-    path: PathBuf,
-    created: Arc<AtomicBool>,
+    handle: Arc<Mutex<Option<LogHandle>>>,
 }
 
 impl CallLog {
-    /// A buffer that logs to `<dir>/session-<session>-<call>.log`.
+    /// The call's output buffer, logging lazily into `logs`.
     pub(crate) fn open(
-        dir: &Path,
+        logs: &Arc<LogDir>,
         config: &OutputConfig,
-        session: u64,
-        call: u64,
         command: &str,
     ) -> (Self, OutputBuffer) {
-        let path = dir.join(format!("session-{session}-{call}.log"));
-        let created = Arc::new(AtomicBool::new(false));
+        let handle = Arc::new(Mutex::new(None));
         let writer = LazyLog {
-            path: path.clone(),
+            logs: Arc::clone(logs),
+            name: command.chars().take(NAME_CHARS).collect(),
             header: None,
-            file: None,
-            created: Arc::clone(&created),
+            writer: None,
+            handle: Arc::clone(&handle),
         };
         let buffer = OutputBuffer::with_log(config, Box::new(writer), command);
-        (Self { path, created }, buffer)
+        (Self { handle }, buffer)
     }
 
-    /// The log file, if the command wrote anything (call after `finish`).
-    pub(crate) fn path(&self) -> Option<PathBuf> {
-        self.created
-            .load(Ordering::Acquire)
-            .then(|| self.path.clone())
+    fn with_handle<T>(&self, read: impl FnOnce(&LogHandle) -> Option<T>) -> Option<T> {
+        self.handle
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .as_ref()
+            .and_then(read)
     }
-}
 
-/// Where session logs go: `<temp>/bashtool-<pid>/`, as for `LocalExec`.
-pub(crate) fn default_dir() -> PathBuf {
-    std::env::temp_dir().join(format!("bashtool-{}", std::process::id()))
+    /// The log file, if the command wrote anything.
+    pub(crate) fn path(&self) -> Option<std::path::PathBuf> {
+        self.with_handle(|handle| Some(handle.path.clone()))
+    }
+
+    /// The note for a log cut at its size cap.
+    pub(crate) fn truncation_note(&self) -> Option<String> {
+        self.with_handle(LogHandle::truncation_note)
+    }
 }
 
 #[cfg(test)]
@@ -97,11 +100,12 @@ mod tests {
     #[test]
     fn creates_the_file_only_when_there_is_output() {
         let dir = tempfile::tempdir().expect("temp dir");
+        let logs = Arc::new(LogDir::new(dir.path().to_path_buf(), 10, 1 << 20));
         let config = OutputConfig::default();
-        let (silent, mut buffer) = CallLog::open(dir.path(), &config, 1, 1, "cd /");
+        let (silent, mut buffer) = CallLog::open(&logs, &config, "cd /");
         buffer.finish();
         assert_eq!(silent.path(), None);
-        let (noisy, mut buffer) = CallLog::open(dir.path(), &config, 1, 2, "echo hi");
+        let (noisy, mut buffer) = CallLog::open(&logs, &config, "echo hi");
         buffer.push(Stream::Stdout, "hi\n");
         buffer.finish();
         let path = noisy.path().expect("log file");

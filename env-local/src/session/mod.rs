@@ -17,7 +17,6 @@
 //!   only). When the shell dies anyway (`exit`, `exec`, a kill, a timeout),
 //!   the next call starts a new one from the newest complete snapshot.
 
-mod decode;
 mod driver;
 mod log;
 mod procs;
@@ -40,23 +39,11 @@ use bashtool_core::{
 use tokio::io::AsyncReadExt as _;
 use tokio::net::unix::pipe;
 
-use crate::{LocalConfig, LocalExec};
-use decode::Decoder;
+use crate::{
+    JobTable, LocalConfig, LocalExec, LogDir, NON_INTERACTIVE_ENV, RunMarker, StreamCleaner,
+};
 use protocol::Record;
 use shell::{Shell, ShellSpec};
-
-/// Variables that keep a command from waiting for a human (the session's
-/// defaults; the embedder's `env` may override them).
-const NON_INTERACTIVE_ENV: &[(&str, &str)] = &[
-    ("PAGER", "cat"),
-    ("GIT_PAGER", "cat"),
-    ("MANPAGER", "cat"),
-    ("GIT_TERMINAL_PROMPT", "0"),
-    ("DEBIAN_FRONTEND", "noninteractive"),
-    ("EDITOR", "false"),
-    ("VISUAL", "false"),
-    ("GIT_EDITOR", "false"),
-];
 
 /// Largest read from one output pipe.
 const READ_BUFFER: usize = 64 * 1024;
@@ -120,7 +107,9 @@ struct Inner {
     id: u64,
     dir: SessionDir,
     state: tokio::sync::Mutex<State>,
+    /// Runs `mode: "background"` calls, and holds their job table.
     background: LocalExec,
+    logs: Arc<LogDir>,
 }
 
 struct State {
@@ -186,7 +175,8 @@ struct CallPipe {
     path: PathBuf,
     receiver: pipe::Receiver,
     sender: Option<pipe::Sender>,
-    decoder: Decoder,
+    cleaner: StreamCleaner,
+    scratch: String,
     stream: Stream,
     /// EOF was seen after the last command: free of other writers.
     clean: bool,
@@ -211,7 +201,8 @@ impl CallPipe {
             path,
             receiver,
             sender: Some(sender),
-            decoder: Decoder::default(),
+            cleaner: StreamCleaner::new(),
+            scratch: String::new(),
             stream,
             clean: false,
         })
@@ -234,10 +225,10 @@ impl CallPipe {
     }
 
     fn push(&mut self, bytes: &[u8], output: &mut OutputBuffer, options: &SpawnOptions) {
-        let text = self.decoder.decode(bytes);
+        let text = self.cleaner.clean(bytes, &mut self.scratch);
         if !text.is_empty() {
-            options.emit(self.stream, &text);
-            output.push(self.stream, &text);
+            options.emit(self.stream, text);
+            output.push(self.stream, text);
         }
     }
 
@@ -265,10 +256,11 @@ impl CallPipe {
     }
 
     fn finish(&mut self, output: &mut OutputBuffer, options: &SpawnOptions) {
-        let text = self.decoder.finish();
-        if !text.is_empty() {
-            options.emit(self.stream, &text);
-            output.push(self.stream, &text);
+        // A character cut off by the end of the output becomes U+FFFD.
+        self.cleaner.finish(&mut self.scratch);
+        if !self.scratch.is_empty() {
+            options.emit(self.stream, &self.scratch);
+            output.push(self.stream, &self.scratch);
         }
     }
 }
@@ -283,6 +275,11 @@ impl Session {
         })?;
         let cwd = config.local.working_directory.clone();
         let background = LocalExec::new(config.local.clone());
+        let logs = Arc::new(LogDir::new(
+            config.local.effective_log_dir(),
+            config.local.max_log_files,
+            config.local.max_log_bytes,
+        ));
         Ok(Self {
             inner: Arc::new(Inner {
                 config,
@@ -297,6 +294,7 @@ impl Session {
                     spare_stderr: None,
                 }),
                 background,
+                logs,
             }),
         })
     }
@@ -313,6 +311,12 @@ impl Session {
 
     pub fn config(&self) -> &SessionConfig {
         &self.inner.config
+    }
+
+    /// The background jobs started through this session
+    /// (`mode: "background"`).
+    pub fn jobs(&self) -> &JobTable {
+        self.inner.background.jobs()
     }
 
     /// The pid of the shell behind the session, if one is running.
@@ -372,10 +376,14 @@ impl Session {
         } else {
             config.working_directory.clone()
         };
-        let mut env: Vec<(String, String)> = NON_INTERACTIVE_ENV
-            .iter()
-            .map(|(key, value)| ((*key).to_owned(), (*value).to_owned()))
-            .collect();
+        let mut env: Vec<(String, String)> = Vec::new();
+        if config.non_interactive {
+            env.extend(
+                NON_INTERACTIVE_ENV
+                    .iter()
+                    .map(|(key, value)| ((*key).to_owned(), (*value).to_owned())),
+            );
+        }
         env.extend(
             config
                 .env
@@ -440,7 +448,7 @@ impl Session {
             Stream::Stderr,
         )
         .map_err(io_error)?;
-        let marker = format!("session-{}-{}-{id}", std::process::id(), inner.id);
+        let marker = RunMarker::new();
         let line = driver::call_line(&driver::CallLine {
             id,
             command_file: &command_file,
@@ -448,16 +456,11 @@ impl Session {
             stderr_fifo: &stderr.path,
             cwd: call_cwd.as_deref(),
             env: &options.env,
-            marker: &marker,
+            marker: marker.value(),
         });
         std::fs::write(inner.dir.path.join(driver::CALL_SCRIPT), line).map_err(io_error)?;
-        let (log, mut output) = log::CallLog::open(
-            &log::default_dir(),
-            &inner.config.local.output,
-            inner.id,
-            id,
-            command,
-        );
+        let (log, mut output) =
+            log::CallLog::open(&inner.logs, &inner.config.local.output, command);
 
         let mut shell = state.shell.take().ok_or_else(|| ExecError::Other {
             message: "the session shell is not running".to_owned(),
@@ -500,11 +503,8 @@ impl Session {
                 let held_out = stdout.drain(&mut output, options);
                 let held_err = stderr.drain(&mut output, options);
                 if !jobs.is_empty() || held_out || held_err {
-                    let leftovers: Vec<u32> = procs::members(shell.pid, Some(&marker))
-                        .iter()
-                        .map(|process| process.pid)
-                        .collect();
-                    let stopped = procs::stop(&leftovers, None, grace).await;
+                    let leftovers = procs::leftovers(shell.pid, &marker);
+                    let stopped = procs::stop(&leftovers, grace).await;
                     if stopped > 0 {
                         notes.push(leftover_note(stopped));
                     }
@@ -521,11 +521,7 @@ impl Session {
                     signal = status.signal().map(signal_name);
                 }
                 // What the command (or an `exec`ed program) left running.
-                let leftovers: Vec<u32> = procs::members(shell.pid, Some(&marker))
-                    .iter()
-                    .map(|process| process.pid)
-                    .collect();
-                let stopped = procs::stop(&leftovers, None, grace).await;
+                let stopped = procs::stop(&procs::marked(&marker), grace).await;
                 if stopped > 0 {
                     notes.push(leftover_note(stopped));
                 }
@@ -540,12 +536,7 @@ impl Session {
                 // The command may be a loop inside the shell itself: the
                 // only sure stop is the shell's whole tree. Its EXIT trap
                 // (run on SIGTERM) saves the state it reached.
-                let mut tree: Vec<u32> = procs::members(shell.pid, Some(&marker))
-                    .iter()
-                    .map(|process| process.pid)
-                    .collect();
-                tree.push(shell.pid);
-                procs::stop(&tree, Some(shell.pid), grace).await;
+                procs::stop_shell_tree(shell.pid, &marker, grace).await;
                 shell.wait().await;
                 stdout.drain(&mut output, options);
                 stderr.drain(&mut output, options);
@@ -558,6 +549,7 @@ impl Session {
         stdout.finish(&mut output, options);
         stderr.finish(&mut output, options);
         output.finish();
+        notes.extend(log.truncation_note());
         state.spare_stdout = Some(stdout);
         state.spare_stderr = Some(stderr);
         let shell_state = inner.config.telemetry.then(|| ShellState {
