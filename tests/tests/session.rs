@@ -657,3 +657,54 @@ async fn concurrent_calls_run_one_at_a_time_in_arrival_order() {
     );
     assert!(!first.await.expect("first call").is_error);
 }
+
+#[tokio::test]
+async fn background_call_starts_with_the_session_state() {
+    let (_dir, root) = workspace();
+    let session = new_session(&root);
+    let tool = tool_for(&session);
+    run(
+        &tool,
+        "cd sub; export BG=yes; plain=too; f() { echo func; }",
+    )
+    .await;
+    let started = call(
+        &tool,
+        json!({"command": "echo $BG $plain; pwd; f", "mode": "background"}),
+    )
+    .await;
+    assert!(!started.is_error, "{}", started.text());
+    let output_file = PathBuf::from(started.details.output_file.expect("output file"));
+    let expected = format!("yes too\n{}\nfunc\n", root.join("sub").display());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(&output_file).unwrap_or_default();
+        if text.contains(&expected) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{text}");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The session itself is unchanged and goes on.
+    let next = run(&tool, "echo $BG").await;
+    assert_eq!(
+        next.text(),
+        format!("stdout:\nyes\nexit code 0\n{}", cwd_line(&root.join("sub")))
+    );
+}
+
+#[tokio::test]
+async fn output_is_cleaned_like_a_stateless_call() {
+    let (_dir, root) = workspace();
+    let session = new_session(&root);
+    let tool = tool_for(&session);
+    let result = run(
+        &tool,
+        "printf '\\033[31mred\\033[0m\\n'; printf 'caf\\303\\251\\n'",
+    )
+    .await;
+    assert_eq!(
+        result.text(),
+        format!("stdout:\nred\ncafé\nexit code 0\n{}", cwd_line(&root))
+    );
+}

@@ -605,15 +605,18 @@ impl Session {
         if let Some((newest, _)) = snapshot::newest(&snapshot::slots(&inner.dir.path)) {
             let copy = inner.dir.path.join(format!("background-{id}.sh"));
             let env_file = inner.dir.path.join(format!("background-{id}.env"));
-            let prepared = std::fs::copy(&newest, &copy).and_then(|_| {
-                std::fs::write(
-                    &env_file,
-                    format!(
-                        "unset BASH_ENV\nbuiltin source {} </dev/null >/dev/null 2>&1\n",
-                        driver::quote(&copy.to_string_lossy())
-                    ),
-                )
-            });
+            // Filtered like a restore: the job must keep its own marker.
+            let prepared = std::fs::read_to_string(&newest)
+                .and_then(|text| std::fs::write(&copy, snapshot::restorable(&text)))
+                .and_then(|()| {
+                    std::fs::write(
+                        &env_file,
+                        format!(
+                            "unset BASH_ENV\nbuiltin source {} </dev/null >/dev/null 2>&1\n",
+                            driver::quote(&copy.to_string_lossy())
+                        ),
+                    )
+                });
             if prepared.is_ok() {
                 options.env.insert(
                     "BASH_ENV".to_owned(),
