@@ -581,11 +581,21 @@ async fn dropping_the_session_kills_its_shell() {
     let (_dir, root) = workspace();
     let session = new_session(&root);
     let tool = tool_for(&session);
-    run(&tool, "true").await;
+    // A disowned job with its output elsewhere is not noticed when its call
+    // ends (it is neither a job nor holding the output), but it does not
+    // outlive the session.
+    let started = run(
+        &tool,
+        "sleep 300 >/dev/null 2>&1 & echo pid $!; disown; (sleep 300 >/dev/null 2>&1 & echo pid $!); echo started",
+    )
+    .await;
+    let mut pids = pids_in(&started.text());
+    assert_eq!(pids.len(), 2, "{}", started.text());
     let pid = session.shell_pid().await.expect("running");
+    pids.push(pid);
     drop(tool);
     drop(session);
-    assert!(wait_gone(&[pid]).await);
+    assert!(wait_gone(&pids).await, "{pids:?}");
 }
 
 #[tokio::test]

@@ -119,8 +119,14 @@ pub(crate) async fn stop(processes: &[ProcessInfo], grace: Duration) -> usize {
     handles.len()
 }
 
-/// SIGKILL to the shell's process group, without waiting (for `Drop`). Only
-/// while the shell is not reaped: its pid is the group id until then.
+/// SIGKILL to the shell's process group, without waiting. Only while the
+/// shell is not reaped: its pid is the group id until then.
 pub(crate) fn kill_group_now(shell_pid: u32) {
     let _ = killpg(Pid::from_raw(shell_pid as i32), Signal::SIGKILL);
+}
+
+/// SIGKILL to the shell's group and every process left in its session
+/// (a disowned job, a double fork), without waiting (for `Drop`).
+pub(crate) fn kill_tree_now(shell_pid: u32) {
+    ProcessTree::new(shell_pid, None).kill_now(false);
 }

@@ -184,8 +184,8 @@ impl Control {
 impl Drop for Shell {
     fn drop(&mut self) {
         if self.reaped.is_none() {
-            // Not yet reaped: the group id is still ours.
-            procs::kill_group_now(self.pid);
+            // Not yet reaped: the group and session ids are still ours.
+            procs::kill_tree_now(self.pid);
         }
     }
 }
