@@ -718,3 +718,26 @@ async fn output_is_cleaned_like_a_stateless_call() {
         format!("stdout:\nred\ncafé\nexit code 0\n{}", cwd_line(&root))
     );
 }
+
+#[tokio::test]
+async fn dropping_a_call_stops_its_command_and_the_session_goes_on() {
+    let (_dir, root) = workspace();
+    let session = new_session(&root);
+    let tool = tool_for(&session);
+    run(&tool, "export KEPT=1").await;
+    let pid_file = root.join("pid");
+    let command = format!("sleep 300 & echo $! > {}; wait", pid_file.display());
+    let abandoned = tokio::time::timeout(Duration::from_secs(1), run(&tool, &command)).await;
+    assert!(abandoned.is_err(), "the call should still be running");
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .expect("pid file")
+        .trim()
+        .parse()
+        .expect("pid");
+    assert!(wait_gone(&[pid]).await);
+    let next = run(&tool, "echo $KEPT").await;
+    assert_eq!(
+        next.text(),
+        format!("stdout:\n1\nexit code 0\n{}\n{RESTARTED}", cwd_line(&root))
+    );
+}
