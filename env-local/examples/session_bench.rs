@@ -169,7 +169,9 @@ async fn main() {
             .expect("bash");
     }
     let (self_after, children_after) = cpu_self_and_children();
-    let fresh = (self_after - self_before + children_after - children_before) / calls;
+    let fresh = (self_after.saturating_sub(self_before)
+        + children_after.saturating_sub(children_before))
+        / calls;
     println!(
         "| tokio spawn+wait `bash -c true` | {:.0} |",
         fresh.as_secs_f64() * 1e6
@@ -189,8 +191,8 @@ async fn main() {
             .expect("session");
     }
     let (self_after, _) = cpu_self_and_children();
-    let shell_cpu = cpu_of(shell) - shell_before;
-    let ours = (self_after - self_before) / calls;
+    let shell_cpu = cpu_of(shell).saturating_sub(shell_before);
+    let ours = self_after.saturating_sub(self_before) / calls;
     let theirs = shell_cpu / calls;
     println!(
         "| Session `true` | {:.0} ({:.0} here + {:.0} in the shell, its snapshot included) |",
