@@ -7,9 +7,32 @@ use std::path::Path;
 
 use crate::MARKER_VARIABLE;
 
-/// Functions the long-lived shell runs around each command (`__bt_pre`,
-/// `__bt_post`, `__bt_save`, `__bt_init`). See the comments in the file.
-pub(crate) const DRIVER: &str = include_str!("driver.sh");
+/// The shell side of a session: `init.sh`, sourced when a shell starts,
+/// defines `__bt_post` and `__bt_save` and re-arms the EXIT trap.
+///
+/// For each call Rust writes the command to a file and a call script:
+///
+/// ```text
+/// __bt_id=7 __bt_back=; [__bt_back=$PWD && builtin cd -- 'DIR' &&] \
+///   BASHTOOL_RUN_ID='m' VAR='x' source 'CMD' </dev/null >|'OUT' 2>|'ERR' 3>&-; \
+///   __bt_post $?
+/// ```
+///
+/// and one short line on the shell's stdin, [`RUN_CALL`]. The command is
+/// `source`d at top level, not in a function, so that `declare` makes
+/// globals as at a prompt; no fork; `return` works. It has its own
+/// descriptors, which bash
+/// restores when `source` returns, so `exec >/dev/null` or `exec 3>&-` in a
+/// command cannot take the shell's own along. fd 3 is the control pipe to
+/// Rust: statuses never travel on the command's output.
+///
+/// Everything here must survive the user's `set -euo pipefail`, `set -x`,
+/// and functions or aliases with ordinary names: builtins are called through
+/// `builtin`, nothing may fail unguarded, and nothing forks.
+pub(crate) const SCRIPTS: [(&str, &str); 1] = [("init.sh", include_str!("scripts/init.sh"))];
+
+/// A line that writes a snapshot now and acknowledges it with a `W` record.
+pub(crate) const SAVE_NOW: &str = "__bt_save; builtin printf 'W\\0' >&3\n";
 
 /// `text` as one bash word in single quotes (`'` becomes `'\''`). Any byte
 /// but NUL is safe inside, newlines included.
@@ -31,35 +54,31 @@ fn quote_path(path: &Path) -> String {
     quote(&path.to_string_lossy())
 }
 
-/// The lines that bring a new shell up: defaults, the driver, the snapshot
-/// to restore (if any), the driver again (the snapshot carries the driver
-/// functions of the shell that wrote it, maybe an older version), and the
-/// init that re-arms the EXIT trap and applies the saved options last.
-pub(crate) fn startup_lines(
-    driver: &Path,
-    snapshot: Option<&Path>,
-    state_dir: &Path,
-    sequence: u64,
-) -> String {
-    let driver = quote_path(driver);
-    let mut lines = format!("builtin shopt -s expand_aliases\nbuiltin source {driver}\n");
+/// The lines that bring a new shell up: defaults, the snapshot to restore
+/// (if any), the session directory and snapshot number, and `init.sh`.
+pub(crate) fn startup_lines(dir: &Path, snapshot: Option<&Path>, sequence: u64) -> String {
+    let mut lines = "builtin shopt -s expand_aliases\n".to_owned();
     if let Some(snapshot) = snapshot {
-        let _ = write!(
+        let _ = writeln!(
             lines,
-            "builtin source {} </dev/null >/dev/null 2>&1 3>&-\nbuiltin source {driver}\n",
+            "builtin source {} </dev/null >/dev/null 2>&1 3>&-",
             quote_path(snapshot)
         );
     }
-    let _ = writeln!(lines, "__bt_init {} {sequence}", quote_path(state_dir));
+    let _ = writeln!(
+        lines,
+        "__bt_dir={} __bt_seq={sequence}\nbuiltin . \"$__bt_dir/init.sh\"",
+        quote_path(dir)
+    );
     lines
 }
 
 /// The one line written to the shell's stdin per call: it sources the call
 /// script (bash reads a script on a pipe one byte per `read(2)`, so the long
 /// line goes through a file instead).
-pub(crate) const RUN_CALL: &str = "builtin . \"$__bt_call\"\n";
+pub(crate) const RUN_CALL: &str = "builtin . \"$__bt_dir/call.sh\"\n";
 
-/// Name of the call script in the session directory (`__bt_call`).
+/// Name of the call script in the session directory.
 pub(crate) const CALL_SCRIPT: &str = "call.sh";
 
 /// What one call asks of the shell.
@@ -82,9 +101,13 @@ pub(crate) struct CallLine<'a> {
 /// its own stdin (`/dev/null`: a command that reads gets EOF), stdout and
 /// stderr (per-call FIFOs) and without the control fd.
 pub(crate) fn call_line(call: &CallLine<'_>) -> String {
-    let mut line = String::new();
+    let mut line = format!("__bt_id={} __bt_back=; ", call.id);
     if let Some(cwd) = call.cwd {
-        let _ = write!(line, "__bt_pre {} && ", quote_path(cwd));
+        let _ = write!(
+            line,
+            "__bt_back=$PWD && builtin cd -- {} 2>/dev/null && ",
+            quote_path(cwd)
+        );
     }
     let _ = write!(line, "{MARKER_VARIABLE}={} ", quote(call.marker));
     for (name, value) in call.env {
@@ -94,11 +117,10 @@ pub(crate) fn call_line(call: &CallLine<'_>) -> String {
     }
     let _ = writeln!(
         line,
-        "source {} </dev/null >|{} 2>|{} 3>&-; __bt_post $? {}",
+        "source {} </dev/null >|{} 2>|{} 3>&-; __bt_post $?",
         quote_path(call.command_file),
         quote_path(call.stdout_fifo),
         quote_path(call.stderr_fifo),
-        call.id
     );
     line
 }
@@ -127,8 +149,9 @@ mod tests {
         });
         assert_eq!(
             line,
-            "__bt_pre '/w d' && BASHTOOL_RUN_ID='m-7' A='x y' source '/s/command.sh' \
-             </dev/null >|'/s/out.7' 2>|'/s/err.7' 3>&-; __bt_post $? 7\n"
+            "__bt_id=7 __bt_back=; __bt_back=$PWD && builtin cd -- '/w d' 2>/dev/null && \
+             BASHTOOL_RUN_ID='m-7' A='x y' source '/s/command.sh' </dev/null >|'/s/out.7' \
+             2>|'/s/err.7' 3>&-; __bt_post $?\n"
         );
     }
 }

@@ -142,7 +142,9 @@ impl SessionDir {
         let path = base.join(format!("bashtool-session-{}-{id}", std::process::id()));
         let _ = std::fs::remove_dir_all(&path);
         std::fs::DirBuilder::new().mode(0o700).create(&path)?;
-        std::fs::write(path.join("driver.sh"), driver::DRIVER)?;
+        for (name, script) in driver::SCRIPTS {
+            std::fs::write(path.join(name), script)?;
+        }
         Ok(Self { path })
     }
 }
@@ -392,9 +394,8 @@ impl Session {
         );
         let sequence = restore.as_ref().map_or(0, |(_, sequence)| *sequence);
         let startup = driver::startup_lines(
-            &inner.dir.path.join("driver.sh"),
-            restore.as_ref().map(|(path, _)| path.as_path()),
             &inner.dir.path,
+            restore.as_ref().map(|(path, _)| path.as_path()),
             sequence,
         );
         let shell = Shell::start(ShellSpec {
@@ -589,10 +590,7 @@ impl Session {
         };
         check_directory(&cwd)?;
         if let Some(shell) = &mut state.shell
-            && shell
-                .send("__bt_save; builtin printf 'W\\0' >&3\n")
-                .await
-                .is_ok()
+            && shell.send(driver::SAVE_NOW).await.is_ok()
         {
             let _ = tokio::time::timeout(
                 inner.config.local.kill_grace,
