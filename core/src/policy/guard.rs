@@ -24,22 +24,34 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use super::Violation;
 
-/// Openers up to which the check runs on the caller's thread. Measured: one
-/// level costs at most ~10 KiB of stack in a debug build (brace groups), so
-/// this stays under ~300 KiB even on a 2 MiB tokio worker thread.
+/// Stack one opener can cost, measured in a debug build on the costliest
+/// constructs (`case` and `if` nesting: ~18-20 KiB per level; release
+/// builds use less). Nested `( )` cost ~0.7 KiB, `&&` chains nothing.
+const STACK_PER_OPENER: usize = 20 * 1024;
+
+/// Openers up to which the check runs on the caller's thread: at most
+/// ~480 KiB of stack, safe on a 2 MiB tokio worker even in a debug build.
 const INLINE_OPENERS: usize = 24;
 
-/// Stack reserved for the parsing thread.
+/// Stack reserved for the parsing thread. Reserved, not committed: only
+/// the pages the parser touches use memory.
 const LARGE_STACK_BYTES: usize = 256 * 1024 * 1024;
 
-/// Openers the large stack holds for certain, with a margin of two over the
-/// costliest construct measured in a debug build.
-#[cfg(test)]
-const GUARANTEED_OPENERS: usize = 10_000;
+/// Openers the large stack holds for certain, with a margin of two.
+const GUARANTEED_OPENERS: usize = LARGE_STACK_BYTES / STACK_PER_OPENER / 2;
 
-/// Deepest estimated nesting accepted when the opener count alone cannot
-/// prove the script fits. No real script comes close.
-pub(crate) const MAX_NESTING: usize = 1_000;
+/// Deepest estimated nesting accepted. No real script comes close, and
+/// refusing early also bounds the time spent on absurd input.
+pub(crate) const MAX_NESTING: usize = 500;
+
+/// Deepest estimated nesting of subshells, `$(…)` and `case`. On a syntax
+/// error deep inside them brush-parser backtracks exponentially (measured,
+/// debug build: 20 levels of `( ` around an error take 0.3 s, 24 take 4 s;
+/// 16 nested `case` take 1.4 s); at 12 the worst case is ~0.1 s.
+pub(crate) const MAX_BACKTRACKING_NESTING: usize = 12;
+
+// The estimate only has to be trusted beyond what the stack surely holds.
+const _: () = assert!(MAX_NESTING * 4 < GUARANTEED_OPENERS);
 
 /// Larger scripts are refused before any parsing; the tool itself accepts
 /// at most 256 KiB.
@@ -57,15 +69,9 @@ pub(crate) fn run_guarded(
             script.len()
         )));
     }
-    let openers = opener_count(script);
-    if openers <= INLINE_OPENERS {
+    check_nesting(script)?;
+    if opener_count(script) <= INLINE_OPENERS {
         return catching_panics(script, &check);
-    }
-    // Absurd nesting is refused at once: parsing it would be slow, and past
-    // GUARANTEED_OPENERS the estimate is what keeps the stack safe.
-    let depth = estimated_depth(script);
-    if depth > MAX_NESTING {
-        return Err(too_deep(depth));
     }
     std::thread::scope(|scope| {
         let worker = std::thread::Builder::new()
@@ -83,9 +89,23 @@ pub(crate) fn run_guarded(
     })
 }
 
-pub(crate) fn too_deep(depth: usize) -> Violation {
+/// Refuses absurd nesting at once: parsing it would be slow, and past
+/// GUARANTEED_OPENERS the estimate is what keeps the stack safe. Also run
+/// on every script found inside another one.
+pub(crate) fn check_nesting(script: &str) -> Result<(), Violation> {
+    let nesting = estimated_nesting(script);
+    if nesting.depth > MAX_NESTING {
+        return Err(too_deep(nesting.depth, MAX_NESTING));
+    }
+    if nesting.backtracking > MAX_BACKTRACKING_NESTING {
+        return Err(too_deep(nesting.backtracking, MAX_BACKTRACKING_NESTING));
+    }
+    Ok(())
+}
+
+pub(crate) fn too_deep(depth: usize, limit: usize) -> Violation {
     Violation::parse_error(&format!(
-        "it is nested about {depth} levels deep, more than the {MAX_NESTING} this check allows"
+        "it is nested {depth} levels deep, more than the {limit} this check allows"
     ))
 }
 
@@ -136,12 +156,24 @@ enum Opener {
     Loop,
 }
 
+/// How deep a script nests, estimated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Nesting {
+    /// Brackets and compound keywords.
+    pub(crate) depth: usize,
+    /// Only parentheses and `case`, where the parser backtracks.
+    pub(crate) backtracking: usize,
+}
+
 /// How deep brackets and keywords nest, matching each closer with its own
-/// opener. An estimate (quotes are ignored), used only for scripts too large
-/// for [`opener_count`] to prove they fit.
-pub(crate) fn estimated_depth(script: &str) -> usize {
-    let mut open: Vec<Opener> = Vec::new();
-    let mut deepest = 0;
+/// opener. An estimate (quotes are ignored, and a closer that matches no
+/// opener on top is ignored too).
+pub(crate) fn estimated_nesting(script: &str) -> Nesting {
+    let mut open = OpenStack::default();
+    let mut nesting = Nesting {
+        depth: 0,
+        backtracking: 0,
+    };
     let bytes = script.as_bytes();
     let mut index = 0;
     while index < bytes.len() {
@@ -156,9 +188,9 @@ pub(crate) fn estimated_depth(script: &str) -> usize {
                 b"if" => open.push(Opener::If),
                 b"case" => open.push(Opener::Case),
                 b"while" | b"until" | b"for" | b"select" => open.push(Opener::Loop),
-                b"fi" => close(&mut open, Opener::If),
-                b"esac" => close(&mut open, Opener::Case),
-                b"done" => close(&mut open, Opener::Loop),
+                b"fi" => open.close(Opener::If),
+                b"esac" => open.close(Opener::Case),
+                b"done" => open.close(Opener::Loop),
                 _ => {}
             }
         } else {
@@ -166,25 +198,48 @@ pub(crate) fn estimated_depth(script: &str) -> usize {
                 b'(' => open.push(Opener::Paren),
                 b'{' => open.push(Opener::Brace),
                 b'[' => open.push(Opener::Bracket),
-                b')' => close(&mut open, Opener::Paren),
-                b'}' => close(&mut open, Opener::Brace),
-                b']' => close(&mut open, Opener::Bracket),
-                b'`' if open.last() == Some(&Opener::Backtick) => {
-                    open.pop();
-                }
+                b')' => open.close(Opener::Paren),
+                b'}' => open.close(Opener::Brace),
+                b']' => open.close(Opener::Bracket),
+                b'`' if open.top() == Some(Opener::Backtick) => open.close(Opener::Backtick),
                 b'`' => open.push(Opener::Backtick),
                 _ => {}
             }
             index += 1;
         }
-        deepest = deepest.max(open.len());
+        nesting.depth = nesting.depth.max(open.openers.len());
+        nesting.backtracking = nesting.backtracking.max(open.backtracking);
     }
-    deepest
+    nesting
 }
 
-fn close(open: &mut Vec<Opener>, opener: Opener) {
-    if open.last() == Some(&opener) {
-        open.pop();
+/// The openers not yet closed.
+#[derive(Default)]
+struct OpenStack {
+    openers: Vec<Opener>,
+    /// How many of them are parentheses or `case`.
+    backtracking: usize,
+}
+
+impl OpenStack {
+    fn top(&self) -> Option<Opener> {
+        self.openers.last().copied()
+    }
+
+    fn push(&mut self, opener: Opener) {
+        if matches!(opener, Opener::Paren | Opener::Case) {
+            self.backtracking += 1;
+        }
+        self.openers.push(opener);
+    }
+
+    fn close(&mut self, opener: Opener) {
+        if self.top() == Some(opener) {
+            self.openers.pop();
+            if matches!(opener, Opener::Paren | Opener::Case) {
+                self.backtracking -= 1;
+            }
+        }
     }
 }
 
@@ -202,15 +257,30 @@ mod tests {
         assert_eq!(opener_count("if [ -f x ]; then (echo $(date)); fi"), 4);
     }
 
+    fn depth(script: &str) -> usize {
+        estimated_nesting(script).depth
+    }
+
     #[test]
     fn estimates_depth_of_nested_braces() {
-        assert_eq!(estimated_depth(&"{ ".repeat(50)), 50);
-        assert_eq!(estimated_depth("{ a; }; { b; }"), 1);
+        assert_eq!(depth(&"{ ".repeat(50)), 50);
+        assert_eq!(depth("{ a; }; { b; }"), 1);
     }
 
     #[test]
     fn estimate_ignores_closers_that_close_nothing() {
-        assert_eq!(estimated_depth("case x in a) echo;; esac"), 1);
-        assert_eq!(estimated_depth("echo ) ) ( ("), 2);
+        assert_eq!(depth("case x in a) echo;; esac"), 1);
+        assert_eq!(depth("echo ) ) ( ("), 2);
+    }
+
+    #[test]
+    fn counts_backtracking_nesting_of_parentheses_and_case_only() {
+        assert_eq!(
+            estimated_nesting("( { case x in a) $(ls);; esac; } ) && (ls)"),
+            Nesting {
+                depth: 4,
+                backtracking: 3
+            }
+        );
     }
 }

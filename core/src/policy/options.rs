@@ -118,7 +118,7 @@ mod tests {
     fn skips_bundles_values_and_long_options() {
         let args = words("-E -u root --user admin -n5 --login=x rm -rf /");
         let parsed = parse(&args, &SPEC);
-        assert_eq!(parsed.operands, &args[6..]);
+        assert_eq!(parsed.operands, &args[7..]);
         assert_eq!(parsed.values, vec!["root", "admin", "5", "x"]);
     }
 

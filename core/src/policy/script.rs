@@ -15,7 +15,7 @@ use super::{PolicyConfig, Violation};
 
 /// How many scripts may nest inside each other (`bash -c "bash -c '…'"`,
 /// `$( $( … ) )`). Far beyond real use; bounds our own recursion.
-const MAX_SCRIPT_NESTING: usize = 64;
+const MAX_SCRIPT_NESTING: usize = 32;
 
 /// Checks a whole script.
 pub(crate) fn check_script(script: &str, config: &PolicyConfig) -> Result<(), Violation> {
@@ -39,7 +39,10 @@ impl Walker<'_> {
             return Ok(());
         }
         if self.script_depth >= MAX_SCRIPT_NESTING {
-            return Err(guard::too_deep(self.script_depth));
+            return Err(guard::too_deep(self.script_depth, MAX_SCRIPT_NESTING));
+        }
+        if self.script_depth > 0 {
+            guard::check_nesting(text)?;
         }
         let program = Parser::new(text.as_bytes(), &words::parser_options())
             .parse_program()

@@ -85,7 +85,7 @@ pub(crate) fn parser_options() -> ParserOptions {
 }
 
 /// How deep parameter defaults may nest inside one word before we give up.
-const MAX_WORD_NESTING: usize = 64;
+const MAX_WORD_NESTING: usize = 32;
 
 /// Decodes `raw`, appending the code inside it to `nested`.
 pub(crate) fn decode(raw: &str, nested: &mut NestedScripts) -> Result<Word, Violation> {
@@ -111,7 +111,7 @@ pub(crate) fn collect_substitutions(
         return Ok(());
     }
     if depth > MAX_WORD_NESTING {
-        return Err(super::guard::too_deep(depth));
+        return Err(super::guard::too_deep(depth, MAX_WORD_NESTING));
     }
     // Not every such text is a valid word (arithmetic has bare parentheses);
     // a failed parse here means there is no substitution we can see.

@@ -155,9 +155,13 @@ fn is_match_all(component: &[Character]) -> bool {
     (!component.is_empty() && wildcards_only) || dot_star
 }
 
-/// Whether a component (with unquoted `*` and `?`) matches `name`.
+/// Whether a component (with unquoted `*` and `?`) matches `name`. As in
+/// bash, a wildcard never matches the leading dot of a hidden name.
 fn glob_matches(pattern: &[Character], name: &str) -> bool {
     let name: Vec<char> = name.chars().collect();
+    if name.first() == Some(&'.') && pattern.first().is_none_or(|first| first.wildcard) {
+        return false;
+    }
     // Classic two-pointer wildcard match with backtracking on the last `*`.
     let (mut pattern_index, mut name_index) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
