@@ -3,11 +3,11 @@
 //! a string (`bash -c`, `eval`, `trap`, `find -exec`, `watch`, a shell fed
 //! by a here-document or a pipe), and hands the rest to the rules.
 
+use super::Violation;
 use super::options::{self, OptionSpec};
 use super::rules;
 use super::script::Walker;
 use super::words::{Word, decode_ansi_c};
-use super::Violation;
 
 /// The script a command would read on stdin, when we can know it.
 #[derive(Debug, Default)]
@@ -101,7 +101,11 @@ pub(crate) fn command_name(word: &Word) -> Option<String> {
 }
 
 /// Checks one simple command (already split into decoded words).
-pub(crate) fn check(walker: &mut Walker<'_>, argv: &[Word], stdin: &Stdin) -> Result<(), Violation> {
+pub(crate) fn check(
+    walker: &mut Walker<'_>,
+    argv: &[Word],
+    stdin: &Stdin,
+) -> Result<(), Violation> {
     let mut argv = argv;
     for _ in 0..MAX_WRAPPERS {
         let Some((first, rest)) = argv.split_first() else {

@@ -113,16 +113,20 @@ fn catching_panics(
     script: &str,
     check: &(impl Fn(&str) -> Result<(), Violation> + Sync),
 ) -> Result<(), Violation> {
-    catch_unwind(AssertUnwindSafe(|| check(script))).unwrap_or_else(|_| {
-        Err(Violation::parse_error(
-            "the parser failed on this input",
-        ))
-    })
+    catch_unwind(AssertUnwindSafe(|| check(script)))
+        .unwrap_or_else(|_| Err(Violation::parse_error("the parser failed on this input")))
 }
 
 /// Keywords that open a compound command (`elif` is counted through `if`).
 const OPENING_KEYWORDS: &[&[u8]] = &[
-    b"if", b"while", b"until", b"for", b"case", b"select", b"coproc", b"function",
+    b"if",
+    b"while",
+    b"until",
+    b"for",
+    b"case",
+    b"select",
+    b"coproc",
+    b"function",
 ];
 
 /// An upper bound of the nesting levels a check of `script` can reach:
@@ -180,7 +184,8 @@ pub(crate) fn estimated_nesting(script: &str) -> Nesting {
         let byte = bytes[index];
         if byte.is_ascii_alphabetic() {
             let start = index;
-            while index < bytes.len() && (bytes[index].is_ascii_alphanumeric() || bytes[index] == b'_')
+            while index < bytes.len()
+                && (bytes[index].is_ascii_alphanumeric() || bytes[index] == b'_')
             {
                 index += 1;
             }

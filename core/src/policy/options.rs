@@ -47,19 +47,16 @@ pub(crate) fn parse<'a>(args: &'a [Word], spec: &OptionSpec) -> Parsed<'a> {
             break;
         }
         if let Some(long) = value.strip_prefix("--") {
-            match long.split_once('=') {
-                Some((name, option_value)) => {
-                    parsed.long_flags.push(name.to_owned());
-                    parsed.values.push(option_value.to_owned());
-                }
-                None => {
-                    parsed.long_flags.push(long.to_owned());
-                    if spec.long_with_value.contains(&long) {
-                        if let Some(next) = args.get(index) {
-                            parsed.values.push(next.loose_value());
-                        }
-                        index += 1;
+            if let Some((name, option_value)) = long.split_once('=') {
+                parsed.long_flags.push(name.to_owned());
+                parsed.values.push(option_value.to_owned());
+            } else {
+                parsed.long_flags.push(long.to_owned());
+                if spec.long_with_value.contains(&long) {
+                    if let Some(next) = args.get(index) {
+                        parsed.values.push(next.loose_value());
                     }
+                    index += 1;
                 }
             }
             continue;

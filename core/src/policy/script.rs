@@ -74,7 +74,7 @@ impl Walker<'_> {
 
     fn compound_list(&mut self, list: &CompoundList) -> Result<(), Violation> {
         for item in &list.0 {
-            for (_, pipeline) in item.0.iter() {
+            for (_, pipeline) in &item.0 {
                 self.pipeline(pipeline)?;
             }
         }
@@ -92,7 +92,11 @@ impl Walker<'_> {
     }
 
     /// Checks a command; returns the script text it pipes out, if known.
-    fn command(&mut self, command: &Command, piped: Option<&str>) -> Result<Option<String>, Violation> {
+    fn command(
+        &mut self,
+        command: &Command,
+        piped: Option<&str>,
+    ) -> Result<Option<String>, Violation> {
         match command {
             Command::Simple(simple) => return self.simple(simple, piped),
             Command::Compound(compound, redirects) => {

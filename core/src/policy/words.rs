@@ -227,7 +227,8 @@ impl Decoder<'_> {
                 let raw = self.source(piece);
                 self.parameter(expression, raw, depth)?;
             }
-            WordPiece::CommandSubstitution(code) | WordPiece::BackquotedCommandSubstitution(code) => {
+            WordPiece::CommandSubstitution(code)
+            | WordPiece::BackquotedCommandSubstitution(code) => {
                 self.nested.push(code.clone());
                 let raw = self.source(piece);
                 self.segments.push(Segment::Dynamic { raw });
@@ -267,8 +268,9 @@ impl Decoder<'_> {
 /// inside it (defaults, patterns) that may hold code.
 fn parameter_parts(expression: &ParameterExpr) -> (Option<&Parameter>, bool, [Option<&String>; 2]) {
     match expression {
-        ParameterExpr::Parameter { parameter, .. }
-        | ParameterExpr::Transform { parameter, .. } => (Some(parameter), false, [None, None]),
+        ParameterExpr::Parameter { parameter, .. } | ParameterExpr::Transform { parameter, .. } => {
+            (Some(parameter), false, [None, None])
+        }
         ParameterExpr::UseDefaultValues {
             parameter,
             default_value,
@@ -279,8 +281,14 @@ fn parameter_parts(expression: &ParameterExpr) -> (Option<&Parameter>, bool, [Op
             default_value,
             ..
         } => {
-            let non_empty_default = default_value.as_ref().is_some_and(|value| !value.is_empty());
-            (Some(parameter), non_empty_default, [default_value.as_ref(), None])
+            let non_empty_default = default_value
+                .as_ref()
+                .is_some_and(|value| !value.is_empty());
+            (
+                Some(parameter),
+                non_empty_default,
+                [default_value.as_ref(), None],
+            )
         }
         ParameterExpr::IndicateErrorIfNullOrUnset {
             parameter,
@@ -326,7 +334,11 @@ fn parameter_parts(expression: &ParameterExpr) -> (Option<&Parameter>, bool, [Op
             pattern,
             replacement,
             ..
-        } => (Some(parameter), false, [Some(pattern), replacement.as_ref()]),
+        } => (
+            Some(parameter),
+            false,
+            [Some(pattern), replacement.as_ref()],
+        ),
         ParameterExpr::ParameterLength { .. }
         | ParameterExpr::Substring { .. }
         | ParameterExpr::VariableNames { .. }
@@ -431,7 +443,16 @@ mod tests {
 
     #[test]
     fn removes_quotes_and_escapes() {
-        for raw in ["rm", "\"rm\"", "'rm'", "\\rm", "r\\m", "$'rm'", "$'\\x72m'", "$'\\162m'"] {
+        for raw in [
+            "rm",
+            "\"rm\"",
+            "'rm'",
+            "\\rm",
+            "r\\m",
+            "$'rm'",
+            "$'\\x72m'",
+            "$'\\162m'",
+        ] {
             assert_eq!(decoded(raw).static_value().as_deref(), Some("rm"), "{raw}");
         }
     }

@@ -54,7 +54,9 @@ fn subcommand(args: &[Word]) -> Option<(String, &[Word])> {
 
 /// `git submodule foreach [--recursive] CMD…` runs CMD in a shell.
 fn submodule(walker: &mut Walker<'_>, args: &[Word]) -> Result<(), Violation> {
-    let mut words = args.iter().skip_while(|word| word.loose_value().starts_with('-'));
+    let mut words = args
+        .iter()
+        .skip_while(|word| word.loose_value().starts_with('-'));
     if words.next().map(Word::loose_value).as_deref() != Some("foreach") {
         return Ok(());
     }

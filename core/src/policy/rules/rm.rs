@@ -48,9 +48,10 @@ fn is_critical_target(word: &Word) -> bool {
 
 /// `~`, `~user`, `~/x`, `$HOME`, `${HOME}/x`, `"$HOME"`.
 fn starts_at_home(word: &Word) -> bool {
-    let first = word.segments.iter().find(|segment| {
-        !matches!(segment, Segment::Literal { text, .. } if text.is_empty())
-    });
+    let first = word
+        .segments
+        .iter()
+        .find(|segment| !matches!(segment, Segment::Literal { text, .. } if text.is_empty()));
     match first {
         Some(Segment::Tilde) => true,
         Some(Segment::Parameter { name, .. }) => name == "HOME",
@@ -151,7 +152,8 @@ fn is_match_all(component: &[Character]) -> bool {
     let wildcards_only = component
         .iter()
         .all(|character| character.wildcard && character.value == '*');
-    let dot_star = matches!(component, [dot, star] if dot.value == '.' && star.wildcard && star.value == '*');
+    let dot_star =
+        matches!(component, [dot, star] if dot.value == '.' && star.wildcard && star.value == '*');
     (!component.is_empty() && wildcards_only) || dot_star
 }
 

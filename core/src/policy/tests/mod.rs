@@ -10,5 +10,7 @@ use super::{PolicyConfig, Rule, check};
 
 /// The rule that blocks `script` under the default policy, `None` if allowed.
 fn blocked_by(script: &str) -> Option<Rule> {
-    check(script, &PolicyConfig::default()).err().map(|violation| violation.rule)
+    check(script, &PolicyConfig::default())
+        .err()
+        .map(|violation| violation.rule)
 }

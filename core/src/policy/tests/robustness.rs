@@ -92,16 +92,54 @@ fn refuses_scripts_over_a_mebibyte() {
 #[test]
 fn survives_a_tilde_with_a_huge_number() {
     // brush-parser unwraps the parse of the number: a panic we must catch.
-    assert_eq!(blocked_by("rm -rf ~99999999999999999999999"), blocked_by("rm -rf ~99999999999999999999999"));
+    assert_eq!(
+        blocked_by("rm -rf ~99999999999999999999999"),
+        blocked_by("rm -rf ~99999999999999999999999")
+    );
 }
 
 /// Pieces of shell syntax that nest, for random nestings.
 fn fragment() -> impl Strategy<Value = &'static str> {
     prop::sample::select(vec![
-        "{ ", "; }", "(", ")", "$(", "`", "\"", "'", "${x:-", "}", "if true; then ", "; fi",
-        "case x in x) ", ";; esac", "while :; do ", "; done", "[[ ", " ]]", "<(", "$((", "))",
-        "bash -c '", "eval \"", "<<EOF\n", "\nEOF\n", "\\", "rm -rf / ", "git add -A ", "&&",
-        "|", ";", "\n", "#", "~", "*", "! ", "f() ", "$'\\x", "=",
+        "{ ",
+        "; }",
+        "(",
+        ")",
+        "$(",
+        "`",
+        "\"",
+        "'",
+        "${x:-",
+        "}",
+        "if true; then ",
+        "; fi",
+        "case x in x) ",
+        ";; esac",
+        "while :; do ",
+        "; done",
+        "[[ ",
+        " ]]",
+        "<(",
+        "$((",
+        "))",
+        "bash -c '",
+        "eval \"",
+        "<<EOF\n",
+        "\nEOF\n",
+        "\\",
+        "rm -rf / ",
+        "git add -A ",
+        "&&",
+        "|",
+        ";",
+        "\n",
+        "#",
+        "~",
+        "*",
+        "! ",
+        "f() ",
+        "$'\\x",
+        "=",
     ])
 }
 

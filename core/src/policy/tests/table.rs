@@ -293,10 +293,16 @@ fn every_case_gets_its_expected_rule() {
         .iter()
         .filter_map(|(script, expected)| {
             let actual = blocked_by(script);
-            (actual != *expected).then(|| format!("{script:?}: expected {expected:?}, got {actual:?}"))
+            (actual != *expected)
+                .then(|| format!("{script:?}: expected {expected:?}, got {actual:?}"))
         })
         .collect();
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]
@@ -304,5 +310,8 @@ fn table_covers_at_least_150_cases_in_both_directions() {
     let blocked = CASES.iter().filter(|(_, rule)| rule.is_some()).count();
     let allowed = CASES.len() - blocked;
     assert!(CASES.len() >= 150, "{} cases", CASES.len());
-    assert!(blocked >= 60 && allowed >= 60, "{blocked} blocked, {allowed} allowed");
+    assert!(
+        blocked >= 60 && allowed >= 60,
+        "{blocked} blocked, {allowed} allowed"
+    );
 }
