@@ -147,7 +147,36 @@ pub(crate) fn collect_heredoc_substitutions(
 }
 
 fn parse_word(raw: &str) -> Result<Vec<WordPieceWithSource>, Violation> {
-    word::parse(raw, &parser_options()).map_err(|error| Violation::parse_error(&error.to_string()))
+    word::parse(&shorten_tilde_numbers(raw), &parser_options())
+        .map_err(|error| Violation::parse_error(&error.to_string()))
+}
+
+/// brush-parser unwraps the parse of the number in `~N` (a directory-stack
+/// entry) and panics when it overflows. The number does not matter to any
+/// rule, so a long one is cut to its first digit.
+fn shorten_tilde_numbers(raw: &str) -> std::borrow::Cow<'_, str> {
+    const LONGEST_KEPT: usize = 9;
+    if !raw.contains('~') {
+        return std::borrow::Cow::Borrowed(raw);
+    }
+    let mut shortened = String::with_capacity(raw.len());
+    let mut rest = raw;
+    while let Some(position) = rest.find('~') {
+        let (before, after) = rest.split_at(position + 1);
+        shortened.push_str(before);
+        let sign = after.len() - after.trim_start_matches(['+', '-']).len();
+        let sign = sign.min(1);
+        shortened.push_str(&after[..sign]);
+        let digits = after[sign..].bytes().take_while(u8::is_ascii_digit).count();
+        if digits > LONGEST_KEPT {
+            shortened.push_str(&after[sign..=sign]);
+        } else {
+            shortened.push_str(&after[sign..sign + digits]);
+        }
+        rest = &after[sign + digits..];
+    }
+    shortened.push_str(rest);
+    std::borrow::Cow::Owned(shortened)
 }
 
 struct Decoder<'a> {
@@ -469,6 +498,12 @@ mod tests {
         let mut nested = Vec::new();
         decode("${x:-$(rm -rf /)}", &mut nested).expect("decodes");
         assert_eq!(nested, vec!["rm -rf /".to_owned()]);
+    }
+
+    #[test]
+    fn cuts_huge_directory_stack_numbers() {
+        assert_eq!(shorten_tilde_numbers("~99999999999999999999/x"), "~9/x");
+        assert_eq!(shorten_tilde_numbers("~+12 ~-3 ~user"), "~+12 ~-3 ~user");
     }
 
     #[test]

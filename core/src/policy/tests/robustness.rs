@@ -187,3 +187,23 @@ fn probe_fragment() {
     let result = check(&script, &PolicyConfig::default()).map_err(|violation| violation.rule);
     eprintln!("PROBE {probe:?} {:?} {result:?}", started.elapsed());
 }
+
+/// Prints how long checks take (run with `--release`); asserts nothing.
+#[test]
+#[ignore = "a measurement: cargo test -p bashtool-core --release measure_check_time -- --ignored --nocapture"]
+fn measure_check_time() {
+    let config = PolicyConfig::default();
+    let one_liner = "cd /work && cargo test -p bashtool-core 2>&1 | tail -n 20";
+    let line = "if [ -f \"$file\" ]; then echo \"$(basename \"$file\")\" | tee -a log.txt; fi\n";
+    let script = line.repeat(1000);
+    for (name, script, runs) in [
+        ("one-liner", one_liner, 10_000u32),
+        ("1000 lines", &script, 10),
+    ] {
+        let started = std::time::Instant::now();
+        for _ in 0..runs {
+            let _ = check(script, &config);
+        }
+        eprintln!("MEASURE {name}: {:?} per check", started.elapsed() / runs);
+    }
+}
