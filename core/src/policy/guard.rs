@@ -57,11 +57,20 @@ const _: () = assert!(MAX_NESTING * 4 < GUARANTEED_OPENERS);
 /// at most 256 KiB.
 pub(crate) const MAX_SCRIPT_BYTES: usize = 1024 * 1024;
 
+/// Which stack a check runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Stack {
+    /// The caller's: small, only [`INLINE_OPENERS`] deep.
+    Caller,
+    /// The large one of a parsing thread.
+    Large,
+}
+
 /// Runs `check` on `script` where it cannot overflow the stack, and turns a
 /// panic into a `parse_error`.
 pub(crate) fn run_guarded(
     script: &str,
-    check: impl Fn(&str) -> Result<(), Violation> + Sync,
+    check: impl Fn(&str, Stack) -> Result<(), Violation> + Sync,
 ) -> Result<(), Violation> {
     if script.len() > MAX_SCRIPT_BYTES {
         return Err(Violation::parse_error(&format!(
@@ -71,13 +80,22 @@ pub(crate) fn run_guarded(
     }
     check_nesting(script)?;
     if opener_count(script) <= INLINE_OPENERS {
-        return catching_panics(script, &check);
+        return catching_panics(|| check(script, Stack::Caller));
     }
+    on_large_stack(|| check(script, Stack::Large))
+}
+
+/// Runs `check` on a thread with a large stack and waits for it. Scripts
+/// found inside scripts (`bash -c`, `eval`) move there too once they nest
+/// deeper than the caller's stack is sized for.
+pub(crate) fn on_large_stack(
+    check: impl FnOnce() -> Result<(), Violation> + Send,
+) -> Result<(), Violation> {
     std::thread::scope(|scope| {
         let worker = std::thread::Builder::new()
             .name("bashtool-policy".to_owned())
             .stack_size(LARGE_STACK_BYTES)
-            .spawn_scoped(scope, || catching_panics(script, &check));
+            .spawn_scoped(scope, || catching_panics(check));
         match worker {
             Ok(handle) => handle
                 .join()
@@ -109,11 +127,8 @@ pub(crate) fn too_deep(depth: usize, limit: usize) -> Violation {
     ))
 }
 
-fn catching_panics(
-    script: &str,
-    check: &(impl Fn(&str) -> Result<(), Violation> + Sync),
-) -> Result<(), Violation> {
-    catch_unwind(AssertUnwindSafe(|| check(script)))
+fn catching_panics(check: impl FnOnce() -> Result<(), Violation>) -> Result<(), Violation> {
+    catch_unwind(AssertUnwindSafe(check))
         .unwrap_or_else(|_| Err(Violation::parse_error("the parser failed on this input")))
 }
 

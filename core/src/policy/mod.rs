@@ -154,7 +154,9 @@ pub fn check(script: &str, config: &PolicyConfig) -> Result<(), Violation> {
     if !config.any_ast_rule() {
         return Ok(());
     }
-    guard::run_guarded(script, |script| script::check_script(script, config))
+    guard::run_guarded(script, |script, stack| {
+        script::check_script(script, config, stack)
+    })
 }
 
 #[cfg(test)]

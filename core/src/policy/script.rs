@@ -9,7 +9,7 @@ use brush_parser::ast::{
 };
 
 use super::command::{self, Stdin};
-use super::guard;
+use super::guard::{self, Stack};
 use super::words::{self, NestedScripts, Word};
 use super::{PolicyConfig, Violation};
 
@@ -17,11 +17,20 @@ use super::{PolicyConfig, Violation};
 /// `$( $( … ) )`). Far beyond real use; bounds our own recursion.
 const MAX_SCRIPT_NESTING: usize = 32;
 
+/// Scripts nested inside each other on the caller's stack before the rest
+/// moves to a large one: each level costs up to ~60 KiB in a debug build.
+const CALLER_STACK_SCRIPT_NESTING: usize = 4;
+
 /// Checks a whole script.
-pub(crate) fn check_script(script: &str, config: &PolicyConfig) -> Result<(), Violation> {
+pub(crate) fn check_script(
+    script: &str,
+    config: &PolicyConfig,
+    stack: Stack,
+) -> Result<(), Violation> {
     Walker {
         config,
         script_depth: 0,
+        stack,
     }
     .script(script)
 }
@@ -30,6 +39,7 @@ pub(crate) fn check_script(script: &str, config: &PolicyConfig) -> Result<(), Vi
 pub(crate) struct Walker<'a> {
     pub(crate) config: &'a PolicyConfig,
     script_depth: usize,
+    stack: Stack,
 }
 
 impl Walker<'_> {
@@ -43,6 +53,18 @@ impl Walker<'_> {
         }
         if self.script_depth > 0 {
             guard::check_nesting(text)?;
+        }
+        if self.stack == Stack::Caller && self.script_depth >= CALLER_STACK_SCRIPT_NESTING {
+            let config = self.config;
+            let script_depth = self.script_depth;
+            return guard::on_large_stack(|| {
+                Walker {
+                    config,
+                    script_depth,
+                    stack: Stack::Large,
+                }
+                .script(text)
+            });
         }
         let program = Parser::new(text.as_bytes(), &words::parser_options())
             .parse_program()

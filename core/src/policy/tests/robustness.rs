@@ -57,6 +57,15 @@ fn refuses_deeply_nested_interpreters() {
 }
 
 #[test]
+fn finishes_nested_scripts_on_the_large_stack() {
+    // Few enough openers to start on the caller's stack; the scripts nested
+    // past the fourth level move to the large one.
+    let braces = nested("{ ", "rm -rf /", "; }", 14);
+    let script = format!("echo {}{braces}{}", "$(echo ".repeat(8), ")".repeat(8));
+    assert_eq!(blocked_by(&script), Some(Rule::RmCritical));
+}
+
+#[test]
 fn sees_through_a_few_nested_interpreters() {
     let mut script = "rm -rf /".to_owned();
     for _ in 0..5 {
