@@ -61,7 +61,7 @@ fn finishes_nested_scripts_on_the_large_stack() {
     // Few enough openers to start on the caller's stack; the scripts nested
     // past the fourth level move to the large one.
     let braces = nested("{ ", "rm -rf /", "; }", 14);
-    let script = format!("echo {}{braces}{}", "$(echo ".repeat(8), ")".repeat(8));
+    let script = format!("echo {}$({braces}{}", "$(echo ".repeat(7), ")".repeat(8));
     assert_eq!(blocked_by(&script), Some(Rule::RmCritical));
 }
 
