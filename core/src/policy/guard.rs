@@ -12,6 +12,8 @@
 //!   thread: no thread, a few microseconds.
 //! - Larger counts are parsed on a thread with a large stack. The stack is
 //!   reserved, not committed: only the pages the parser touches use memory.
+//!   Scripts nested inside scripts (`bash -c`, `eval`, `$(…)`) move there
+//!   too once they nest deeper than the caller's stack is sized for.
 //! - A bracket-matching estimate of the real depth refuses absurd nesting
 //!   (`parse_error`) before any parsing. For counts beyond what the large
 //!   stack is proven to hold (only scripts with tens of thousands of
