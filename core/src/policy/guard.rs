@@ -16,11 +16,14 @@
 //!   too once they nest deeper than the caller's stack is sized for.
 //! - A bracket-matching estimate of the real depth refuses absurd nesting
 //!   (`parse_error`) before any parsing. For counts beyond what the large
-//!   stack is proven to hold (only scripts with tens of thousands of
-//!   brackets) this estimate is what keeps the stack safe.
+//!   stack is proven to hold (more than ~6 500 openers) this estimate is
+//!   what keeps the stack safe. The same estimate caps nested parentheses
+//!   and `case`, where the parser backtracks exponentially on a syntax
+//!   error.
 //!
 //! brush-parser also has `unwrap`s on odd input (a tilde followed by a huge
-//! number); panics are caught and reported as `parse_error`.
+//! number, which `words` avoids); any panic is caught and reported as
+//! `parse_error`.
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 

@@ -12,10 +12,11 @@
 //! This guards against accidents; it is not a sandbox. A determined script
 //! can always hide a command (`$(printf 'r%s' m) -rf /`).
 //!
-//! Layout: [`guard`] bounds nesting and runs the parser where the stack is
-//! large enough; [`script`] parses a script and walks its AST; [`words`]
-//! decodes a word into literal and expanded segments; [`command`] sees
-//! through wrappers and interpreters; [`rules`] holds one module per rule.
+//! Layout: `guard` bounds nesting and runs the parser where the stack is
+//! large enough; `script` parses a script and walks its AST; `words`
+//! decodes a word into literal and expanded segments; `command` sees
+//! through wrappers and interpreters; `options` skips a program's own
+//! options; `rules` holds one module per rule.
 
 mod command;
 mod guard;
