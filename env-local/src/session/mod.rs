@@ -332,7 +332,7 @@ impl Session {
     pub async fn shutdown(&self) -> std::io::Result<()> {
         let mut state = self.inner.state.lock().await;
         if let Some(mut shell) = state.shell.take() {
-            // EOF on stdin ends a non-interactive shell normally.
+            // `exit` runs the EXIT trap, which saves the final state.
             let _ = shell.send("builtin exit 0\n").await;
             let grace = self.inner.config.local.kill_grace;
             if tokio::time::timeout(grace, shell.wait()).await.is_err() {
@@ -345,6 +345,8 @@ impl Session {
         {
             snapshot::persist(&newest, path)?;
         }
+        // A shell started after this is not a restart after a death.
+        state.had_shell = false;
         Ok(())
     }
 
