@@ -80,13 +80,31 @@ impl Default for SessionConfig {
 /// directory, variables, functions, aliases and shell options.
 ///
 /// Calls run one at a time, in arrival order. Cloning is cheap and shares
-/// the shell. Dropping the last clone kills the shell's process group; use
-/// [`Session::shutdown`] to end it gracefully and save its snapshot.
+/// the shell. Dropping the last clone kills the shell and everything left in
+/// its session; use [`Session::shutdown`] to end it gracefully and save its
+/// snapshot.
 ///
 /// A command never breaks the session: when one fails, times out, is
 /// cancelled, calls `exit` or `exec`, or the shell is killed from outside,
 /// the call returns its own result and the next call gets a new shell with
 /// the last saved state (`ShellState::restarted`).
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+/// use std::sync::Arc;
+/// use bashtool_core::{BashTool, ToolConfig};
+/// use bashtool_env_local::{Session, SessionConfig};
+///
+/// let session = Session::new(SessionConfig::default())?; // one per conversation
+/// let config = ToolConfig { persistent_session: true, ..ToolConfig::default() };
+/// let tool = BashTool::new(config, Arc::new(session.clone()));
+/// tool.call(serde_json::json!({"command": "cd /tmp && export GREETING=hi"})).await;
+/// let result = tool.call(serde_json::json!({"command": "echo $GREETING; pwd"})).await;
+/// println!("{}", result.text()); // "stdout:\nhi\n/tmp\nexit code 0\n[cwd: /tmp]"
+/// session.shutdown().await?;
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct Session {
     inner: Arc<Inner>,
