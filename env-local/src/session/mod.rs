@@ -151,19 +151,21 @@ struct SessionDir {
 
 impl SessionDir {
     fn create(id: u64) -> std::io::Result<Self> {
-        let shm = Path::new("/dev/shm");
-        let base = if shm.is_dir() && !shm.metadata()?.permissions().readonly() {
-            shm.to_path_buf()
-        } else {
-            std::env::temp_dir()
-        };
-        let path = base.join(format!("bashtool-session-{}-{id}", std::process::id()));
+        let name = format!("bashtool-session-{}-{id}", std::process::id());
+        Self::create_in(Path::new("/dev/shm"), &name)
+            .or_else(|_| Self::create_in(&std::env::temp_dir(), &name))
+    }
+
+    fn create_in(base: &Path, name: &str) -> std::io::Result<Self> {
+        let path = base.join(name);
+        // Left over by an earlier process with our pid.
         let _ = std::fs::remove_dir_all(&path);
         std::fs::DirBuilder::new().mode(0o700).create(&path)?;
+        let dir = Self { path };
         for (name, script) in driver::SCRIPTS {
-            std::fs::write(path.join(name), script)?;
+            std::fs::write(dir.path.join(name), script)?;
         }
-        Ok(Self { path })
+        Ok(dir)
     }
 }
 
