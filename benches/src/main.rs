@@ -33,6 +33,16 @@ fn main() -> ExitCode {
     let effort = Effort {
         quick: args.iter().any(|arg| arg == "--quick"),
     };
+    // `--only 1,3`: run just those items.
+    let only: Option<Vec<String>> = args
+        .iter()
+        .position(|arg| arg == "--only")
+        .and_then(|index| args.get(index + 1))
+        .map(|list| list.split(',').map(str::to_owned).collect());
+    let wanted = |item: &str| {
+        only.as_ref()
+            .is_none_or(|items| items.iter().any(|wanted| wanted == item))
+    };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -42,11 +52,21 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         let mut rows = Vec::new();
-        rows.extend(spawn_bench::run(effort).await?);
-        rows.extend(throughput::run(effort).await?);
-        rows.extend(timeout_bench::run(effort).await?);
-        rows.extend(policy_bench::run(effort));
-        rows.extend(format_bench::run(effort));
+        if wanted("1") || wanted("2") {
+            rows.extend(spawn_bench::run(effort).await?);
+        }
+        if wanted("3") {
+            rows.extend(throughput::run(effort).await?);
+        }
+        if wanted("4") {
+            rows.extend(timeout_bench::run(effort).await?);
+        }
+        if wanted("5") {
+            rows.extend(policy_bench::run(effort));
+        }
+        if wanted("6") {
+            rows.extend(format_bench::run(effort));
+        }
         anyhow::Ok(rows)
     });
     match result {

@@ -10,10 +10,13 @@ use bashtool_core::{
 use nix::sys::signal::Signal;
 use tokio_util::sync::CancellationToken;
 
+use crate::call_log::CallLog;
 use crate::config::LocalConfig;
 use crate::jobs::JobTable;
-use crate::kill::{ProcessInfo, ProcessTree, RunMarker, kill_survivors, signal_process};
-use crate::logs::{LogDir, LogHandle};
+use crate::kill::{
+    ProcessInfo, ProcessTree, RunMarker, group_is_empty, kill_survivors, signal_process,
+};
+use crate::logs::LogDir;
 use crate::reader::OutputPump;
 use crate::spawn::{self, ExitStatus, Output, RootProcess, SpawnRequest};
 
@@ -39,7 +42,7 @@ pub struct LocalExec {
 #[derive(Debug)]
 struct Inner {
     config: LocalConfig,
-    logs: LogDir,
+    logs: Arc<LogDir>,
     jobs: JobTable,
 }
 
@@ -70,11 +73,11 @@ impl Drop for KillOnDrop {
 
 impl LocalExec {
     pub fn new(config: LocalConfig) -> Self {
-        let logs = LogDir::new(
+        let logs = Arc::new(LogDir::new(
             config.effective_log_dir(),
             config.max_log_files,
             config.max_log_bytes,
-        );
+        ));
         let jobs = JobTable::new(config.kill_grace, config.keep_jobs_on_drop);
         Self {
             inner: Arc::new(Inner { config, logs, jobs }),
@@ -119,19 +122,7 @@ impl LocalExec {
             root: Some(spawned.root),
         };
         let mut notes = Vec::new();
-        let (output, log) = match self.inner.logs.create_log(command) {
-            Ok((writer, handle)) => (
-                OutputBuffer::with_log(&config.output, Box::new(writer), command),
-                Some(handle),
-            ),
-            Err(error) => {
-                notes.push(format!(
-                    "no log file: could not create one in {}: {error}",
-                    self.inner.logs.path().display()
-                ));
-                (OutputBuffer::new(&config.output), None)
-            }
-        };
+        let (log, output) = CallLog::open(&self.inner.logs, &config.output, command);
         let mut pump = OutputPump::new(
             spawned.stdout,
             spawned.stderr,
@@ -155,7 +146,13 @@ impl LocalExec {
                         () = reading_done.cancelled() => {}
                         () = tokio::time::sleep(DRAIN_AFTER_EXIT) => {}
                     }
-                    stop_leftovers(&tree).await
+                    // The common case, nothing left behind, costs one
+                    // syscall instead of a scan of /proc.
+                    if root.reap_now() && group_is_empty(root.pid()) {
+                        Leftovers::default()
+                    } else {
+                        stop_leftovers(&tree).await
+                    }
                 }
                 Ending::TimedOut | Ending::Cancelled => {
                     tree.terminate(config.kill_grace, true).await;
@@ -171,7 +168,7 @@ impl LocalExec {
         };
         let ((), (ending, leftovers)) = tokio::join!(reading, control);
         let status = root.status();
-        let mut output = pump.finish();
+        let output = pump.finish();
         let root = guard.root.take();
         drop(guard);
         if let Some(mut root) = root {
@@ -184,7 +181,7 @@ impl LocalExec {
         if leftovers.count > 0 {
             notes.push(leftover_note(leftovers.count));
         }
-        let log_file = finish_log(&self.inner.logs, log, &mut output, &mut notes);
+        let log_file = finish_log(&self.inner.logs, &log, &output, &mut notes);
         Ok(CommandResult {
             exit_code: match status {
                 ExitStatus::Code(code) => Some(code),
@@ -369,18 +366,18 @@ fn leftover_note(count: usize) -> String {
 /// The log file to report, and notes about it.
 fn finish_log(
     logs: &LogDir,
-    log: Option<LogHandle>,
-    output: &mut OutputBuffer,
+    log: &CallLog,
+    output: &OutputBuffer,
     notes: &mut Vec<String>,
 ) -> Option<PathBuf> {
-    let log = log?;
+    let path = log.path()?;
     if output.log_error().is_some() {
         // The report says the log failed; a partial file would mislead.
-        logs.discard(&log.path);
+        logs.discard(&path);
         return None;
     }
     if let Some(note) = log.truncation_note() {
         notes.push(note);
     }
-    Some(log.path)
+    Some(path)
 }

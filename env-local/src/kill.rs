@@ -99,8 +99,19 @@ pub struct ProcessInfo {
 
 /// Reads `/proc/<pid>/stat`. `None` when the process is gone.
 pub fn process_info(pid: u32) -> Option<ProcessInfo> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(pid, &stat)
+    use std::io::Read as _;
+    // One open and one read into a stack buffer: this runs for every
+    // process on the machine after every command, and `fs::read_to_string`
+    // would add a stat and a second read per file.
+    let mut file = std::fs::File::open(format!("/proc/{pid}/stat")).ok()?;
+    let mut buffer = [0_u8; 1024];
+    let length = file.read(&mut buffer).ok()?;
+    if length == buffer.len() {
+        // A command name full of `)` and spaces: read it the slow way.
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        return parse_stat(pid, &stat);
+    }
+    parse_stat(pid, std::str::from_utf8(&buffer[..length]).ok()?)
 }
 
 fn parse_stat(pid: u32, stat: &str) -> Option<ProcessInfo> {
@@ -129,6 +140,20 @@ pub fn all_processes() -> Vec<ProcessInfo> {
         .filter(|&pid| pid != own)
         .filter_map(process_info)
         .collect()
+}
+
+/// True when no process is left in process group `group`. A zombie still
+/// counts as a member, so reap the group's leader first. Once the leader is
+/// reaped its id cannot be reused while any member is left, so a `false`
+/// here still names the command's own group.
+pub fn group_is_empty(group: u32) -> bool {
+    let Ok(raw) = i32::try_from(group) else {
+        return false;
+    };
+    matches!(
+        nix::sys::signal::killpg(nix::unistd::Pid::from_raw(raw), None),
+        Err(nix::errno::Errno::ESRCH)
+    )
 }
 
 /// True if `pid` exists and is not a zombie.

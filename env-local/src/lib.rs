@@ -35,6 +35,7 @@
 //! [`StreamCleaner`] cleans text, [`ProcessTree`] finds and stops a tree,
 //! [`LogDir`] manages log files.
 
+mod call_log;
 mod clean;
 mod config;
 mod error;

@@ -231,7 +231,9 @@ pub struct RootProcess {
     pid: u32,
     /// Readable once the process has exited (`None`: poll instead).
     pidfd: Option<AsyncFd<OwnedFd>>,
-    reaped: bool,
+    reaped: std::sync::atomic::AtomicBool,
+    /// The status read just before reaping (waitid cannot tell it after).
+    final_status: std::sync::OnceLock<ExitStatus>,
 }
 
 impl RootProcess {
@@ -250,7 +252,8 @@ impl RootProcess {
         Self {
             pid,
             pidfd,
-            reaped: false,
+            reaped: std::sync::atomic::AtomicBool::new(false),
+            final_status: std::sync::OnceLock::new(),
         }
     }
 
@@ -273,6 +276,9 @@ impl RootProcess {
 
     /// The exit status if it has exited, without reaping.
     pub fn status(&self) -> ExitStatus {
+        if let Some(status) = self.final_status.get() {
+            return *status;
+        }
         let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT | WaitPidFlag::WNOHANG;
         match waitid(Id::Pid(Pid::from_raw(self.pid as i32)), flags) {
             Ok(WaitStatus::Exited(_, code)) => ExitStatus::Code(code),
@@ -281,18 +287,27 @@ impl RootProcess {
         }
     }
 
-    /// Reaps the process if it has exited; returns whether it did.
-    pub fn try_reap(&mut self) -> bool {
-        if self.reaped {
+    /// Reaps the process if it has exited; returns whether it did. The
+    /// status stays readable through [`RootProcess::status`].
+    pub fn reap_now(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        if self.reaped.load(Ordering::Acquire) {
             return true;
         }
-        if self.status() == ExitStatus::Running {
+        let status = self.status();
+        if status == ExitStatus::Running {
             return false;
         }
+        let _ = self.final_status.set(status);
         let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG;
         let _ = waitid(Id::Pid(Pid::from_raw(self.pid as i32)), flags);
-        self.reaped = true;
+        self.reaped.store(true, Ordering::Release);
         true
+    }
+
+    /// Reaps the process if it has exited; returns whether it did.
+    pub fn try_reap(&mut self) -> bool {
+        self.reap_now()
     }
 }
 

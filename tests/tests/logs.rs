@@ -23,8 +23,17 @@ async fn each_call_has_a_log_with_the_command_and_stream_headers() {
     );
     assert!(log.contains("stdout:\none\n"), "{log}");
     assert!(log.contains("stderr:\ntwo\n"), "{log}");
-    let other = run(&exec, "true").await.log_file.expect("a log file");
+    let other = run(&exec, "echo again").await.log_file.expect("a log file");
     assert_ne!(other, log_file);
+}
+
+#[tokio::test]
+async fn a_silent_command_creates_no_log_file() {
+    let dir = temp_dir();
+    let exec = local_exec(dir.path());
+    let result = run(&exec, "true").await;
+    assert_eq!(result.log_file, None);
+    assert!(result.notes.is_empty(), "{:?}", result.notes);
 }
 
 #[tokio::test]
@@ -101,10 +110,12 @@ async fn an_unwritable_log_directory_means_no_log_not_a_failure() {
     assert_eq!(result.exit_code, Some(0));
     assert_eq!(text(&result), "fine");
     assert_eq!(result.log_file, None);
-    assert_eq!(result.notes.len(), 1);
+    let error = result
+        .output
+        .log_error()
+        .expect("the log error is reported");
     assert!(
-        result.notes[0].starts_with("no log file: could not create one in "),
-        "{:?}",
-        result.notes
+        error.starts_with("writing the log file failed: could not create a log file in "),
+        "{error}"
     );
 }

@@ -15,7 +15,7 @@ use crate::MARKER_VARIABLE;
 /// ```text
 /// __bt_id=7 __bt_back=; [__bt_back=$PWD && builtin cd -- 'DIR' &&] \
 ///   BASHTOOL_RUN_ID='m' VAR='x' source 'CMD' </dev/null >|'OUT' 2>|'ERR' 3>&-; \
-///   __bt_post $?
+///   __bt_post $? SAVE
 /// ```
 ///
 /// and one short line on the shell's stdin, [`RUN_CALL`]. The command is
@@ -95,6 +95,8 @@ pub(crate) struct CallLine<'a> {
     /// Value of [`MARKER_VARIABLE`]: every process of the call inherits it,
     /// so that those which left the shell's session (`setsid`) are found.
     pub marker: &'a str,
+    /// Write a snapshot after the command (see `state::state_effect`).
+    pub save: bool,
 }
 
 /// The call script of one call. The command is `source`d at top level with
@@ -117,10 +119,11 @@ pub(crate) fn call_line(call: &CallLine<'_>) -> String {
     }
     let _ = writeln!(
         line,
-        "source {} </dev/null >|{} 2>|{} 3>&-; __bt_post $?",
+        "source {} </dev/null >|{} 2>|{} 3>&-; __bt_post $? {}",
         quote_path(call.command_file),
         quote_path(call.stdout_fifo),
         quote_path(call.stderr_fifo),
+        u8::from(call.save),
     );
     line
 }
@@ -146,12 +149,13 @@ mod tests {
             cwd: Some(Path::new("/w d")),
             env: &env,
             marker: "m-7",
+            save: true,
         });
         assert_eq!(
             line,
             "__bt_id=7 __bt_back=; __bt_back=$PWD && builtin cd -- '/w d' 2>/dev/null && \
              BASHTOOL_RUN_ID='m-7' A='x y' source '/s/command.sh' </dev/null >|'/s/out.7' \
-             2>|'/s/err.7' 3>&-; __bt_post $?\n"
+             2>|'/s/err.7' 3>&-; __bt_post $? 1\n"
         );
     }
 }

@@ -18,11 +18,11 @@
 //!   the next call starts a new one from the newest complete snapshot.
 
 mod driver;
-mod log;
 mod procs;
 mod protocol;
 mod shell;
 mod snapshot;
+mod state;
 mod telemetry;
 
 use std::os::fd::AsFd as _;
@@ -140,6 +140,9 @@ struct State {
     /// Output FIFOs of the last call, for reuse when clean.
     spare_stdout: Option<CallPipe>,
     spare_stderr: Option<CallPipe>,
+    /// Snapshot after every call: a command may have defined functions or
+    /// aliases whose later use changes the state unseen.
+    save_every_call: bool,
 }
 
 /// The session's private directory: driver, command file, FIFOs, snapshot
@@ -302,6 +305,7 @@ impl Session {
             config.local.max_log_files,
             config.local.max_log_bytes,
         ));
+        let restores_a_file = config.snapshot_path.is_some();
         Ok(Self {
             inner: Arc::new(Inner {
                 config,
@@ -314,6 +318,8 @@ impl Session {
                     next_call: 1,
                     spare_stdout: None,
                     spare_stderr: None,
+                    // A snapshot from an earlier process may hold functions.
+                    save_every_call: restores_a_file,
                 }),
                 background,
                 logs,
@@ -480,10 +486,15 @@ impl Session {
             cwd: call_cwd.as_deref(),
             env: &options.env,
             marker: marker.value(),
+            save: {
+                let effect = state::state_effect(command);
+                state.save_every_call |= effect == state::StateEffect::Names;
+                state.save_every_call || effect != state::StateEffect::None
+            },
         });
         std::fs::write(inner.dir.path.join(driver::CALL_SCRIPT), line).map_err(io_error)?;
         let (log, mut output) =
-            log::CallLog::open(&inner.logs, &inner.config.local.output, command);
+            crate::call_log::CallLog::open(&inner.logs, &inner.config.local.output, command);
 
         let mut shell = state.shell.take().ok_or_else(|| ExecError::Other {
             message: "the session shell is not running".to_owned(),

@@ -6,7 +6,7 @@
 # the snapshot's `declare -f` lists them, and bash writes every line of that
 # output with its own write(2).
 
-# After each command: $1 is its status, $__bt_id the call.
+# After each command: $1 is its status, $2 whether to save, $__bt_id the call.
 #
 # `set -e` and `set -u` apply to the call that sets them. Carried over, the
 # next failing command or unset variable would end the shell, as the next
@@ -18,7 +18,8 @@ __bt_post() {
   builtin set +o errexit +o nounset
   [[ -z $__bt_back ]] || { builtin cd -- "$__bt_back" 2>/dev/null; __bt_back=; }
   { builtin printf 'S %s %s\n' "$__bt_id" "$1"; builtin jobs -rp; builtin printf 'P%s\0' "$PWD"; } >&3 2>/dev/null
-  __bt_save
+  # $2 is 0 when Rust saw that the command cannot change the state.
+  [[ ${2-1} == 0 ]] || __bt_save
 }
 
 # Writes the state of the shell, as a script that restores it, into the next

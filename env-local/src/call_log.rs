@@ -1,7 +1,7 @@
 //! Per-call log files in env-local's capped log directory, created only when
-//! the command printed something: a silent command (`cd`, `export`) should
-//! not pay for creating a file (~0.1 ms on ext4), and its log would hold
-//! nothing worth reading.
+//! the command printed something: a silent command (`true`, `cd`, `export`)
+//! should not pay for creating a file (~0.1 ms on ext4), and its log would
+//! hold nothing worth reading. Used by `LocalExec` and by sessions.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -30,7 +30,15 @@ impl Write for LazyLog {
                 self.header = Some(bytes.to_vec());
                 return Ok(bytes.len());
             }
-            let (mut writer, handle) = self.logs.create_log(&self.name)?;
+            let (mut writer, handle) = self.logs.create_log(&self.name).map_err(|error| {
+                std::io::Error::new(
+                    error.kind(),
+                    format!(
+                        "could not create a log file in {}: {error}",
+                        self.logs.path().display()
+                    ),
+                )
+            })?;
             writer.write_all(self.header.as_deref().unwrap_or_default())?;
             self.writer = Some(writer);
             *self.handle.lock().unwrap_or_else(PoisonError::into_inner) = Some(handle);
