@@ -38,7 +38,7 @@ fn main() -> ExitCode {
         Command::Call(args) => call::run(&args),
         Command::Schema(args) => schema::run(&args),
         Command::Check(args) => check::run(&args),
-        Command::Mcp(args) => mcp::run(args),
+        Command::Mcp(args) => mcp::run(&args),
     };
     match outcome {
         Ok(code) => code,
