@@ -1,0 +1,453 @@
+//! End-to-end tests of `bashtool mcp`: the real binary driven by the real
+//! rmcp client over stdio. They wait for events with deadlines, never for a
+//! fixed time.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bashtool_core::{ToolConfig, tool_spec};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ProgressNotificationParam,
+    ServerResult,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RequestHandle, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::time::{Instant, timeout};
+
+/// Longest any single event may take before a test fails.
+const DEADLINE: Duration = Duration::from_secs(20);
+
+/// A client that forwards progress notifications to the test.
+#[derive(Clone)]
+struct Client {
+    progress: mpsc::UnboundedSender<ProgressNotificationParam>,
+}
+
+impl ClientHandler for Client {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.progress.send(params);
+    }
+}
+
+struct Server {
+    client: RunningService<RoleClient, Client>,
+    progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
+    pid: u32,
+    dir: tempfile::TempDir,
+}
+
+fn command(dir: &Path, args: &[&str]) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_bashtool"));
+    command
+        .arg("mcp")
+        .arg("--cwd")
+        .arg(dir)
+        .args(args)
+        // No user config file may change what the tests see.
+        .env("XDG_CONFIG_HOME", dir)
+        .env_remove("BASHTOOL_CONFIG")
+        .env_remove("RUST_LOG");
+    command
+}
+
+async fn start(args: &[&str]) -> Server {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let transport = TokioChildProcess::new(command(dir.path(), args)).expect("spawn bashtool mcp");
+    let pid = transport.id().expect("server pid");
+    let (sender, progress) = mpsc::unbounded_channel();
+    let client = timeout(DEADLINE, Client { progress: sender }.serve(transport))
+        .await
+        .expect("initialize in time")
+        .expect("initialize");
+    Server {
+        client,
+        progress,
+        pid,
+        dir,
+    }
+}
+
+impl Server {
+    async fn send(&self, name: &str, arguments: Value) -> RequestHandle<RoleClient> {
+        let Value::Object(arguments) = arguments else {
+            panic!("arguments must be an object")
+        };
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+            CallToolRequestParams::new(name.to_owned()).with_arguments(arguments),
+        ));
+        self.client
+            .peer()
+            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .await
+            .expect("request sent")
+    }
+
+    async fn call(&self, arguments: Value) -> CallToolResult {
+        answer(self.send("bash", arguments).await).await
+    }
+
+    /// Waits for a progress message containing `needle`.
+    async fn progress_with(&mut self, needle: &str) -> ProgressNotificationParam {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let param = tokio::time::timeout_at(deadline, self.progress.recv())
+                .await
+                .unwrap_or_else(|_| panic!("no progress with {needle:?} in time"))
+                .expect("client open");
+            if param.message.as_deref().is_some_and(|message| message.contains(needle)) {
+                return param;
+            }
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+async fn answer(handle: RequestHandle<RoleClient>) -> CallToolResult {
+    match timeout(DEADLINE, handle.await_response())
+        .await
+        .expect("answer in time")
+        .expect("answer")
+    {
+        ServerResult::CallToolResult(result) => result,
+        other => panic!("not a tool result: {other:?}"),
+    }
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|content| content.as_text().map(|text| text.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// True while the process exists and is not a zombie.
+fn pid_alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+async fn wait_until_dead(pids: &[i32]) {
+    let deadline = Instant::now() + DEADLINE;
+    while pids.iter().any(|pid| pid_alive(*pid)) {
+        assert!(
+            Instant::now() < deadline,
+            "still alive: {:?}",
+            pids.iter().filter(|pid| pid_alive(**pid)).collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Reads the pids a command wrote to `file`, one a line, once there are `count`.
+async fn read_pids(file: &Path, count: usize) -> Vec<i32> {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(file) {
+            let pids: Vec<i32> = text.lines().filter_map(|line| line.trim().parse().ok()).collect();
+            if pids.len() >= count {
+                return pids;
+            }
+        }
+        assert!(Instant::now() < deadline, "no pids in {}", file.display());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A script that starts a grandchild, records both pids in `file`, says
+/// `started` and then waits.
+fn tree_script(file: &Path) -> String {
+    format!(
+        "sleep 300 & echo $! > {file}; echo $$ >> {file}; echo started; wait",
+        file = file.display()
+    )
+}
+
+#[tokio::test]
+async fn initialize_names_the_server_and_offers_tools() {
+    let server = start(&[]).await;
+    let info = server.client.peer_info().expect("server info");
+    let implementation = info.server_info.as_ref().expect("implementation");
+    assert_eq!(implementation.name, "bashtool");
+    assert_eq!(implementation.version, env!("CARGO_PKG_VERSION"));
+    assert!(info.capabilities.tools.is_some());
+    assert!(!info.protocol_version.to_string().is_empty());
+}
+
+#[tokio::test]
+async fn tools_list_shows_the_core_spec_with_an_output_schema() {
+    let server = start(&[]).await;
+    let tools = server.client.list_all_tools().await.expect("tools/list");
+    let bash = tools.iter().find(|tool| tool.name == "bash").expect("bash tool");
+    let spec = tool_spec(&ToolConfig {
+        working_directory: Some(server.dir.path().to_path_buf()),
+        ..ToolConfig::default()
+    });
+    assert_eq!(bash.description.as_deref(), Some(spec.description.as_str()));
+    assert_eq!(Value::Object((*bash.input_schema).clone()), spec.input_schema);
+    let output = bash.output_schema.as_ref().expect("output schema");
+    assert_eq!(output["type"], "object");
+    assert!(output["properties"]["exit_code"].is_object());
+}
+
+#[tokio::test]
+async fn a_successful_call_returns_text_and_structured_details() {
+    let server = start(&[]).await;
+    let result = server.call(json!({"command": "echo hello; echo oops >&2"})).await;
+    assert_eq!(result.is_error, Some(false));
+    assert_eq!(text(&result), "stdout:\nhello\nstderr:\noops\nexit code 0");
+    let details = result.structured_content.expect("structured content");
+    assert_eq!(details["exit_code"], 0);
+    assert_eq!(details["success"], true);
+    assert_eq!(details["command"], "echo hello; echo oops >&2");
+}
+
+#[tokio::test]
+async fn a_failing_call_is_an_error_result_with_its_output() {
+    let server = start(&[]).await;
+    let result = server.call(json!({"command": "echo before; exit 3"})).await;
+    assert_eq!(result.is_error, Some(true));
+    assert_eq!(text(&result), "stdout:\nbefore\nexit code 3");
+    let details = result.structured_content.expect("structured content");
+    assert_eq!(details["exit_code"], 3);
+    assert_eq!(details["success"], false);
+}
+
+#[tokio::test]
+async fn invalid_input_is_an_error_result_naming_the_field() {
+    let server = start(&[]).await;
+    let result = server.call(json!({"command": "ls", "timeout": 0})).await;
+    assert_eq!(result.is_error, Some(true));
+    let details = result.structured_content.expect("structured content");
+    assert_eq!(details["error_kind"], "invalid_input");
+    assert_eq!(details["field"], "timeout");
+}
+
+#[tokio::test]
+async fn a_timeout_returns_partial_output_and_leaves_no_process() {
+    let server = start(&[]).await;
+    let pids = server.path("pids");
+    let script = format!("echo partial; {}", tree_script(&pids));
+    let result = server.call(json!({"command": script, "timeout": 1})).await;
+    assert_eq!(result.is_error, Some(true));
+    assert!(text(&result).contains("partial"), "{}", text(&result));
+    let details = result.structured_content.expect("structured content");
+    assert_eq!(details["timed_out"], true);
+    wait_until_dead(&read_pids(&pids, 2).await).await;
+}
+
+#[tokio::test]
+async fn progress_notifications_carry_live_output() {
+    let mut server = start(&[]).await;
+    let handle = server
+        .send(
+            "bash",
+            json!({"command": "echo first-line; sleep 300"}),
+        )
+        .await;
+    let progress = server.progress_with("first-line").await;
+    assert!(progress.progress >= 0.0);
+    // The command is still running: the notification came while it ran.
+    handle.cancel(None).await.expect("cancelled");
+}
+
+#[tokio::test]
+async fn cancellation_kills_the_command_tree() {
+    let mut server = start(&[]).await;
+    let pids = server.path("pids");
+    let handle = server
+        .send("bash", json!({"command": tree_script(&pids)}))
+        .await;
+    server.progress_with("started").await;
+    let pids = read_pids(&pids, 2).await;
+    assert!(pids.iter().all(|pid| pid_alive(*pid)));
+    handle
+        .cancel(Some("test".to_owned()))
+        .await
+        .expect("cancelled");
+    wait_until_dead(&pids).await;
+}
+
+#[tokio::test]
+async fn a_slow_call_does_not_block_a_fast_one() {
+    let mut server = start(&[]).await;
+    let slow = server
+        .send("bash", json!({"command": "echo slow-started; sleep 300"}))
+        .await;
+    server.progress_with("slow-started").await;
+    let fast = server.call(json!({"command": "echo fast"})).await;
+    assert_eq!(text(&fast), "stdout:\nfast\nexit code 0");
+    slow.cancel(None).await.expect("cancelled");
+}
+
+#[tokio::test]
+async fn an_unknown_tool_is_a_protocol_error() {
+    let server = start(&[]).await;
+    let handle = server.send("nope", json!({})).await;
+    let error = timeout(DEADLINE, handle.await_response())
+        .await
+        .expect("answer in time")
+        .expect_err("protocol error");
+    assert!(error.to_string().contains("unknown tool"), "{error}");
+}
+
+#[tokio::test]
+async fn sigterm_stops_the_running_commands_and_exits() {
+    let mut server = start(&[]).await;
+    let pids = server.path("pids");
+    let _handle = server
+        .send("bash", json!({"command": tree_script(&pids)}))
+        .await;
+    server.progress_with("started").await;
+    let mut pids = read_pids(&pids, 2).await;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(server.pid as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("SIGTERM sent");
+    pids.push(server.pid as i32);
+    wait_until_dead(&pids).await;
+}
+
+mod raw {
+    //! The server driven by hand-written bytes, for what a well-behaved
+    //! client never sends.
+
+    use std::process::Stdio;
+
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+
+    use super::*;
+
+    const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+
+    /// Reads answers until one has `id`.
+    async fn answer_with_id(
+        lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+        id: &Value,
+    ) -> Value {
+        loop {
+            let line = timeout(DEADLINE, lines.next_line())
+                .await
+                .expect("answer in time")
+                .expect("read")
+                .expect("server still talking");
+            let message: Value = serde_json::from_str(&line).expect("stdout carries only JSON");
+            if &message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn malformed_requests_get_json_rpc_errors_and_the_server_lives_on() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut child = command(dir.path(), &[])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let send = format!(
+            "{INITIALIZE}\n{}\n\u{1}\u{2}not json at all\u{ff}\n{}\n{}\n",
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":"nope"}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo alive"}}}"#,
+        );
+        stdin.write_all(send.as_bytes()).await.expect("written");
+        let initialized = answer_with_id(&mut lines, &json!(1)).await;
+        assert!(initialized["result"]["serverInfo"].is_object());
+        let parse_error = answer_with_id(&mut lines, &Value::Null).await;
+        assert_eq!(parse_error["error"]["code"], -32700);
+        let invalid = answer_with_id(&mut lines, &json!(2)).await;
+        assert_eq!(invalid["error"]["code"], -32600);
+        let alive = answer_with_id(&mut lines, &json!(3)).await;
+        assert_eq!(
+            alive["result"]["content"][0]["text"],
+            "stdout:\nalive\nexit code 0"
+        );
+        drop(stdin);
+        let status = timeout(DEADLINE, child.wait())
+            .await
+            .expect("exits on EOF")
+            .expect("status");
+        assert!(status.success());
+    }
+
+    #[tokio::test]
+    async fn closing_stdin_stops_the_running_commands_and_exits() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let pids = dir.path().join("pids");
+        let mut child = command(dir.path(), &[])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "bash", "arguments": {"command": tree_script(&pids)}}});
+        let send = format!(
+            "{INITIALIZE}\n{}\n{call}\n",
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        );
+        stdin.write_all(send.as_bytes()).await.expect("written");
+        answer_with_id(&mut lines, &json!(1)).await;
+        let pids = read_pids(&pids, 2).await;
+        drop(stdin);
+        let status = timeout(DEADLINE, child.wait())
+            .await
+            .expect("exits on EOF")
+            .expect("status");
+        assert!(status.success());
+        wait_until_dead(&pids).await;
+    }
+}
+
+mod pending {
+    //! Behaviour that needs the hardened env-local (background jobs, the
+    //! persistent session, returning while descendants hold stdout).
+
+    use super::*;
+
+    #[tokio::test]
+    #[ignore = "needs the persistent session of the hardened env-local"]
+    async fn cwd_and_environment_persist_across_calls() {
+        let server = start(&[]).await;
+        std::fs::create_dir(server.path("sub")).expect("mkdir");
+        server.call(json!({"command": "cd sub && export GREETING=hi"})).await;
+        let result = server.call(json!({"command": "pwd; echo $GREETING"})).await;
+        let sub = server.path("sub");
+        assert!(text(&result).contains(&format!("{}\nhi", sub.display())));
+    }
+
+    #[tokio::test]
+    #[ignore = "needs the hardened env-local (returns once the main process exits)"]
+    async fn a_background_ampersand_returns_at_once() {
+        let server = start(&["--stateless"]).await;
+        let started = Instant::now();
+        let result = server.call(json!({"command": "sleep 30 & echo started"})).await;
+        assert!(text(&result).contains("started"));
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+}
