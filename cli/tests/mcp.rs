@@ -336,22 +336,26 @@ mod raw {
 
     const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
 
-    /// Reads answers until one has `id`.
-    async fn answer_with_id(
+    /// Reads answers until there is one for each of `ids`, in any order.
+    async fn answers(
         lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
-        id: &Value,
-    ) -> Value {
-        loop {
+        ids: &[Value],
+    ) -> Vec<Value> {
+        let mut found: Vec<Option<Value>> = vec![None; ids.len()];
+        while found.iter().any(Option::is_none) {
             let line = timeout(DEADLINE, lines.next_line())
                 .await
                 .expect("answer in time")
                 .expect("read")
                 .expect("server still talking");
             let message: Value = serde_json::from_str(&line).expect("stdout carries only JSON");
-            if &message["id"] == id {
-                return message;
+            if let Some(index) = ids.iter().position(|id| *id == message["id"])
+                && message.get("method").is_none()
+            {
+                found[index] = Some(message);
             }
         }
+        found.into_iter().flatten().collect()
     }
 
     #[tokio::test]
@@ -373,13 +377,13 @@ mod raw {
             r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo alive"}}}"#,
         );
         stdin.write_all(send.as_bytes()).await.expect("written");
-        let initialized = answer_with_id(&mut lines, &json!(1)).await;
+        let found = answers(&mut lines, &[json!(1), Value::Null, json!(2), json!(3)]).await;
+        let [initialized, parse_error, invalid, alive] = &found[..] else {
+            panic!("four answers")
+        };
         assert!(initialized["result"]["serverInfo"].is_object());
-        let parse_error = answer_with_id(&mut lines, &Value::Null).await;
         assert_eq!(parse_error["error"]["code"], -32700);
-        let invalid = answer_with_id(&mut lines, &json!(2)).await;
         assert_eq!(invalid["error"]["code"], -32600);
-        let alive = answer_with_id(&mut lines, &json!(3)).await;
         assert_eq!(
             alive["result"]["content"][0]["text"],
             "stdout:\nalive\nexit code 0"
@@ -412,7 +416,7 @@ mod raw {
             r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
         );
         stdin.write_all(send.as_bytes()).await.expect("written");
-        answer_with_id(&mut lines, &json!(1)).await;
+        answers(&mut lines, &[json!(1)]).await;
         let pids = read_pids(&pids, 2).await;
         drop(stdin);
         let status = timeout(DEADLINE, child.wait())

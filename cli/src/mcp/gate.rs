@@ -16,6 +16,7 @@ use tokio::io::{
     AsyncBufReadExt as _, AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _, BufReader,
 };
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use super::order::ArrivalOrder;
 
@@ -25,12 +26,18 @@ const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;
 const PIPE_BYTES: usize = 1024 * 1024;
 
 /// The reader and writer to hand rmcp, connected through the gate to
-/// `input` and `output`.
+/// `input` and `output`, and a token cancelled at the end of `input`.
+///
+/// rmcp lets running handlers finish for up to 5 s after its input ends;
+/// the token lets the server stop their commands at once instead.
 pub fn spawn<I, O>(
     input: I,
     output: O,
     order: Option<ArrivalOrder>,
-) -> (tokio::io::DuplexStream, tokio::io::DuplexStream)
+) -> (
+    (tokio::io::DuplexStream, tokio::io::DuplexStream),
+    CancellationToken,
+)
 where
     I: AsyncRead + Unpin + Send + 'static,
     O: AsyncWrite + Unpin + Send + 'static,
@@ -38,9 +45,14 @@ where
     let (to_rmcp, rmcp_reader) = tokio::io::duplex(PIPE_BYTES);
     let (rmcp_writer, from_rmcp) = tokio::io::duplex(PIPE_BYTES);
     let (errors, error_lines) = mpsc::unbounded_channel();
-    tokio::spawn(read_input(input, to_rmcp, errors, order));
+    let closed = CancellationToken::new();
+    let input_done = closed.clone();
+    tokio::spawn(async move {
+        read_input(input, to_rmcp, errors, order).await;
+        input_done.cancel();
+    });
     tokio::spawn(write_output(from_rmcp, error_lines, output));
-    (rmcp_reader, rmcp_writer)
+    ((rmcp_reader, rmcp_writer), closed)
 }
 
 /// The key that identifies a request id in the session queue.
@@ -189,7 +201,8 @@ mod tests {
         let (mut client_in, server_in) = tokio::io::duplex(4096);
         let (server_out, mut client_out) = tokio::io::duplex(4096);
         let order = ArrivalOrder::default();
-        let (mut rmcp_reader, rmcp_writer) = spawn(server_in, server_out, Some(order.clone()));
+        let ((mut rmcp_reader, rmcp_writer), closed) =
+            spawn(server_in, server_out, Some(order.clone()));
         client_in
             .write_all(format!("not json\n\n{CALL}\n{BROKEN}\n").as_bytes())
             .await
@@ -201,6 +214,7 @@ mod tests {
             .await
             .expect("read");
         assert_eq!(forwarded, format!("{CALL}\n"));
+        closed.cancelled().await;
         drop(rmcp_writer);
         let mut answered = String::new();
         client_out

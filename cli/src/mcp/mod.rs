@@ -244,7 +244,15 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
         jobs: None,
     };
     let server = BashServer::new(backend, settings.progress_interval);
-    let transport = gate::spawn(tokio::io::stdin(), tokio::io::stdout(), order);
+    let (transport, input_closed) = gate::spawn(tokio::io::stdin(), tokio::io::stdout(), order);
+    {
+        let server = server.clone();
+        tokio::spawn(async move {
+            input_closed.cancelled().await;
+            tracing::info!("stdin closed: stopping");
+            server.cancel_calls();
+        });
+    }
     let mut terminate = signal(SignalKind::terminate()).context("installing a SIGTERM handler")?;
     let mut interrupt = signal(SignalKind::interrupt()).context("installing a SIGINT handler")?;
     let running = tokio::select! {

@@ -71,6 +71,12 @@ impl BashServer {
         }
     }
 
+    /// Cancels every running call and every call still to come; each stops
+    /// its process tree.
+    pub fn cancel_calls(&self) {
+        self.inner.shutdown.cancel();
+    }
+
     /// Cancels every running call (each stops its process tree) and waits up
     /// to `grace` for them to finish; then stops the background jobs unless
     /// `keep_jobs`.
