@@ -249,10 +249,13 @@ pub async fn play(
         }
     };
     let start = tokio::time::Instant::now();
+    // Biased: a token cancelled before the command finishes wins, as it
+    // would against a real process.
     let (timed_out, cancelled) = tokio::select! {
-        () = finish => (false, false),
-        () = deadline => (true, false),
+        biased;
         () = options.cancel.cancelled() => (false, true),
+        () = deadline => (true, false),
+        () = finish => (false, false),
     };
     output.finish();
     let ended_early = timed_out || cancelled;

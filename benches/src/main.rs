@@ -1,0 +1,63 @@
+//! `bashtool-bench`: the benchmark suite. Every figure is a ratio against a
+//! baseline measured in the same run, with absolute numbers for context.
+//!
+//! `cargo run --release -p bashtool-benches -- [--quick]` prints the table.
+
+mod format_bench;
+mod policy_bench;
+mod spawn_bench;
+mod stats;
+mod table;
+mod throughput;
+mod timeout_bench;
+
+use std::process::ExitCode;
+
+/// How much work each item does.
+#[derive(Debug, Clone, Copy)]
+pub struct Effort {
+    pub quick: bool,
+}
+
+impl Effort {
+    pub fn runs(self, full: usize) -> usize {
+        if self.quick { (full / 5).max(3) } else { full }
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(throughput::CHILD_FLAG) {
+        return throughput::child_main(&args[1..]);
+    }
+    let effort = Effort {
+        quick: args.iter().any(|arg| arg == "--quick"),
+    };
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("bashtool-bench: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async {
+        let mut rows = Vec::new();
+        rows.extend(spawn_bench::run(effort).await?);
+        rows.extend(throughput::run(effort).await?);
+        rows.extend(timeout_bench::run(effort).await?);
+        rows.extend(policy_bench::run(effort));
+        rows.extend(format_bench::run(effort));
+        anyhow::Ok(rows)
+    });
+    match result {
+        Ok(rows) => {
+            let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+            table::print(&rows, cores);
+            ExitCode::SUCCESS
+        }
+        Err(error) => {
+            eprintln!("bashtool-bench: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

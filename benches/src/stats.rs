@@ -1,0 +1,66 @@
+//! Timing samples: warm-up, several runs, min/median/max.
+
+use std::time::{Duration, Instant};
+
+/// Durations of repeated runs, sorted.
+#[derive(Debug, Clone)]
+pub struct Samples(Vec<Duration>);
+
+impl Samples {
+    pub fn min(&self) -> Duration {
+        self.0.first().copied().unwrap_or_default()
+    }
+
+    pub fn median(&self) -> Duration {
+        self.0.get(self.0.len() / 2).copied().unwrap_or_default()
+    }
+
+    pub fn max(&self) -> Duration {
+        self.0.last().copied().unwrap_or_default()
+    }
+
+    pub fn from_durations(mut durations: Vec<Duration>) -> Self {
+        durations.sort();
+        Self(durations)
+    }
+}
+
+/// Runs `body` `warmup` times unmeasured, then `runs` times measured.
+pub async fn measure<F, Fut>(warmup: usize, runs: usize, mut body: F) -> Samples
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = ()>,
+{
+    for _ in 0..warmup {
+        body().await;
+    }
+    let mut durations = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let start = Instant::now();
+        body().await;
+        durations.push(start.elapsed());
+    }
+    Samples::from_durations(durations)
+}
+
+/// `1.23 ms`, `45.6 µs`, `2.10 s`.
+pub fn human(duration: Duration) -> String {
+    let seconds = duration.as_secs_f64();
+    if seconds >= 1.0 {
+        format!("{seconds:.2} s")
+    } else if seconds >= 1e-3 {
+        format!("{:.2} ms", seconds * 1e3)
+    } else {
+        format!("{:.1} µs", seconds * 1e6)
+    }
+}
+
+/// `min / median / max` of samples.
+pub fn spread(samples: &Samples) -> String {
+    format!(
+        "{} / {} / {}",
+        human(samples.min()),
+        human(samples.median()),
+        human(samples.max())
+    )
+}

@@ -1,0 +1,131 @@
+//! Item 3: 1 GB of output through the tool (log written), against reading
+//! the same command's stdout into a sink directly; and the tool's peak RSS,
+//! measured in a child process of its own so nothing else inflates it.
+
+use std::process::{ExitCode, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use bashtool_core::{BashTool, ToolConfig};
+use bashtool_env_local::{LocalConfig, LocalExec};
+use serde_json::json;
+use tokio::io::AsyncReadExt as _;
+
+use crate::Effort;
+use crate::table::Row;
+
+pub const CHILD_FLAG: &str = "--child-throughput";
+
+fn command(bytes: u64) -> String {
+    format!(
+        "yes 'the quick brown fox jumps over the lazy dog, again and again and again and again' | head -c {bytes}"
+    )
+}
+
+async fn direct(bytes: u64) -> anyhow::Result<Duration> {
+    let start = Instant::now();
+    let mut child = tokio::process::Command::new("bash")
+        .args(["-c", &command(bytes)])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn()?;
+    let mut stdout = child.stdout.take().context("stdout")?;
+    let mut buffer = vec![0_u8; 64 * 1024];
+    let mut total = 0_u64;
+    loop {
+        let count = stdout.read(&mut buffer).await?;
+        if count == 0 {
+            break;
+        }
+        total += count as u64;
+    }
+    child.wait().await?;
+    anyhow::ensure!(total == bytes, "read {total} of {bytes} bytes");
+    Ok(start.elapsed())
+}
+
+fn vm_hwm_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("VmHWM:"))
+                .and_then(|value| value.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// In the child: run the command through the tool, print `seconds peak_kib`.
+pub fn child_main(args: &[String]) -> ExitCode {
+    let bytes: u64 = args
+        .first()
+        .and_then(|text| text.parse().ok())
+        .unwrap_or(1_000_000_000);
+    let Ok(runtime) = tokio::runtime::Runtime::new() else {
+        return ExitCode::FAILURE;
+    };
+    let elapsed = runtime.block_on(async {
+        let tool = BashTool::new(
+            ToolConfig::default(),
+            Arc::new(LocalExec::new(LocalConfig::default())),
+        );
+        let start = Instant::now();
+        let result = tool
+            .call(json!({"command": command(bytes), "timeout": 1800}))
+            .await;
+        let elapsed = start.elapsed();
+        if result.details.total_bytes != bytes {
+            eprintln!("tool saw {} of {bytes} bytes", result.details.total_bytes);
+        }
+        elapsed
+    });
+    println!("{} {}", elapsed.as_secs_f64(), vm_hwm_kib());
+    ExitCode::SUCCESS
+}
+
+pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
+    let bytes: u64 = if effort.quick {
+        200_000_000
+    } else {
+        1_000_000_000
+    };
+    let direct_time = direct(bytes).await?;
+    let output = tokio::process::Command::new(std::env::current_exe()?)
+        .args([CHILD_FLAG, &bytes.to_string()])
+        .output()
+        .await?;
+    let text = String::from_utf8_lossy(&output.stdout);
+    let mut fields = text.split_whitespace();
+    let tool_seconds: f64 = fields.next().context("child time")?.parse()?;
+    let peak_kib: u64 = fields.next().context("child rss")?.parse()?;
+    let gib = bytes as f64 / (1u64 << 30) as f64;
+    let ours = gib / tool_seconds;
+    let baseline = gib / direct_time.as_secs_f64();
+    let ratio = ours / baseline;
+    let peak_mib = peak_kib as f64 / 1024.0;
+    Ok(vec![
+        Row {
+            number: "3",
+            what: format!(
+                "{:.1} GB of output through the tool, log written",
+                bytes as f64 / 1e9
+            ),
+            ours: format!("{ours:.2} GiB/s"),
+            baseline: format!("direct read of the same stdout: {baseline:.2} GiB/s"),
+            ratio: format!("{:.0}%", ratio * 100.0),
+            target: "≥ 70% of baseline",
+            met: Some(ratio >= 0.70),
+        },
+        Row {
+            number: "3",
+            what: "peak RSS of the process running that call".into(),
+            ours: format!("{peak_mib:.1} MiB"),
+            baseline: "—".into(),
+            ratio: "—".into(),
+            target: "< 64 MiB",
+            met: Some(peak_mib < 64.0),
+        },
+    ])
+}
