@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::exit;
+use crate::jobs::records::{JobRecord, JobStore};
 use crate::options::ToolArgs;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -144,6 +145,17 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         });
         tool.call_with(&input, context).await
     });
+    if let (Some(pid), Some(output_file)) = (result.details.pid, &result.details.output_file) {
+        let record = JobRecord::new(
+            pid,
+            &result.details.command,
+            output_file.into(),
+            result.details.working_directory.clone(),
+        );
+        if let Err(error) = JobStore::new(JobStore::default_dir()).add(record) {
+            eprintln!("bashtool: warning: the job is not recorded for `bashtool jobs`: {error:#}");
+        }
+    }
     let mut stdout = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer(&mut stdout, &result)?;

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use bashtool_core::{ToolConfig, tool_spec};
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ProgressNotificationParam,
-    ServerResult,
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest,
+    ProgressNotificationParam, ServerResult,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RequestHandle, RunningService};
 use rmcp::transport::TokioChildProcess;
@@ -52,6 +52,7 @@ fn command(dir: &Path, args: &[&str]) -> tokio::process::Command {
         .args(args)
         // No user config file may change what the tests see.
         .env("XDG_CONFIG_HOME", dir)
+        .env("BASHTOOL_STATE_DIR", dir.join("state"))
         .env_remove("BASHTOOL_CONFIG")
         .env_remove("RUST_LOG");
     command
@@ -101,7 +102,11 @@ impl Server {
                 .await
                 .unwrap_or_else(|_| panic!("no progress with {needle:?} in time"))
                 .expect("client open");
-            if param.message.as_deref().is_some_and(|message| message.contains(needle)) {
+            if param
+                .message
+                .as_deref()
+                .is_some_and(|message| message.contains(needle))
+            {
                 return param;
             }
         }
@@ -148,7 +153,9 @@ async fn wait_until_dead(pids: &[i32]) {
         assert!(
             Instant::now() < deadline,
             "still alive: {:?}",
-            pids.iter().filter(|pid| pid_alive(**pid)).collect::<Vec<_>>()
+            pids.iter()
+                .filter(|pid| pid_alive(**pid))
+                .collect::<Vec<_>>()
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -159,7 +166,10 @@ async fn read_pids(file: &Path, count: usize) -> Vec<i32> {
     let deadline = Instant::now() + DEADLINE;
     loop {
         if let Ok(text) = std::fs::read_to_string(file) {
-            let pids: Vec<i32> = text.lines().filter_map(|line| line.trim().parse().ok()).collect();
+            let pids: Vec<i32> = text
+                .lines()
+                .filter_map(|line| line.trim().parse().ok())
+                .collect();
             if pids.len() >= count {
                 return pids;
             }
@@ -193,13 +203,19 @@ async fn initialize_names_the_server_and_offers_tools() {
 async fn tools_list_shows_the_core_spec_with_an_output_schema() {
     let server = start(&[]).await;
     let tools = server.client.list_all_tools().await.expect("tools/list");
-    let bash = tools.iter().find(|tool| tool.name == "bash").expect("bash tool");
+    let bash = tools
+        .iter()
+        .find(|tool| tool.name == "bash")
+        .expect("bash tool");
     let spec = tool_spec(&ToolConfig {
         working_directory: Some(server.dir.path().to_path_buf()),
         ..ToolConfig::default()
     });
     assert_eq!(bash.description.as_deref(), Some(spec.description.as_str()));
-    assert_eq!(Value::Object((*bash.input_schema).clone()), spec.input_schema);
+    assert_eq!(
+        Value::Object((*bash.input_schema).clone()),
+        spec.input_schema
+    );
     let output = bash.output_schema.as_ref().expect("output schema");
     assert_eq!(output["type"], "object");
     assert!(output["properties"]["exit_code"].is_object());
@@ -255,10 +271,7 @@ async fn a_timeout_returns_partial_output_and_leaves_no_process() {
 async fn progress_notifications_carry_live_output() {
     let mut server = start(&[]).await;
     let handle = server
-        .send(
-            "bash",
-            json!({"command": "echo first-line; sleep 300"}),
-        )
+        .send("bash", json!({"command": "echo first-line; sleep 300"}))
         .await;
     let progress = server.progress_with("first-line").await;
     assert!(progress.progress >= 0.0);
@@ -439,7 +452,9 @@ mod pending {
     async fn cwd_and_environment_persist_across_calls() {
         let server = start(&[]).await;
         std::fs::create_dir(server.path("sub")).expect("mkdir");
-        server.call(json!({"command": "cd sub && export GREETING=hi"})).await;
+        server
+            .call(json!({"command": "cd sub && export GREETING=hi"}))
+            .await;
         let result = server.call(json!({"command": "pwd; echo $GREETING"})).await;
         let sub = server.path("sub");
         assert!(text(&result).contains(&format!("{}\nhi", sub.display())));
@@ -450,7 +465,9 @@ mod pending {
     async fn a_background_ampersand_returns_at_once() {
         let server = start(&["--stateless"]).await;
         let started = Instant::now();
-        let result = server.call(json!({"command": "sleep 30 & echo started"})).await;
+        let result = server
+            .call(json!({"command": "sleep 30 & echo started"}))
+            .await;
         assert!(text(&result).contains("started"));
         assert!(started.elapsed() < Duration::from_secs(10));
     }

@@ -207,9 +207,11 @@ impl FileConfig {
                 "[env] {name:?} is not a valid variable name"
             );
         }
-        local
-            .env
-            .extend(self.env.iter().map(|(key, value)| (key.clone(), value.clone())));
+        local.env.extend(
+            self.env
+                .iter()
+                .map(|(key, value)| (key.clone(), value.clone())),
+        );
         Ok(())
     }
 }

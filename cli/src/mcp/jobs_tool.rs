@@ -209,7 +209,10 @@ pub async fn call(
             let text = if jobs.is_empty() {
                 "no background jobs".to_owned()
             } else {
-                jobs.iter().map(JobView::line).collect::<Vec<_>>().join("\n")
+                jobs.iter()
+                    .map(JobView::line)
+                    .collect::<Vec<_>>()
+                    .join("\n")
             };
             success(text, json!({ "jobs": jobs }))
         }

@@ -20,6 +20,7 @@ use clap::Args;
 use rmcp::ServiceExt as _;
 use tokio::signal::unix::{SignalKind, signal};
 
+use crate::jobs::records::JobStore;
 use crate::options::{ToolArgs, seconds};
 use config::FileConfig;
 use order::ArrivalOrder;
@@ -191,7 +192,11 @@ fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
     let log_filter = args
         .log_level
         .clone()
-        .or_else(|| std::env::var("RUST_LOG").ok().filter(|value| !value.is_empty()))
+        .or_else(|| {
+            std::env::var("RUST_LOG")
+                .ok()
+                .filter(|value| !value.is_empty())
+        })
         .or_else(|| file.log_level.clone())
         .unwrap_or_else(|| "warn".to_owned());
     Ok(Settings {
@@ -242,6 +247,7 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
         tool: BashTool::new(settings.tool, exec),
         order: order.clone(),
         jobs: None,
+        job_store: Some(JobStore::new(JobStore::default_dir())),
     };
     let server = BashServer::new(backend, settings.progress_interval);
     let (transport, input_closed) = gate::spawn(tokio::io::stdin(), tokio::io::stdout(), order);

@@ -114,7 +114,9 @@ impl Drop for Turn {
             queue.remove(position);
         }
         drop(queue);
-        self.order.changed.send_modify(|generation| *generation += 1);
+        self.order
+            .changed
+            .send_modify(|generation| *generation += 1);
     }
 }
 

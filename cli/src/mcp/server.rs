@@ -25,6 +25,7 @@ use super::jobs_tool::{self, JobControl};
 use super::order::ArrivalOrder;
 use super::progress::Progress;
 use super::tools;
+use crate::jobs::records::{JobRecord, JobStore};
 
 /// What the server runs commands with.
 pub struct Backend {
@@ -33,6 +34,8 @@ pub struct Backend {
     pub order: Option<ArrivalOrder>,
     /// Set when the environment keeps background jobs the model can reach.
     pub jobs: Option<Arc<dyn JobControl>>,
+    /// Where background jobs are recorded for `bashtool jobs`.
+    pub job_store: Option<JobStore>,
 }
 
 /// The MCP server. Cheap to clone.
@@ -132,6 +135,25 @@ impl BashServer {
             on_output: progress.as_ref().map(Progress::sink),
         };
         let result = inner.backend.tool.call_with(&input, call).await;
+        if let (Some(store), Some(pid), Some(output_file)) = (
+            &inner.backend.job_store,
+            result.details.pid,
+            &result.details.output_file,
+        ) {
+            let record = JobRecord::new(
+                pid,
+                &result.details.command,
+                output_file.into(),
+                result.details.working_directory.clone(),
+            );
+            let store = store.clone();
+            // Best effort: the job runs whether or not `bashtool jobs` sees it.
+            tokio::task::spawn_blocking(move || {
+                if let Err(error) = store.add(record) {
+                    tracing::warn!(%error, "job not recorded");
+                }
+            });
+        }
         drop(turn);
         drop(progress);
         drop(follow);

@@ -169,8 +169,7 @@ mod tests {
         assert_eq!(keys, described);
         let item = &value["batch"][0];
         let mut item_keys: Vec<&String> = item.as_object().expect("object").keys().collect();
-        let mut item_described: Vec<&String> = schema["properties"]["batch"]["items"]
-            ["properties"]
+        let mut item_described: Vec<&String> = schema["properties"]["batch"]["items"]["properties"]
             .as_object()
             .expect("object")
             .keys()
@@ -187,7 +186,10 @@ mod tests {
         let spec = tool_spec(&config);
         assert_eq!(tool.name, spec.name);
         assert_eq!(tool.description.as_deref(), Some(spec.description.as_str()));
-        assert_eq!(Value::Object((*tool.input_schema).clone()), spec.input_schema);
+        assert_eq!(
+            Value::Object((*tool.input_schema).clone()),
+            spec.input_schema
+        );
         assert!(tool.output_schema.is_some());
     }
 }
