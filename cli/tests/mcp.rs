@@ -472,3 +472,62 @@ mod pending {
         assert!(started.elapsed() < Duration::from_secs(10));
     }
 }
+
+mod settings {
+    //! Flags and the config file reach what the model is told.
+
+    use std::process::Stdio;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn config_file_and_flags_reach_the_tool_description() {
+        let config = tempfile::NamedTempFile::new().expect("config file");
+        std::fs::write(
+            config.path(),
+            "[timeouts]\ndefault = 7\nslow = 120\n[output]\nbudget_tokens = 500\n",
+        )
+        .expect("written");
+        let path = config.path().to_str().expect("UTF-8 path");
+        let server = start(&["--config", path, "--max-timeout", "60"]).await;
+        let tools = server.client.list_all_tools().await.expect("tools/list");
+        let bash = &tools[0];
+        let description = bash.description.as_deref().expect("description");
+        assert!(
+            description.contains("Commands time out after 7 s."),
+            "{description}"
+        );
+        assert!(description.contains("(up to 2 min)"), "{description}");
+        assert!(description.contains("about 500 tokens"), "{description}");
+        assert_eq!(bash.input_schema["properties"]["timeout"]["maximum"], 60);
+    }
+
+    #[tokio::test]
+    async fn a_config_file_with_a_typo_is_refused_on_stderr() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config = dir.path().join("config.toml");
+        std::fs::write(&config, "[output]\nbudget_token = 5\n").expect("written");
+        let output = command(dir.path(), &["--config", config.to_str().expect("UTF-8")])
+            .stdin(Stdio::null())
+            .output()
+            .await
+            .expect("ran");
+        assert_eq!(output.status.code(), Some(2));
+        assert!(output.stdout.is_empty(), "stdout carries only protocol");
+        let stderr = String::from_utf8(output.stderr).expect("UTF-8");
+        assert!(stderr.contains("unknown field `budget_token`"), "{stderr}");
+    }
+
+    #[test]
+    fn schema_mcp_format_is_what_tools_list_shows() {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_bashtool"))
+            .args(["schema", "--format", "mcp"])
+            .output()
+            .expect("schema");
+        let value: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+        assert_eq!(value["name"], "bash");
+        assert_eq!(value["inputSchema"]["type"], "object");
+        assert_eq!(value["outputSchema"]["type"], "object");
+        assert!(value["outputSchema"]["properties"]["exit_code"].is_object());
+    }
+}
