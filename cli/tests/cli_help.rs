@@ -54,8 +54,11 @@ fn an_unknown_subcommand_says_what_to_do_on_stderr() {
 }
 
 /// The model's text, with the temp directory of log files made stable.
-fn model_text(command: &str) -> String {
-    let text = stdout(&["run", "--model-text", "--plain-shortening", "--", command]);
+fn model_text(flags: &[&str], command: &str) -> String {
+    let mut args = vec!["run", "--model-text", "--plain-shortening"];
+    args.extend(flags);
+    args.extend(["--", command]);
+    let text = stdout(&args);
     let mut stable = String::new();
     for line in text.lines() {
         match line.find("/bashtool-") {
@@ -76,15 +79,15 @@ fn model_text(command: &str) -> String {
 
 #[test]
 fn model_text_of_a_successful_command() {
-    insta::assert_snapshot!(model_text("printf 'one\\ntwo\\n'"));
+    insta::assert_snapshot!(model_text(&[], "printf 'one\\ntwo\\n'"));
 }
 
 #[test]
 fn model_text_of_a_failing_command() {
-    insta::assert_snapshot!(model_text("echo compiling; exit 2"));
+    insta::assert_snapshot!(model_text(&[], "echo compiling; exit 2"));
 }
 
 #[test]
 fn model_text_of_a_long_output() {
-    insta::assert_snapshot!(model_text("seq 1 3000"));
+    insta::assert_snapshot!(model_text(&["--budget-tokens", "25"], "seq 1 3000"));
 }
