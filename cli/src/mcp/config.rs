@@ -24,6 +24,12 @@ use crate::options::seconds;
 /// progress_interval_ms = 250
 /// shell = "bash"
 ///
+/// [tool]
+/// name = "bash"
+/// shell_telemetry = true
+/// max_command_bytes = 262144
+/// fields = { commands = true, mode = true, background = true, timeout = true, working_directory = true, environment = true }
+///
 /// [timeouts]            # seconds
 /// default = 30
 /// slow = 900
@@ -62,6 +68,8 @@ pub struct FileConfig {
     pub progress_interval_ms: Option<u64>,
     pub shell: Option<PathBuf>,
     #[serde(default)]
+    pub tool: Tool,
+    #[serde(default)]
     pub timeouts: Timeouts,
     #[serde(default)]
     pub output: Output,
@@ -71,6 +79,28 @@ pub struct FileConfig {
     pub logs: Logs,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+}
+
+#[derive(Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Tool {
+    pub name: Option<String>,
+    pub shell_telemetry: Option<bool>,
+    pub max_command_bytes: Option<usize>,
+    #[serde(default)]
+    pub fields: Fields,
+}
+
+/// Which optional input fields the model is told about and may use.
+#[derive(Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Fields {
+    pub commands: Option<bool>,
+    pub mode: Option<bool>,
+    pub background: Option<bool>,
+    pub timeout: Option<bool>,
+    pub working_directory: Option<bool>,
+    pub environment: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize, PartialEq)]
@@ -148,6 +178,38 @@ impl FileConfig {
 
     /// Applies the file's tool settings over the defaults (flags come after).
     pub fn apply_to_tool(&self, tool: &mut ToolConfig) -> anyhow::Result<()> {
+        let settings = &self.tool;
+        if let Some(name) = &settings.name {
+            anyhow::ensure!(
+                !name.is_empty()
+                    && name.len() <= 64
+                    && name
+                        .chars()
+                        .all(|character| character.is_ascii_alphanumeric()
+                            || "_-".contains(character)),
+                "tool.name must be 1 to 64 letters, digits, _ or -"
+            );
+            tool.name.clone_from(name);
+        }
+        tool.shell_telemetry = settings.shell_telemetry.unwrap_or(tool.shell_telemetry);
+        if let Some(bytes) = settings.max_command_bytes {
+            anyhow::ensure!(
+                (1..=bashtool_core::MAX_COMMAND_BYTES).contains(&bytes),
+                "tool.max_command_bytes must be 1 to {}",
+                bashtool_core::MAX_COMMAND_BYTES
+            );
+            tool.max_command_bytes = bytes;
+        }
+        let fields = &settings.fields;
+        let enabled = &mut tool.fields;
+        enabled.commands = fields.commands.unwrap_or(enabled.commands);
+        enabled.mode = fields.mode.unwrap_or(enabled.mode);
+        enabled.background = fields.background.unwrap_or(enabled.background);
+        enabled.timeout = fields.timeout.unwrap_or(enabled.timeout);
+        enabled.working_directory = fields
+            .working_directory
+            .unwrap_or(enabled.working_directory);
+        enabled.environment = fields.environment.unwrap_or(enabled.environment);
         let timeouts = &self.timeouts;
         if let Some(default) = timeouts.default {
             tool.default_timeout = whole_seconds("timeouts.default", default)?;
@@ -242,6 +304,9 @@ mod tests {
         let config = FileConfig::parse(
             r#"
             stateless = true
+            [tool]
+            name = "shell"
+            fields = { commands = false }
             [timeouts]
             default = 10
             kill_grace = 0.5
@@ -258,6 +323,9 @@ mod tests {
         .expect("valid");
         let mut tool = ToolConfig::default();
         config.apply_to_tool(&mut tool).expect("applies");
+        assert_eq!(tool.name, "shell");
+        assert!(!tool.fields.commands);
+        assert!(tool.fields.mode);
         assert_eq!(tool.default_timeout, Duration::from_secs(10));
         assert_eq!(tool.output.max_output_tokens, 500);
         assert_eq!(tool.output.shortening, Shortening::Plain);

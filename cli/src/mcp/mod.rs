@@ -100,6 +100,9 @@ Codex (~/.codex/config.toml):
 Config file (TOML; every key optional):
   cwd = \"/home/me/project\"      stateless = false      keep_jobs = false
   log_level = \"info\"            progress_interval_ms = 250      shell = \"bash\"
+  [tool]      name = \"bash\"   shell_telemetry = true   max_command_bytes = 262144
+              fields = { commands = true, mode = true, background = true, timeout = true,
+                         working_directory = true, environment = true }
   [timeouts]  default = 30   slow = 900   max = 1800   kill_grace = 2
   [output]    budget_tokens = 2000   max_line_chars = 800   head_percent = 30
               shortening = \"error-aware\" | \"plain\"   error_patterns = [\"FAILED\"]
