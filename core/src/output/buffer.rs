@@ -47,6 +47,8 @@ struct PendingLine {
     log_line: Option<u64>,
     /// Raw text not yet written to the log.
     unlogged: String,
+    /// An error-like token seen in the part of a long line not kept.
+    middle_window: Option<crate::output::salient::MiddleWindow>,
 }
 
 impl PendingLine {
@@ -223,6 +225,17 @@ impl OutputBuffer {
                 .char_indices()
                 .nth(drop_chars)
                 .map_or(pending.tail.len(), |(byte, _)| byte);
+            if pending.middle_window.is_none() {
+                // Error-aware shortening wants the text around an error even
+                // in the middle of a line of megabytes: look before forgetting.
+                // A token cut by the trim point is still seen whole.
+                let mut overlap = (drop_bytes + 64).min(pending.tail.len());
+                while !pending.tail.is_char_boundary(overlap) {
+                    overlap -= 1;
+                }
+                let (dropped, rest) = pending.tail.split_at(overlap);
+                pending.middle_window = self.salient.middle_window(dropped, rest);
+            }
             pending.tail.drain(..drop_bytes);
             pending.tail_chars = half;
         }
@@ -302,18 +315,18 @@ impl OutputBuffer {
             log_line,
             original_chars: pending.total_chars,
         };
-        self.retain(line);
+        self.retain(line, pending.middle_window);
     }
 
     fn line_cost(&self, line: &OutputLine) -> usize {
         line.original_chars.min(self.config.max_line_chars) + 1
     }
 
-    fn retain(&mut self, line: OutputLine) {
+    fn retain(&mut self, line: OutputLine, window: Option<crate::output::salient::MiddleWindow>) {
         let cost = self.line_cost(&line);
         let budget = self.config.budget_chars();
         self.total_cost += cost as u64;
-        self.salient.observe(&line);
+        self.salient.observe_with_window(&line, window);
         if !self.head_full {
             if self.head_cost + cost <= budget || self.head.is_empty() {
                 self.head_cost += cost;

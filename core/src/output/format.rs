@@ -101,6 +101,23 @@ impl Renderer {
         self.text.push('\n');
     }
 
+    /// A line as error-aware mode shows it (a long line keeps the window
+    /// around its error).
+    pub fn salient_line(
+        &mut self,
+        line: &OutputLine,
+        config: &OutputConfig,
+        tracker: &crate::output::salient::SalientTracker,
+    ) {
+        if self.stream != Some(line.stream) {
+            let _ = writeln!(self.text, "{}:", line.stream);
+            self.stream = Some(line.stream);
+        }
+        self.text
+            .push_str(&crate::output::salient::display_line(line, config, tracker));
+        self.text.push('\n');
+    }
+
     pub fn marker(&mut self, marker: &str) {
         self.text.push_str(marker);
         self.text.push('\n');
@@ -125,18 +142,20 @@ pub fn format_output_with_budget(
         let mut truncated = false;
         for line in buffer.head() {
             truncated |= line.original_chars > config.max_line_chars;
-            renderer.line(line, config);
+            if config.shortening == Shortening::ErrorAware {
+                renderer.salient_line(line, config, buffer.salient());
+            } else {
+                renderer.line(line, config);
+            }
         }
         return FormattedOutput {
             text: renderer.text,
             truncated,
         };
     }
-    if config.shortening == Shortening::ErrorAware
-        && let Some(text) = crate::output::salient::format_error_aware(buffer, config, budget)
-    {
+    if config.shortening == Shortening::ErrorAware {
         return FormattedOutput {
-            text,
+            text: crate::output::salient::format_error_aware(buffer, config, budget),
             truncated: true,
         };
     }
