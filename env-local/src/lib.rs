@@ -1,142 +1,60 @@
-//! `bashtool-env-local` (minimal first version; the hardened one replaces it).
-#![allow(clippy::pedantic, clippy::collapsible_if, missing_docs)]
+//! `bashtool-env-local`: the real-process environment of the bash tool.
+//!
+//! [`LocalExec`] implements [`bashtool_core::CommandExec`] with real `bash`
+//! processes on Linux: each command runs as `bash -c <command>` in a new
+//! session (its own process group, no controlling terminal), stdin
+//! `/dev/null`, a non-interactive environment (pagers off, editors and
+//! prompts fail at once). It never hangs on a leftover process holding the
+//! output pipe, stops the whole process tree (setsid escapees included) on
+//! timeout and cancel, keeps memory bounded whatever the output size, and
+//! streams every call's cleaned output to a log file. Background jobs run
+//! detached with their output in a file, in a [`JobTable`].
+//!
+//! It is not a sandbox: commands run with the caller's rights.
+//!
+//! ```no_run
+//! # async fn demo() {
+//! use std::sync::Arc;
+//! use bashtool_core::{BashTool, ToolConfig};
+//! use bashtool_env_local::{LocalConfig, LocalExec};
+//!
+//! let exec = LocalExec::new(LocalConfig::default());
+//! let tool = BashTool::new(ToolConfig::default(), Arc::new(exec.clone()));
+//! let result = tool.call(serde_json::json!({"command": "echo hi"})).await;
+//! println!("{}", result.text()); // "stdout:\nhi\nexit code 0"
+//! exec.shutdown().await;
+//! # }
+//! ```
+//!
+//! The pieces are public for environments built on top (a persistent
+//! session): [`spawn()`] starts a command, [`OutputPump`] reads its pipes,
+//! [`StreamCleaner`] cleans text, [`ProcessTree`] finds and stops a tree,
+//! [`LogDir`] manages log files.
 
-use std::collections::BTreeMap;
-use std::path::PathBuf;
-use std::process::Stdio;
-use std::time::{Duration, Instant};
+mod clean;
+mod config;
+mod error;
+mod exec;
+mod jobs;
+mod kill;
+mod logs;
+mod reader;
+mod spawn;
 
-use bashtool_core::{
-    CommandExec, CommandResult, ExecError, OutputBuffer, OutputConfig, SpawnOptions, Stream,
+pub use clean::{StreamCleaner, clean_text, collapse_carriage_returns};
+pub use config::{
+    DEFAULT_KILL_GRACE, DEFAULT_MAX_LOG_BYTES, DEFAULT_MAX_LOG_FILES, LocalConfig, NO_EDITOR,
+    NON_INTERACTIVE_ENV,
 };
-use tokio::io::AsyncReadExt;
-
-#[derive(Debug, Clone)]
-pub struct LocalConfig {
-    pub shell: PathBuf,
-    pub working_directory: PathBuf,
-    pub env: BTreeMap<String, String>,
-    pub kill_grace: Duration,
-    pub output: OutputConfig,
-}
-
-impl Default for LocalConfig {
-    fn default() -> Self {
-        Self {
-            shell: PathBuf::from("bash"),
-            working_directory: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
-            env: BTreeMap::new(),
-            kill_grace: Duration::from_secs(2),
-            output: OutputConfig::default(),
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct LocalExec {
-    config: LocalConfig,
-}
-
-impl LocalExec {
-    pub fn new(config: LocalConfig) -> Self {
-        Self { config }
-    }
-
-    pub fn config(&self) -> &LocalConfig {
-        &self.config
-    }
-}
-
-#[async_trait::async_trait]
-impl CommandExec for LocalExec {
-    async fn spawn(
-        &self,
-        command: &str,
-        options: SpawnOptions,
-    ) -> Result<CommandResult, ExecError> {
-        let cwd = options.cwd.as_ref().map_or_else(
-            || self.config.working_directory.clone(),
-            |cwd| self.config.working_directory.join(cwd),
-        );
-        if !cwd.exists() {
-            return Err(ExecError::MissingDirectory { path: cwd });
-        }
-        let start = Instant::now();
-        let mut child = tokio::process::Command::new(&self.config.shell)
-            .arg("-c")
-            .arg(command)
-            .current_dir(&cwd)
-            .envs(&self.config.env)
-            .envs(&options.env)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(|source| ExecError::Spawn {
-                program: self.config.shell.display().to_string(),
-                source,
-            })?;
-        let mut stdout = child.stdout.take().expect("piped");
-        let mut stderr = child.stderr.take().expect("piped");
-        let mut output = OutputBuffer::new(&self.config.output);
-        let mut out_buf = vec![0u8; 65536];
-        let mut err_buf = vec![0u8; 65536];
-        let (mut out_open, mut err_open) = (true, true);
-        let deadline = options
-            .timeout
-            .map(|timeout| tokio::time::Instant::now() + timeout);
-        let mut timed_out = false;
-        let mut cancelled = false;
-        while out_open || err_open {
-            let sleep = async {
-                match deadline {
-                    Some(deadline) => tokio::time::sleep_until(deadline).await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                read = stdout.read(&mut out_buf), if out_open => match read {
-                    Ok(0) | Err(_) => out_open = false,
-                    Ok(count) => { let text = String::from_utf8_lossy(&out_buf[..count]); options.emit(Stream::Stdout, &text); output.push(Stream::Stdout, &text); }
-                },
-                read = stderr.read(&mut err_buf), if err_open => match read {
-                    Ok(0) | Err(_) => err_open = false,
-                    Ok(count) => { let text = String::from_utf8_lossy(&err_buf[..count]); options.emit(Stream::Stderr, &text); output.push(Stream::Stderr, &text); }
-                },
-                () = sleep => { timed_out = true; break; }
-                () = options.cancel.cancelled() => { cancelled = true; break; }
-            }
-        }
-        if let Some(pid) = child.id() {
-            if timed_out || cancelled {
-                let _ = nix::sys::signal::killpg(
-                    nix::unistd::Pid::from_raw(pid as i32),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-            }
-        }
-        let status = child.wait().await.ok();
-        output.finish();
-        use std::os::unix::process::ExitStatusExt;
-        Ok(CommandResult {
-            exit_code: status.and_then(|status| status.code()),
-            signal: status.and_then(|status| status.signal()).map(|signal| {
-                nix::sys::signal::Signal::try_from(signal).map_or_else(
-                    |_| format!("signal {signal}"),
-                    |signal| signal.as_str().to_owned(),
-                )
-            }),
-            duration: start.elapsed(),
-            timed_out,
-            cancelled,
-            output,
-            log_file: None,
-            notes: Vec::new(),
-            background: None,
-            shell: None,
-            working_directory: Some(cwd),
-        })
-    }
-}
+pub use error::Error;
+pub use exec::{DRAIN_AFTER_EXIT, FINAL_DRAIN, LEFTOVER_WAIT, LocalExec};
+pub use jobs::{JobInfo, JobOutput, JobRead, JobStatus, JobTable, MAX_JOB_READ};
+pub use kill::{
+    MARKER_VARIABLE, ProcessInfo, ProcessTree, RunMarker, all_processes, is_alive, kill_survivors,
+    process_info, signal_process,
+};
+pub use logs::{LogDir, LogHandle, LogWriter};
+pub use reader::OutputPump;
+pub use spawn::{
+    ExitStatus, MAX_INLINE_SCRIPT, Output, RootProcess, SpawnRequest, Spawned, resolve_cwd, spawn,
+};

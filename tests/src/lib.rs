@@ -1,1 +1,145 @@
-//! Helpers for the integration tests.
+//! Helpers for the integration tests: a temp dir, an environment in it,
+//! probes for processes and fds, a script that forks grandchildren and
+//! prints their pids, and waiting for an event with a deadline.
+
+use std::path::Path;
+use std::time::Duration;
+
+use bashtool_core::{CommandExec, CommandResult, ExecError, SpawnOptions};
+use bashtool_env_local::{LocalConfig, LocalExec};
+
+pub use tempfile::TempDir;
+
+pub fn temp_dir() -> TempDir {
+    tempfile::tempdir().expect("create a temp dir")
+}
+
+/// The test configuration: runs in `dir`, logs under `dir/logs`, grace 1 s.
+pub fn test_config(dir: &Path) -> LocalConfig {
+    LocalConfig {
+        working_directory: dir.to_path_buf(),
+        log_dir: Some(dir.join("logs")),
+        kill_grace: Duration::from_secs(1),
+        ..LocalConfig::default()
+    }
+}
+
+pub fn local_exec(dir: &Path) -> LocalExec {
+    LocalExec::new(test_config(dir))
+}
+
+/// Runs `command` in the foreground with `options`.
+pub async fn run_with(
+    exec: &LocalExec,
+    command: &str,
+    options: SpawnOptions,
+) -> Result<CommandResult, ExecError> {
+    exec.spawn(command, options).await
+}
+
+/// Runs `command` with a 20 s safety timeout and expects it to start.
+pub async fn run(exec: &LocalExec, command: &str) -> CommandResult {
+    run_with(
+        exec,
+        command,
+        SpawnOptions::default().timeout(Duration::from_secs(20)),
+    )
+    .await
+    .expect("the command starts")
+}
+
+/// The retained output lines, joined with `\n`.
+pub fn text(result: &CommandResult) -> String {
+    result
+        .output
+        .retained()
+        .0
+        .iter()
+        .map(|line| line.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A process exists and is not a zombie.
+pub fn pid_alive(pid: u32) -> bool {
+    bashtool_env_local::is_alive(pid)
+}
+
+/// A script that starts `count` grandchildren (`sh` that execs `sleep 300`,
+/// inside a background subshell) and prints `pid:<n>` for each.
+pub fn grandchildren_script(count: usize) -> String {
+    "( sh -c 'echo pid:$$; exec sleep 300' & wait ) &\n".repeat(count)
+}
+
+/// A script line that starts a process that leaves the session with
+/// `setsid` and prints `pid:<n>`.
+pub const ESCAPEE: &str = "setsid sh -c 'echo pid:$$; exec sleep 300' &";
+
+/// The pids printed as `pid:<n>` in `text`.
+pub fn pids_in(text: &str) -> Vec<u32> {
+    text.lines()
+        .filter_map(|line| line.trim().strip_prefix("pid:")?.parse().ok())
+        .collect()
+}
+
+/// Polls `condition` every 10 ms until it holds or `limit` passes.
+pub async fn wait_until(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        if condition() {
+            return true;
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Waits until every pid is gone (dead or a zombie); returns the survivors.
+pub async fn survivors_after(pids: &[u32], limit: Duration) -> Vec<u32> {
+    wait_until(limit, || pids.iter().all(|&pid| !pid_alive(pid))).await;
+    pids.iter().copied().filter(|&pid| pid_alive(pid)).collect()
+}
+
+/// Kills stray test processes (cleanup after a failed assertion).
+pub fn kill_all(pids: &[u32]) {
+    for &pid in pids {
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+/// Number of open file descriptors of this process.
+pub fn open_fds() -> usize {
+    std::fs::read_dir("/proc/self/fd").map_or(0, Iterator::count)
+}
+
+/// Children of this process that are zombies.
+pub fn zombie_children() -> Vec<u32> {
+    let own = std::process::id();
+    bashtool_env_local::all_processes()
+        .into_iter()
+        .filter(|info| info.parent == own && info.zombie)
+        .map(|info| info.pid)
+        .collect()
+}
+
+/// Peak resident memory of this process (VmHWM), in bytes.
+pub fn peak_rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| {
+            value
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .map_or(0, |kib| kib * 1024)
+}

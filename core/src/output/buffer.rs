@@ -72,6 +72,8 @@ pub struct OutputBuffer {
     total_lines: u64,
     total_bytes: u64,
     total_cost: u64,
+    /// Stream of the last completed line: a change costs a header.
+    last_stream: Option<Stream>,
     log: Option<Box<dyn Write + Send>>,
     log_lines: u64,
     log_stream: Option<Stream>,
@@ -134,6 +136,7 @@ impl OutputBuffer {
             total_lines: 0,
             total_bytes: 0,
             total_cost: 0,
+            last_stream: None,
             log: None,
             log_lines: 0,
             log_stream: None,
@@ -325,7 +328,15 @@ impl OutputBuffer {
     fn retain(&mut self, line: OutputLine, window: Option<crate::output::salient::MiddleWindow>) {
         let cost = self.line_cost(&line);
         let budget = self.config.budget_chars();
-        self.total_cost += cost as u64;
+        // A `stdout:`/`stderr:` header is shown where the stream changes; with
+        // interleaved streams the headers would otherwise escape the budget.
+        let header = if self.last_stream.is_some_and(|last| last != line.stream) {
+            crate::output::format::HEADER_COST
+        } else {
+            0
+        };
+        self.last_stream = Some(line.stream);
+        self.total_cost += (cost + header) as u64;
         self.salient.observe_with_window(&line, window);
         if !self.head_full {
             if self.head_cost + cost <= budget || self.head.is_empty() {
@@ -404,7 +415,8 @@ impl OutputBuffer {
         self.total_bytes
     }
 
-    /// Sum of the display cost (abbreviated length + newline) of all lines.
+    /// Sum of the display cost (abbreviated length + newline) of all lines,
+    /// and of the stream headers between them (the first is overhead).
     pub fn total_cost(&self) -> u64 {
         self.total_cost
     }

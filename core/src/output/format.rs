@@ -11,6 +11,8 @@ use crate::output::{OutputBuffer, OutputLine};
 
 /// What the gap marker looks like, for docs and descriptions.
 pub const OMISSION_MARKER_EXAMPLE: &str = "... (N lines omitted) ...";
+/// Chars of a `stdout:`/`stderr:` header line.
+pub(crate) const HEADER_COST: usize = "stdout:\n".len();
 /// Separator of an abbreviated line.
 const ELLIPSIS: &str = "...";
 
@@ -190,10 +192,14 @@ pub(crate) fn split_head_tail<'a>(
 ) -> (Vec<&'a OutputLine>, Vec<&'a OutputLine>) {
     let head_budget = budget * config.head_percent.min(100) / 100;
     let tail_budget = budget - head_budget;
-    let mut head = Vec::new();
+    let mut head: Vec<&OutputLine> = Vec::new();
     let mut used = 0;
     for line in buffer.head() {
-        let cost = line_cost(line, config);
+        let header = head
+            .last()
+            .filter(|previous| previous.stream != line.stream)
+            .map_or(0, |_| HEADER_COST);
+        let cost = line_cost(line, config) + header;
         if !head.is_empty() && used + cost > head_budget {
             break;
         }
@@ -201,10 +207,14 @@ pub(crate) fn split_head_tail<'a>(
         head.push(line);
     }
     let last_head = head.last().map_or(0, |line| line.number);
-    let mut tail = Vec::new();
+    let mut tail: Vec<&OutputLine> = Vec::new();
     let mut used = 0;
     for line in buffer.tail().rev() {
-        let cost = line_cost(line, config);
+        let header = tail
+            .last()
+            .filter(|next| next.stream != line.stream)
+            .map_or(0, |_| HEADER_COST);
+        let cost = line_cost(line, config) + header;
         if line.number <= last_head || (!tail.is_empty() && used + cost > tail_budget) {
             break;
         }
@@ -334,6 +344,21 @@ mod tests {
                 "l".repeat(100)
             )
         );
+    }
+
+    #[test]
+    fn interleaved_streams_pay_for_their_headers() {
+        let config = plain();
+        let mut buffer = OutputBuffer::new(&config);
+        for number in 0..3000 {
+            let stream = if number % 2 == 0 { Stream::Stdout } else { Stream::Stderr };
+            buffer.push(stream, "x\n");
+        }
+        buffer.finish();
+        let formatted = format_output(&buffer, &config);
+        assert!(formatted.truncated);
+        let chars = formatted.text.chars().count();
+        assert!(chars <= config.budget_chars() + 60, "{chars} chars");
     }
 
     #[test]

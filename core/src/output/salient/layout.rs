@@ -16,7 +16,7 @@ use super::patterns::Matcher;
 use super::tracker::{Entry, Group, entry_cost, repeat_suffix};
 
 /// `stdout:\n` or `stderr:\n`, where the stream changes.
-const HEADER_COST: usize = 8;
+use crate::output::format::HEADER_COST;
 const ELLIPSIS: &str = "...";
 
 /// One shown line standing for `count` identical consecutive lines, the

@@ -1,0 +1,103 @@
+//! Configuration of [`crate::LocalExec`].
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bashtool_core::OutputConfig;
+
+/// Default grace between SIGTERM and SIGKILL.
+pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
+/// Default cap on the number of log files kept in the log directory.
+pub const DEFAULT_MAX_LOG_FILES: usize = 500;
+/// Default cap on the total size of the log files (and on one file).
+pub const DEFAULT_MAX_LOG_BYTES: u64 = 2 * 1024 * 1024 * 1024;
+
+/// What every command gets from [`LocalConfig::non_interactive`]: nothing may
+/// wait for a human. Pagers print, prompts fail, editors fail with a message
+/// that tells the model what to do instead.
+pub const NON_INTERACTIVE_ENV: &[(&str, &str)] = &[
+    ("PAGER", "cat"),
+    ("GIT_PAGER", "cat"),
+    ("MANPAGER", "cat"),
+    ("SYSTEMD_PAGER", "cat"),
+    ("GIT_TERMINAL_PROMPT", "0"),
+    ("EDITOR", NO_EDITOR),
+    ("VISUAL", NO_EDITOR),
+    ("GIT_EDITOR", NO_EDITOR),
+    ("GIT_SEQUENCE_EDITOR", NO_EDITOR),
+    ("DEBIAN_FRONTEND", "noninteractive"),
+    ("TERM", "dumb"),
+    ("NO_COLOR", "1"),
+];
+
+/// The editor of a non-interactive command. Git runs its editor through
+/// `sh -c '<editor> "$@"'`, so a shell snippet works and fails at once with
+/// the message; programs that exec `$EDITOR` directly fail at once too
+/// (no such program), which is still better than waiting.
+pub const NO_EDITOR: &str = "echo 'error: no interactive editor is available to bashtool; pass the text on the command line instead (e.g. git commit -m \"message\")' >&2; false";
+
+/// Configuration of [`crate::LocalExec`]. `Default` gives the production
+/// settings; use struct update syntax to change a few:
+///
+/// ```
+/// use bashtool_env_local::LocalConfig;
+/// let config = LocalConfig { kill_grace: std::time::Duration::from_secs(1), ..LocalConfig::default() };
+/// ```
+#[derive(Debug, Clone)]
+pub struct LocalConfig {
+    /// The shell program, looked up in `PATH` when relative. Default `bash`.
+    pub shell: PathBuf,
+    /// Arguments before the script. Default `["-c"]`: the command runs as
+    /// `bash -c <command>`. Scripts over [`crate::MAX_INLINE_SCRIPT`] bytes
+    /// (Linux refuses one argument over 128 KiB) are written to a temp file
+    /// and run as `bash -c '. "$0"' <file>`.
+    pub shell_args: Vec<String>,
+    /// Where commands run by default, and what relative `cwd`s resolve against.
+    pub working_directory: PathBuf,
+    /// Variables added to every call, after the non-interactive ones (so
+    /// they may override them) and before the call's own.
+    pub env: BTreeMap<String, String>,
+    /// Set [`NON_INTERACTIVE_ENV`] for every command. Default true.
+    pub non_interactive: bool,
+    /// Time between SIGTERM and SIGKILL when stopping a process tree.
+    pub kill_grace: Duration,
+    /// Where log files and background output files go. `None`:
+    /// `<temp>/bashtool-<pid>`, one directory per process.
+    pub log_dir: Option<PathBuf>,
+    /// Most log files kept; the oldest are removed first.
+    pub max_log_files: usize,
+    /// Most bytes of log files kept in total; also the cap of one log file.
+    pub max_log_bytes: u64,
+    /// Retention windows of the output buffer (the model's budget).
+    pub output: OutputConfig,
+    /// Background jobs keep running when the `LocalExec` is dropped.
+    pub keep_jobs_on_drop: bool,
+}
+
+impl Default for LocalConfig {
+    fn default() -> Self {
+        Self {
+            shell: PathBuf::from("bash"),
+            shell_args: vec!["-c".to_owned()],
+            working_directory: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
+            env: BTreeMap::new(),
+            non_interactive: true,
+            kill_grace: DEFAULT_KILL_GRACE,
+            log_dir: None,
+            max_log_files: DEFAULT_MAX_LOG_FILES,
+            max_log_bytes: DEFAULT_MAX_LOG_BYTES,
+            output: OutputConfig::default(),
+            keep_jobs_on_drop: false,
+        }
+    }
+}
+
+impl LocalConfig {
+    /// The log directory in effect.
+    pub fn effective_log_dir(&self) -> PathBuf {
+        self.log_dir.clone().unwrap_or_else(|| {
+            std::env::temp_dir().join(format!("bashtool-{}", std::process::id()))
+        })
+    }
+}

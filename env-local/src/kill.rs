@@ -1,0 +1,397 @@
+//! Finding and stopping every process a command started.
+//!
+//! Each command runs as the leader of a new session (`setsid`), so its pid is
+//! also its process group and session id, and it has no controlling terminal
+//! (nothing can prompt on `/dev/tty`). Killing the group reaches its
+//! grandchildren, which a plain `kill(pid)` does not (they would also keep
+//! the output pipe open forever). Processes that call `setsid` themselves
+//! leave the session; they are found by a marker variable,
+//! [`RunMarker`], that every descendant inherits in its environment, and by
+//! their parent links. We do not use `PR_SET_CHILD_SUBREAPER`: it would
+//! change the embedding process for good (every orphan of anything it runs
+//! would become its zombie to reap), while the marker finds escapees
+//! wherever they were re-parented.
+//!
+//! Pids are reused (`pid_max` is 32768 on many machines), so:
+//! - the group is signalled with `killpg` only while the leader is not yet
+//!   reaped (a zombie keeps its pid, and so the group id, reserved);
+//! - other processes are signalled through a pidfd opened after checking
+//!   that the pid still has the start time it had when we found it.
+//!
+//! Limits: a process that leaves the session *and* clears its environment
+//! *and* is re-parented away from the tree is not found (only cgroups could
+//! do that, and they are not available unprivileged).
+
+use std::collections::{HashMap, HashSet};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
+use tokio::time::Instant;
+
+/// Name of the variable that marks a command's processes.
+pub const MARKER_VARIABLE: &str = "BASHTOOL_RUN_ID";
+
+/// How often a stopping tree is checked for survivors.
+const POLL_INTERVAL: Duration = Duration::from_millis(10);
+/// How long to wait for SIGKILL to take effect before giving up on a
+/// process (one in uninterruptible sleep may take a while).
+const KILL_WAIT: Duration = Duration::from_secs(1);
+
+/// A unique `BASHTOOL_RUN_ID=<id>` for one command. Put [`RunMarker::value`]
+/// into the command's environment under [`MARKER_VARIABLE`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunMarker {
+    value: String,
+    /// `\0BASHTOOL_RUN_ID=<id>\0`, searched for in `/proc/<pid>/environ`.
+    needle: Vec<u8>,
+}
+
+impl RunMarker {
+    /// A marker unique to this process and call.
+    pub fn new() -> Self {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |elapsed| elapsed.subsec_nanos());
+        Self::from_value(format!("{}-{count}-{nanos:x}", std::process::id()))
+    }
+
+    pub fn from_value(value: String) -> Self {
+        let needle = format!("\0{MARKER_VARIABLE}={value}\0").into_bytes();
+        Self { value, needle }
+    }
+
+    pub fn value(&self) -> &str {
+        &self.value
+    }
+
+    fn is_in(&self, environ: &[u8]) -> bool {
+        // environ is NUL-separated; the first entry has no NUL before it.
+        environ.starts_with(&self.needle[1..])
+            || environ
+                .windows(self.needle.len())
+                .any(|window| window == self.needle.as_slice())
+    }
+}
+
+impl Default for RunMarker {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// One process as `/proc/<pid>/stat` showed it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcessInfo {
+    pub pid: u32,
+    pub parent: u32,
+    pub group: u32,
+    pub session: u32,
+    /// Start time in clock ticks since boot: with the pid, it identifies the
+    /// process even after its pid is reused.
+    pub start_time: u64,
+    pub zombie: bool,
+}
+
+/// Reads `/proc/<pid>/stat`. `None` when the process is gone.
+pub fn process_info(pid: u32) -> Option<ProcessInfo> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(pid, &stat)
+}
+
+fn parse_stat(pid: u32, stat: &str) -> Option<ProcessInfo> {
+    // The command name is in parentheses and may itself contain spaces and
+    // parentheses: the fields start after the last `)`.
+    let fields: Vec<&str> = stat.get(stat.rfind(')')? + 2..)?.split(' ').collect();
+    let state = *fields.first()?;
+    Some(ProcessInfo {
+        pid,
+        parent: fields.get(1)?.parse().ok()?,
+        group: fields.get(2)?.parse().ok()?,
+        session: fields.get(3)?.parse().ok()?,
+        start_time: fields.get(19)?.parse().ok()?,
+        zombie: matches!(state, "Z" | "X" | "x"),
+    })
+}
+
+/// Every process on the system (thread-group leaders), without our own.
+pub fn all_processes() -> Vec<ProcessInfo> {
+    let own = std::process::id();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != own)
+        .filter_map(process_info)
+        .collect()
+}
+
+/// True if `pid` exists and is not a zombie.
+pub fn is_alive(pid: u32) -> bool {
+    process_info(pid).is_some_and(|info| !info.zombie)
+}
+
+fn pidfd_open(pid: u32) -> std::io::Result<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1;
+    // no memory is shared with the kernel.
+    #[allow(unsafe_code)]
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: the kernel just gave us this fd and nobody else owns it.
+    #[allow(unsafe_code)]
+    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
+}
+
+fn pidfd_send_signal(pidfd: &OwnedFd, signal: Signal) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: pidfd_send_signal with a null siginfo and no flags; the fd is
+    // open for the duration of the call.
+    #[allow(unsafe_code)]
+    let result = unsafe {
+        libc::syscall(
+            libc::SYS_pidfd_send_signal,
+            pidfd.as_raw_fd(),
+            signal as libc::c_int,
+            std::ptr::null::<libc::siginfo_t>(),
+            0,
+        )
+    };
+    if result < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Opens a pidfd on a process we waited for ourselves (our child): race-free.
+pub fn open_pidfd(pid: u32) -> std::io::Result<OwnedFd> {
+    pidfd_open(pid)
+}
+
+/// Sends `signal` to the process `info` describes, if it is still that
+/// process (same start time). Returns whether it was signalled.
+pub fn signal_process(info: &ProcessInfo, signal: Signal) -> bool {
+    match pidfd_open(info.pid) {
+        Ok(pidfd) => {
+            // The pidfd pins the process: if the start time still matches
+            // now, the fd refers to the process we found, not a newcomer.
+            let same = process_info(info.pid)
+                .is_some_and(|now| now.start_time == info.start_time && !now.zombie);
+            same && pidfd_send_signal(&pidfd, signal).is_ok()
+        }
+        Err(error) if error.raw_os_error() == Some(libc::ENOSYS) => {
+            // Kernels before 5.3: check and signal, with a tiny reuse race.
+            let same = process_info(info.pid)
+                .is_some_and(|now| now.start_time == info.start_time && !now.zombie);
+            same && kill(Pid::from_raw(info.pid as i32), signal).is_ok()
+        }
+        Err(_) => false,
+    }
+}
+
+/// The processes of one command: the session its root leads, and the
+/// processes carrying its marker, with their descendants.
+#[derive(Debug, Clone)]
+pub struct ProcessTree {
+    /// The root: session leader and group leader. The caller guarantees it
+    /// is not reaped while [`ProcessTree::signal_group`] may be called.
+    root: Option<ProcessInfo>,
+    marker: Option<RunMarker>,
+}
+
+impl ProcessTree {
+    /// The tree of a command whose root (`setsid` leader) is `root_pid`,
+    /// not yet reaped.
+    pub fn new(root_pid: u32, marker: Option<RunMarker>) -> Self {
+        Self {
+            root: process_info(root_pid),
+            marker,
+        }
+    }
+
+    /// The processes carrying `marker` and their descendants (for a command
+    /// running inside a longer-lived shell, which must not be stopped).
+    pub fn by_marker(marker: RunMarker) -> Self {
+        Self {
+            root: None,
+            marker: Some(marker),
+        }
+    }
+
+    pub fn root_pid(&self) -> Option<u32> {
+        self.root.map(|root| root.pid)
+    }
+
+    /// True while the root has not exited.
+    pub fn root_alive(&self) -> bool {
+        self.root.is_some_and(|root| {
+            process_info(root.pid)
+                .is_some_and(|now| now.start_time == root.start_time && !now.zombie)
+        })
+    }
+
+    /// Live processes of the tree other than the root. With
+    /// `escapees: false`, only the root's session (cheap: no environ reads).
+    pub fn members(&self, escapees: bool) -> Vec<ProcessInfo> {
+        let all = all_processes();
+        // Nothing started before the root can descend from it.
+        let not_before = self.root.map_or(0, |root| root.start_time);
+        let root_pid = self.root_pid();
+        let mut matched: HashSet<u32> = HashSet::new();
+        if let Some(pid) = root_pid {
+            matched.insert(pid);
+        }
+        for info in &all {
+            if info.zombie || info.start_time < not_before {
+                continue;
+            }
+            let in_session = root_pid.is_some_and(|pid| info.session == pid);
+            let marked = escapees
+                && !in_session
+                && self.marker.as_ref().is_some_and(|marker| {
+                    std::fs::read(format!("/proc/{}/environ", info.pid))
+                        .is_ok_and(|environ| marker.is_in(&environ))
+                });
+            if in_session || marked {
+                matched.insert(info.pid);
+            }
+        }
+        if escapees {
+            // Children of found processes, whatever their session or
+            // environment (e.g. `setsid env -i server`).
+            let children: HashMap<u32, Vec<u32>> = all
+                .iter()
+                .filter(|info| !info.zombie && info.start_time >= not_before)
+                .fold(HashMap::new(), |mut map, info| {
+                    map.entry(info.parent).or_default().push(info.pid);
+                    map
+                });
+            let mut stack: Vec<u32> = matched.iter().copied().collect();
+            while let Some(pid) = stack.pop() {
+                for &child in children.get(&pid).into_iter().flatten() {
+                    if matched.insert(child) {
+                        stack.push(child);
+                    }
+                }
+            }
+        }
+        all.into_iter()
+            .filter(|info| {
+                !info.zombie && Some(info.pid) != root_pid && matched.contains(&info.pid)
+            })
+            .collect()
+    }
+
+    /// Signals the root's process group at once (atomically: processes
+    /// forked meanwhile are included). Only while the root is unreaped.
+    pub fn signal_group(&self, signal: Signal) {
+        if let Some(root) = self.root {
+            let _ = killpg(Pid::from_raw(root.pid as i32), signal);
+        }
+    }
+
+    /// Signals the group and every member outside it.
+    pub fn signal_all(&self, signal: Signal, escapees: bool) -> Vec<ProcessInfo> {
+        self.signal_group(signal);
+        let members = self.members(escapees);
+        let group = self.root_pid();
+        for member in &members {
+            if Some(member.group) != group {
+                signal_process(member, signal);
+            }
+        }
+        members
+    }
+
+    /// Stops the whole tree: SIGTERM, up to `grace` for it to end, then
+    /// SIGKILL. Returns how many processes besides the root were found.
+    /// The root must not be reaped before this returns.
+    pub async fn terminate(&self, grace: Duration, escapees: bool) -> usize {
+        let mut found: HashSet<u32> = HashSet::new();
+        let first = self.signal_all(Signal::SIGTERM, escapees);
+        found.extend(first.iter().map(|info| info.pid));
+        if self.wait_gone(grace, escapees, &mut found).await {
+            return found.len();
+        }
+        self.signal_all(Signal::SIGKILL, escapees);
+        self.wait_gone(KILL_WAIT, escapees, &mut found).await;
+        found.len()
+    }
+
+    /// Waits until the root and every member are gone, or `limit`. New
+    /// members found meanwhile get SIGTERM too.
+    async fn wait_gone(&self, limit: Duration, escapees: bool, found: &mut HashSet<u32>) -> bool {
+        let deadline = Instant::now() + limit;
+        loop {
+            let members = self.members(escapees);
+            for member in &members {
+                if found.insert(member.pid) {
+                    signal_process(member, Signal::SIGTERM);
+                }
+            }
+            if members.is_empty() && !self.root_alive() {
+                return true;
+            }
+            if Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(POLL_INTERVAL).await;
+        }
+    }
+
+    /// SIGKILL to everything at once, without waiting (for `Drop`).
+    pub fn kill_now(&self, escapees: bool) {
+        self.signal_all(Signal::SIGKILL, escapees);
+    }
+}
+
+/// Kills the given processes (as found earlier) that are still the same
+/// processes, and everything carrying `marker`. For use after the root was
+/// reaped, when the group id may no longer be ours.
+pub fn kill_survivors(survivors: &[ProcessInfo], marker: Option<&RunMarker>) {
+    for info in survivors {
+        signal_process(info, Signal::SIGKILL);
+    }
+    if let Some(marker) = marker {
+        for info in ProcessTree::by_marker(marker.clone()).members(true) {
+            signal_process(&info, Signal::SIGKILL);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_stat_with_parentheses_in_the_name() {
+        let stat = "42 (a (b) c) S 1 42 42 0 -1 4194560 100 0 0 0 0 0 0 0 20 0 1 0 12345 0 0";
+        let info = parse_stat(42, stat).expect("parsed");
+        assert_eq!(
+            info,
+            ProcessInfo {
+                pid: 42,
+                parent: 1,
+                group: 42,
+                session: 42,
+                start_time: 12345,
+                zombie: false
+            }
+        );
+    }
+
+    #[test]
+    fn finds_the_marker_anywhere_in_the_environment() {
+        let marker = RunMarker::from_value("7".to_owned());
+        assert!(marker.is_in(b"BASHTOOL_RUN_ID=7\0A=1\0"));
+        assert!(marker.is_in(b"A=1\0BASHTOOL_RUN_ID=7\0"));
+        assert!(!marker.is_in(b"A=1\0BASHTOOL_RUN_ID=77\0"));
+        assert!(!marker.is_in(b"XBASHTOOL_RUN_ID=7\0"));
+    }
+}

@@ -1,0 +1,162 @@
+//! Reading a command's output: both pipes, concurrently, in arrival order,
+//! through the cleaner into the bounded [`OutputBuffer`] (which streams
+//! every line to the log file) and the live sink.
+//!
+//! Both pipes are read at once because a command blocked writing a full
+//! stderr pipe while we wait on stdout would deadlock us both.
+
+use bashtool_core::{OutputBuffer, OutputChunk, OutputSink, Stream};
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe;
+use tokio_util::sync::CancellationToken;
+
+use crate::clean::StreamCleaner;
+
+/// Bytes read at a time.
+const READ_SIZE: usize = 64 * 1024;
+/// Most bytes taken from each pipe after being told to stop: what is already
+/// there, but not forever from a writer that never pauses.
+const MAX_FINAL_DRAIN: usize = 4 * 1024 * 1024;
+
+struct Source {
+    stream: Stream,
+    pipe: Option<pipe::Receiver>,
+    buffer: Vec<u8>,
+    cleaner: StreamCleaner,
+}
+
+/// Reads a command's stdout and stderr into an [`OutputBuffer`].
+pub struct OutputPump {
+    sources: [Source; 2],
+    scratch: String,
+    output: OutputBuffer,
+    sink: Option<OutputSink>,
+}
+
+impl std::fmt::Debug for OutputPump {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("OutputPump")
+            .field("output", &self.output)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OutputPump {
+    pub fn new(
+        stdout: Option<pipe::Receiver>,
+        stderr: Option<pipe::Receiver>,
+        output: OutputBuffer,
+        sink: Option<OutputSink>,
+    ) -> Self {
+        let source = |stream, pipe: Option<pipe::Receiver>| Source {
+            stream,
+            buffer: if pipe.is_some() {
+                vec![0; READ_SIZE]
+            } else {
+                Vec::new()
+            },
+            pipe,
+            cleaner: StreamCleaner::new(),
+        };
+        Self {
+            sources: [
+                source(Stream::Stdout, stdout),
+                source(Stream::Stderr, stderr),
+            ],
+            scratch: String::new(),
+            output,
+            sink,
+        }
+    }
+
+    /// True when both pipes reached end of file.
+    pub fn is_done(&self) -> bool {
+        self.sources.iter().all(|source| source.pipe.is_none())
+    }
+
+    /// Reads until both pipes are at end of file, or until `stop`; then
+    /// takes what is already waiting in the pipes and closes them.
+    /// Cancel-safe: dropping it loses no data that was read.
+    pub async fn run(&mut self, stop: &CancellationToken) {
+        while !self.is_done() {
+            let [stdout, stderr] = &mut self.sources;
+            let (index, result) = tokio::select! {
+                biased;
+                () = stop.cancelled() => break,
+                result = read(stdout), if stdout.pipe.is_some() => (0, result),
+                result = read(stderr), if stderr.pipe.is_some() => (1, result),
+            };
+            match result {
+                Ok(0) | Err(_) => self.close(index),
+                Ok(length) => self.deliver(index, length),
+            }
+        }
+        self.drain();
+    }
+
+    /// Takes what the pipes hold right now without waiting, then closes them
+    /// (a leftover writer then gets EPIPE instead of blocking us).
+    fn drain(&mut self) {
+        for index in 0..2 {
+            let mut taken = 0;
+            while taken < MAX_FINAL_DRAIN {
+                let source = &mut self.sources[index];
+                let Some(pipe) = &source.pipe else { break };
+                match pipe.try_read(&mut source.buffer) {
+                    Ok(0) | Err(_) => break,
+                    Ok(length) => {
+                        taken += length;
+                        self.deliver(index, length);
+                    }
+                }
+            }
+            self.close(index);
+        }
+    }
+
+    fn deliver(&mut self, index: usize, length: usize) {
+        let source = &mut self.sources[index];
+        let text = source
+            .cleaner
+            .clean(&source.buffer[..length], &mut self.scratch);
+        if text.is_empty() {
+            return;
+        }
+        self.output.push(source.stream, text);
+        if let Some(sink) = &self.sink {
+            sink(&OutputChunk {
+                stream: source.stream,
+                text: text.to_owned(),
+            });
+        }
+    }
+
+    fn close(&mut self, index: usize) {
+        let source = &mut self.sources[index];
+        if source.pipe.take().is_none() {
+            return;
+        }
+        // A character cut off by the end of the stream becomes U+FFFD.
+        source.cleaner.finish(&mut self.scratch);
+        if !self.scratch.is_empty() {
+            self.output.push(source.stream, &self.scratch);
+        }
+        source.buffer = Vec::new();
+    }
+
+    /// Ends reading and returns the finished buffer.
+    pub fn finish(mut self) -> OutputBuffer {
+        self.close(0);
+        self.close(1);
+        self.output.finish();
+        self.output
+    }
+}
+
+async fn read(source: &mut Source) -> std::io::Result<usize> {
+    match &mut source.pipe {
+        Some(pipe) => pipe.read(&mut source.buffer).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,226 @@
+//! Running commands: exit codes, signals, environment, directories, errors.
+
+use std::time::{Duration, Instant};
+
+use bashtool_core::{CommandExec, ExecError, SpawnOptions};
+use bashtool_env_local::{LocalConfig, LocalExec};
+use bashtool_tests::{local_exec, run, run_with, temp_dir, test_config, text};
+
+#[tokio::test]
+async fn reports_exit_codes() {
+    let dir = temp_dir();
+    let exec = local_exec(dir.path());
+    for (command, code) in [
+        ("true", 0),
+        ("false", 1),
+        ("exit 42", 42),
+        ("sh -c 'exit 3'", 3),
+    ] {
+        let result = run(&exec, command).await;
+        assert_eq!(result.exit_code, Some(code), "{command}");
+        assert_eq!(result.signal, None);
+    }
+}
+
+#[tokio::test]
+async fn reports_the_signal_that_ended_the_command() {
+    let dir = temp_dir();
+    let exec = local_exec(dir.path());
+    let result = run(&exec, "echo before; kill -9 $$").await;
+    assert_eq!(result.signal.as_deref(), Some("SIGKILL"));
+    assert_eq!(result.exit_code, None);
+    assert_eq!(text(&result), "before");
+}
+
+#[tokio::test]
+async fn interleaves_stdout_and_stderr_in_arrival_order() {
+    let dir = temp_dir();
+    let exec = local_exec(dir.path());
+    let result = run(
+        &exec,
+        "echo out; sleep 0.05; echo err >&2; sleep 0.05; echo out2",
+    )
+    .await;
+    let lines: Vec<(String, String)> = result
+        .output
+        .retained()
+        .0
+        .iter()
+        .map(|line| (line.stream.to_string(), line.text.clone()))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            ("stdout".to_owned(), "out".to_owned()),
+            ("stderr".to_owned(), "err".to_owned()),
+            ("stdout".to_owned(), "out2".to_owned())
+        ]
+    );
+}
+
+#[tokio::test]
+async fn runs_in_the_working_directory_and_resolves_relative_ones() {
+    let dir = temp_dir();
+    std::fs::create_dir(dir.path().join("sub")).expect("mkdir");
+    let exec = local_exec(dir.path());
+    let result = run(&exec, "pwd").await;
+    assert_eq!(text(&result), dir.path().display().to_string());
+    let result = run_with(&exec, "pwd", SpawnOptions::default().current_dir("sub"))
+        .await
+        .expect("runs");
+    assert_eq!(text(&result), dir.path().join("sub").display().to_string());
+    assert_eq!(result.working_directory, Some(dir.path().join("sub")));
+}
+
+#[tokio::test]
+async fn adds_environment_variables_and_the_non_interactive_defaults() {
+    let dir = temp_dir();
+    let mut config = test_config(dir.path());
+    config.env.insert("FROM_CONFIG".to_owned(), "c".to_owned());
+    config.env.insert("PAGER".to_owned(), "less".to_owned());
+    let exec = LocalExec::new(config);
+    let options = SpawnOptions::default()
+        .env("FROM_CALL", "x y")
+        .env("FROM_CONFIG", "overridden");
+    let result = run_with(
+        &exec,
+        "echo \"$FROM_CALL|$FROM_CONFIG|$PAGER|$GIT_PAGER|$TERM|$NO_COLOR|$GIT_TERMINAL_PROMPT|$DEBIAN_FRONTEND\"",
+        options,
+    )
+    .await
+    .expect("runs");
+    assert_eq!(
+        text(&result),
+        "x y|overridden|less|cat|dumb|1|0|noninteractive"
+    );
+}
+
+#[tokio::test]
+async fn non_interactive_defaults_can_be_switched_off() {
+    let dir = temp_dir();
+    let config = LocalConfig {
+        non_interactive: false,
+        ..test_config(dir.path())
+    };
+    let exec = LocalExec::new(config);
+    let result = run(&exec, "echo \"[${GIT_TERMINAL_PROMPT-unset}]\"").await;
+    assert_eq!(text(&result), "[unset]");
+}
+
+#[tokio::test]
+async fn stdin_is_empty_so_readers_return_at_once() {
+    let dir = temp_dir();
+    let exec = local_exec(dir.path());
+    let started = Instant::now();
+    let result = run(&exec, "cat; read line; echo \"read: $? [$line]\"").await;
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_eq!(text(&result), "read: 1 []");
+}
+
+#[tokio::test]
+async fn has_no_controlling_terminal() {
+    let dir = temp_dir();
+    let exec = local_exec(dir.path());
+    let result = run(
+        &exec,
+        "(exec 3</dev/tty) 2>/dev/null && echo has-tty || echo no-tty",
+    )
+    .await;
+    assert_eq!(text(&result), "no-tty");
+}
+
+#[tokio::test]
+async fn git_commit_without_a_message_fails_fast_with_a_hint() {
+    let dir = temp_dir();
+    let exec = local_exec(dir.path());
+    let setup = run(
+        &exec,
+        "git init -q repo && cd repo && git config user.email t@example.com && git config user.name t && echo a > a && git add a",
+    )
+    .await;
+    assert_eq!(setup.exit_code, Some(0), "{}", text(&setup));
+    let started = Instant::now();
+    let result = run_with(
+        &exec,
+        "git commit",
+        SpawnOptions::default()
+            .current_dir("repo")
+            .timeout(Duration::from_secs(20)),
+    )
+    .await
+    .expect("runs");
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert_ne!(result.exit_code, Some(0));
+    assert!(!result.timed_out);
+    let output = text(&result);
+    assert!(
+        output.contains("no interactive editor is available to bashtool")
+            && output.contains("git commit -m"),
+        "{output}"
+    );
+}
+
+#[tokio::test]
+async fn runs_scripts_longer_than_one_argument_may_be() {
+    let dir = temp_dir();
+    let exec = local_exec(dir.path());
+    let mut script = String::from("count=0\n");
+    while script.len() < 200 * 1024 {
+        script.push_str("count=$((count + 1)) # padding padding padding padding padding\n");
+    }
+    script.push_str("echo \"lines: $count\"; false");
+    let result = run(&exec, &script).await;
+    assert_eq!(result.exit_code, Some(1));
+    assert!(text(&result).starts_with("lines: "), "{}", text(&result));
+}
+
+#[tokio::test]
+async fn a_missing_directory_is_a_clear_error() {
+    let dir = temp_dir();
+    let exec = local_exec(dir.path());
+    let error = run_with(&exec, "true", SpawnOptions::default().current_dir("nope"))
+        .await
+        .expect_err("no such directory");
+    assert!(
+        matches!(&error, ExecError::MissingDirectory { path } if path == &dir.path().join("nope"))
+    );
+    std::fs::write(dir.path().join("file"), "").expect("write");
+    let error = run_with(&exec, "true", SpawnOptions::default().current_dir("file"))
+        .await
+        .expect_err("not a directory");
+    assert!(matches!(error, ExecError::NotADirectory { .. }));
+}
+
+#[tokio::test]
+async fn a_missing_shell_is_a_clear_error() {
+    let dir = temp_dir();
+    let exec = LocalExec::new(LocalConfig {
+        shell: "/no/such/shell".into(),
+        ..test_config(dir.path())
+    });
+    let error = exec
+        .spawn("true", SpawnOptions::default())
+        .await
+        .expect_err("no shell");
+    assert!(matches!(&error, ExecError::ShellNotFound { program } if program == "/no/such/shell"));
+    assert_eq!(
+        error.to_string(),
+        "shell `/no/such/shell` was not found; install it or configure another shell"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_spawn_is_a_clear_error() {
+    let dir = temp_dir();
+    let not_executable = dir.path().join("shell");
+    std::fs::write(&not_executable, "").expect("write");
+    let exec = LocalExec::new(LocalConfig {
+        shell: not_executable.clone(),
+        ..test_config(dir.path())
+    });
+    let error = exec
+        .spawn("true", SpawnOptions::default())
+        .await
+        .expect_err("cannot run");
+    assert!(matches!(error, ExecError::Spawn { .. }), "{error:?}");
+}

@@ -1,0 +1,106 @@
+//! Never hangs: the call returns soon after the command's main process
+//! exits, whatever its leftovers do with the output pipes.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bashtool_core::{BashTool, ToolConfig};
+use bashtool_tests::{
+    ESCAPEE, kill_all, local_exec, pid_alive, pids_in, run, survivors_after, temp_dir, text,
+};
+
+/// Generous bound for CI; the target is 250 ms (measured ~110 ms).
+const PROMPT: Duration = Duration::from_secs(1);
+
+#[tokio::test]
+async fn a_background_sleep_does_not_hold_the_call() {
+    let dir = temp_dir();
+    let exec = local_exec(dir.path());
+    let started = Instant::now();
+    let result = run(&exec, "sleep 30 & echo started").await;
+    let elapsed = started.elapsed();
+    assert!(elapsed < PROMPT, "{elapsed:?}");
+    assert_eq!(result.exit_code, Some(0));
+    assert_eq!(text(&result), "started");
+    assert_eq!(
+        result.notes,
+        [
+            "1 leftover process still running after the command exited was stopped; run servers and watchers with mode \"background\""
+        ]
+    );
+}
+
+#[tokio::test]
+async fn leftovers_are_stopped_and_counted() {
+    let dir = temp_dir();
+    let exec = local_exec(dir.path());
+    let script = "for i in 1 2 3; do sh -c 'echo pid:$$; exec sleep 300' & done; sleep 0.2";
+    let result = run(&exec, script).await;
+    let pids = pids_in(&text(&result));
+    assert_eq!(pids.len(), 3);
+    assert!(
+        result.notes[0].starts_with("3 leftover processes"),
+        "{:?}",
+        result.notes
+    );
+    let survivors = survivors_after(&pids, Duration::from_secs(5)).await;
+    kill_all(&survivors);
+    assert_eq!(survivors, Vec::<u32>::new());
+}
+
+#[tokio::test]
+async fn leftovers_that_ignore_sigterm_are_killed_later_without_holding_the_call() {
+    let dir = temp_dir();
+    let exec = local_exec(dir.path());
+    let started = Instant::now();
+    let result = run(
+        &exec,
+        "sh -c 'trap \"\" TERM; echo pid:$$; while :; do sleep 1; done' & sleep 0.2",
+    )
+    .await;
+    assert!(started.elapsed() < PROMPT);
+    let pids = pids_in(&text(&result));
+    assert_eq!(pids.len(), 1);
+    // Killed after the grace (1 s in tests).
+    let survivors = survivors_after(&pids, Duration::from_secs(5)).await;
+    kill_all(&survivors);
+    assert_eq!(survivors, Vec::<u32>::new());
+}
+
+#[tokio::test]
+async fn an_escapee_holding_the_pipe_does_not_hold_the_call() {
+    let dir = temp_dir();
+    let exec = local_exec(dir.path());
+    let started = Instant::now();
+    let result = run(&exec, &format!("{ESCAPEE}\nsleep 0.1; echo done")).await;
+    assert!(started.elapsed() < PROMPT);
+    let pids = pids_in(&text(&result));
+    assert_eq!(pids.len(), 1);
+    // After a normal exit, a setsid'd process is a deliberate daemon: it
+    // is left running (and no longer holds our pipe).
+    assert!(pid_alive(pids[0]));
+    kill_all(&pids);
+}
+
+#[tokio::test]
+async fn reading_stdin_returns_at_once() {
+    let dir = temp_dir();
+    let exec = local_exec(dir.path());
+    let started = Instant::now();
+    let result = run(&exec, "cat").await;
+    assert!(started.elapsed() < PROMPT);
+    assert_eq!(result.exit_code, Some(0));
+}
+
+#[tokio::test]
+async fn the_model_is_told_about_leftovers() {
+    let dir = temp_dir();
+    let tool = BashTool::new(ToolConfig::default(), Arc::new(local_exec(dir.path())));
+    let result = tool
+        .call(serde_json::json!({"command": "sleep 30 & echo started"}))
+        .await;
+    assert_eq!(
+        result.text(),
+        "stdout:\nstarted\n[1 leftover process still running after the command exited was stopped; run servers and watchers with mode \"background\"]\nexit code 0"
+    );
+}
