@@ -14,9 +14,8 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use bashtool_env_local::ProcessTree;
 use clap::{Args, Subcommand};
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
 use serde_json::json;
 
 use records::{JobRecord, JobStore, read_tail};
@@ -58,7 +57,7 @@ pub enum JobsAction {
         #[arg(long, value_name = "OFFSET")]
         since: Option<u64>,
     },
-    /// Stop a job: SIGTERM to its process group, SIGKILL after the grace
+    /// Stop a job: SIGTERM to its process tree, SIGKILL after the grace
     Stop {
         pid: u32,
         /// Seconds between SIGTERM and SIGKILL
@@ -151,7 +150,7 @@ pub fn run(args: &JobsArgs) -> anyhow::Result<ExitCode> {
                 return Ok(ExitCode::SUCCESS);
             }
             let grace = crate::options::seconds("--grace", *grace, 600.0)?;
-            stop_group(&record, grace);
+            stop_tree(&record, grace)?;
             writeln!(stdout, "job {pid}: {}", status_text(&record))?;
         }
         JobsAction::Prune => {
@@ -201,19 +200,13 @@ fn print_tail(
     Ok(())
 }
 
-/// SIGTERM to the job's process group, then SIGKILL if it is still there
-/// after `grace`.
-fn stop_group(record: &JobRecord, grace: Duration) {
-    let group = Pid::from_raw(record.pid as i32);
-    let _ = killpg(group, Signal::SIGTERM);
-    let deadline = std::time::Instant::now() + grace;
-    while record.is_running() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // The group may outlive its leader: SIGKILL whatever is left of it.
-    let _ = killpg(group, Signal::SIGKILL);
-    let deadline = std::time::Instant::now() + Duration::from_secs(2);
-    while record.is_running() && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(10));
-    }
+/// SIGTERM to the job's whole tree (its session and process group), then
+/// SIGKILL to what is left after `grace`.
+fn stop_tree(record: &JobRecord, grace: Duration) -> anyhow::Result<()> {
+    let tree = ProcessTree::new(record.pid, None);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_time()
+        .build()?;
+    runtime.block_on(tree.terminate(grace, false));
+    Ok(())
 }

@@ -126,7 +126,10 @@ fn print_chunk(chunk: &OutputChunk) {
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let input = tool_input(args)?;
     let config = args.tool.tool_config()?;
-    let local = args.tool.local_config(&config)?;
+    let mut local = args.tool.local_config(&config)?;
+    // A background job started from a terminal must outlive this process:
+    // `bashtool jobs` finds it afterwards.
+    local.keep_jobs_on_drop = matches!(args.mode, Some(ModeArg::Background));
     let live = !args.json && !args.model_text;
     let runtime = tokio::runtime::Runtime::new()?;
     let result: ToolResult = runtime.block_on(async {

@@ -7,6 +7,7 @@ fn bashtool(args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_bashtool"))
         .args(args)
         .env("NO_COLOR", "1")
+        .env("TMPDIR", "/tmp")
         .env_remove("BASHTOOL_CONFIG")
         .output()
         .expect("run bashtool")
@@ -53,27 +54,24 @@ fn an_unknown_subcommand_says_what_to_do_on_stderr() {
     assert!(stderr.contains("--help"), "{stderr}");
 }
 
-/// The model's text, with the temp directory of log files made stable.
+/// The model's text, with the process id in the log directory made stable.
 fn model_text(flags: &[&str], command: &str) -> String {
     let mut args = vec!["run", "--model-text", "--plain-shortening"];
     args.extend(flags);
     args.extend(["--", command]);
     let text = stdout(&args);
     let mut stable = String::new();
-    for line in text.lines() {
-        match line.find("/bashtool-") {
-            Some(start) => {
-                let end = line[start..]
-                    .find(|character: char| character.is_whitespace() || character == ')')
-                    .map_or(line.len(), |offset| start + offset);
-                stable.push_str(&line[..start]);
-                stable.push_str("/[log]");
-                stable.push_str(&line[end..]);
-            }
-            None => stable.push_str(line),
-        }
-        stable.push('\n');
+    let mut rest = text.as_str();
+    while let Some(start) = rest.find("/bashtool-") {
+        let after = start + "/bashtool-".len();
+        let digits = rest[after..]
+            .find(|character: char| !character.is_ascii_digit())
+            .unwrap_or(rest.len() - after);
+        stable.push_str(&rest[..after]);
+        stable.push_str("[pid]");
+        rest = &rest[after + digits..];
     }
+    stable.push_str(rest);
     stable
 }
 

@@ -96,3 +96,39 @@ fn an_unknown_job_is_an_error_with_a_hint() {
     assert!(stderr.contains("no job with pid 999999"), "{stderr}");
     assert!(stderr.contains("bashtool jobs list"), "{stderr}");
 }
+
+#[test]
+fn a_job_started_by_run_is_listed_read_and_stopped_by_jobs() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let state = dir.path().join("state");
+    let started = Command::new(env!("CARGO_BIN_EXE_bashtool"))
+        .args(["run", "--json", "--mode", "background", "--"])
+        .arg("echo up; sleep 300")
+        .env("BASHTOOL_STATE_DIR", &state)
+        .output()
+        .expect("run");
+    assert!(started.status.success(), "{started:?}");
+    let result: Value = serde_json::from_slice(&started.stdout).expect("JSON result");
+    let pid = result["details"]["pid"].as_u64().expect("pid") as u32;
+    // `bashtool run` has exited; the job lives on.
+    assert!(pid_alive(pid));
+
+    let listed: Value =
+        serde_json::from_str(&stdout(&jobs(&state, &["list", "--json"]))).expect("JSON");
+    assert_eq!(listed[0]["pid"], pid);
+    assert_eq!(listed[0]["running"], true);
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !stdout(&jobs(&state, &["output", &pid.to_string()])).contains("up") {
+        assert!(Instant::now() < deadline, "no output");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+
+    let stopped = jobs(&state, &["stop", &pid.to_string(), "--grace", "1"]);
+    assert!(stopped.status.success(), "{stopped:?}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while pid_alive(pid) {
+        assert!(Instant::now() < deadline, "job {pid} survived stop");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

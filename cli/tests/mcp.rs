@@ -442,13 +442,12 @@ mod raw {
 }
 
 mod pending {
-    //! Behaviour that needs the hardened env-local (background jobs, the
-    //! persistent session, returning while descendants hold stdout).
+    //! Behaviour that needs the persistent session (not in env-local yet).
 
     use super::*;
 
     #[tokio::test]
-    #[ignore = "needs the persistent session of the hardened env-local"]
+    #[ignore = "needs the persistent session of env-local"]
     async fn cwd_and_environment_persist_across_calls() {
         let server = start(&[]).await;
         std::fs::create_dir(server.path("sub")).expect("mkdir");
@@ -459,17 +458,116 @@ mod pending {
         let sub = server.path("sub");
         assert!(text(&result).contains(&format!("{}\nhi", sub.display())));
     }
+}
 
-    #[tokio::test]
-    #[ignore = "needs the hardened env-local (returns once the main process exits)"]
-    async fn a_background_ampersand_returns_at_once() {
-        let server = start(&["--stateless"]).await;
-        let started = Instant::now();
-        let result = server
-            .call(json!({"command": "sleep 30 & echo started"}))
+#[tokio::test]
+async fn a_command_leaving_a_background_process_returns_at_once() {
+    let server = start(&[]).await;
+    let pids = server.path("pids");
+    let command = format!("sleep 30 & echo $! > {}; echo started", pids.display());
+    let result = server.call(json!({ "command": command })).await;
+    assert!(text(&result).contains("started"), "{}", text(&result));
+    // It returned although `sleep` still held stdout; what was left is stopped.
+    wait_until_dead(&read_pids(&pids, 1).await).await;
+}
+
+#[tokio::test]
+async fn a_background_job_is_started_read_and_stopped_through_bash_jobs() {
+    let server = start(&[]).await;
+    let tools = server.client.list_all_tools().await.expect("tools/list");
+    assert!(tools.iter().any(|tool| tool.name == "bash_jobs"));
+
+    let started = server
+        .call(json!({"command": "echo serving; sleep 300", "mode": "background"}))
+        .await;
+    assert_eq!(started.is_error, Some(false), "{}", text(&started));
+    let details = started.structured_content.expect("details");
+    let pid = details["pid"].as_u64().expect("pid");
+
+    let listed = answer(server.send("bash_jobs", json!({"action": "list"})).await).await;
+    let jobs = &listed.structured_content.expect("jobs")["jobs"];
+    assert_eq!(jobs[0]["pid"], pid);
+    assert_eq!(jobs[0]["status"], "running");
+
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let output = answer(
+            server
+                .send("bash_jobs", json!({"action": "output", "pid": pid}))
+                .await,
+        )
+        .await;
+        if text(&output).contains("serving") {
+            assert!(text(&output).contains("next_offset"), "{}", text(&output));
+            break;
+        }
+        assert!(Instant::now() < deadline, "no output: {}", text(&output));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let waited = answer(
+        server
+            .send(
+                "bash_jobs",
+                json!({"action": "wait", "pid": pid, "timeout": 1}),
+            )
+            .await,
+    )
+    .await;
+    assert!(text(&waited).contains("still running"), "{}", text(&waited));
+
+    let stopped = answer(
+        server
+            .send("bash_jobs", json!({"action": "stop", "pid": pid}))
+            .await,
+    )
+    .await;
+    assert_eq!(stopped.is_error, Some(false), "{}", text(&stopped));
+    assert_ne!(
+        stopped.structured_content.expect("job")["job"]["status"],
+        "running"
+    );
+    wait_until_dead(&[pid as i32]).await;
+
+    let unknown = answer(
+        server
+            .send("bash_jobs", json!({"action": "output", "pid": 1}))
+            .await,
+    )
+    .await;
+    assert_eq!(unknown.is_error, Some(true));
+    assert!(text(&unknown).contains("no background job with pid 1"));
+
+    let missing_pid = answer(server.send("bash_jobs", json!({"action": "stop"})).await).await;
+    assert_eq!(missing_pid.is_error, Some(true));
+    assert!(text(&missing_pid).contains("pid is required"));
+}
+
+#[tokio::test]
+async fn background_jobs_stop_with_the_server_unless_kept() {
+    for keep in [false, true] {
+        let flags: &[&str] = if keep { &["--keep-jobs"] } else { &[] };
+        let server = start(flags).await;
+        let started = server
+            .call(json!({"command": "sleep 300", "mode": "background"}))
             .await;
-        assert!(text(&result).contains("started"));
-        assert!(started.elapsed() < Duration::from_secs(10));
+        let pid = started.structured_content.expect("details")["pid"]
+            .as_i64()
+            .expect("pid") as i32;
+        let server_pid = server.pid as i32;
+        let Server { client, dir, .. } = server;
+        client.cancel().await.expect("client closed");
+        wait_until_dead(&[server_pid]).await;
+        if keep {
+            assert!(pid_alive(pid), "kept job {pid} is gone");
+            nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            )
+            .expect("cleaned up");
+        }
+        wait_until_dead(&[pid]).await;
+        drop(dir);
     }
 }
 

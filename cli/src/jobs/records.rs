@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::Context as _;
+use bashtool_env_local::process_info;
 use serde::{Deserialize, Serialize};
 
 /// Ended jobs older than this are forgotten.
@@ -49,11 +50,12 @@ impl JobRecord {
 
     /// True while the job's process exists (and is the job, not a reused pid).
     pub fn is_running(&self) -> bool {
-        match (process_stat(self.pid), self.start_ticks) {
-            (Some(stat), Some(ticks)) => stat.state != 'Z' && stat.start_ticks == ticks,
-            (Some(stat), None) => stat.state != 'Z',
-            (None, _) => false,
-        }
+        process_info(self.pid).is_some_and(|info| {
+            !info.zombie
+                && self
+                    .start_ticks
+                    .is_none_or(|ticks| ticks == info.start_time)
+        })
     }
 
     /// How the job ended, from the line its owner appended to the output file.
@@ -71,25 +73,8 @@ fn now_unix_ms() -> u64 {
         .map_or(0, |elapsed| elapsed.as_millis() as u64)
 }
 
-struct ProcessStat {
-    state: char,
-    start_ticks: u64,
-}
-
-fn process_stat(pid: u32) -> Option<ProcessStat> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may contain spaces and parentheses: fields start
-    // after the last ") ".
-    let (_, rest) = stat.rsplit_once(") ")?;
-    let mut fields = rest.split_whitespace();
-    let state = fields.next()?.chars().next()?;
-    // Field 22 of the whole line is the 20th after the state.
-    let start_ticks = fields.nth(18)?.parse().ok()?;
-    Some(ProcessStat { state, start_ticks })
-}
-
 fn start_ticks(pid: u32) -> Option<u64> {
-    process_stat(pid).map(|stat| stat.start_ticks)
+    process_info(pid).map(|info| info.start_time)
 }
 
 /// The last `max_bytes` of a file, from a line start when possible.

@@ -23,6 +23,7 @@ use crate::options::seconds;
 /// log_level = "info"
 /// progress_interval_ms = 250
 /// shell = "bash"
+/// non_interactive = true
 ///
 /// [tool]
 /// name = "bash"
@@ -67,6 +68,8 @@ pub struct FileConfig {
     pub log_level: Option<String>,
     pub progress_interval_ms: Option<u64>,
     pub shell: Option<PathBuf>,
+    /// Pagers off, prompts fail, editors refuse (env-local's defaults).
+    pub non_interactive: Option<bool>,
     #[serde(default)]
     pub tool: Tool,
     #[serde(default)]
@@ -260,6 +263,19 @@ impl FileConfig {
         if let Some(shell) = &self.shell {
             local.shell.clone_from(shell);
         }
+        local.non_interactive = self.non_interactive.unwrap_or(local.non_interactive);
+        let logs = &self.logs;
+        if let Some(directory) = &logs.dir {
+            local.log_dir = Some(directory.clone());
+        }
+        if let Some(files) = logs.max_files {
+            anyhow::ensure!(files >= 1, "logs.max_files must be at least 1");
+            local.max_log_files = files;
+        }
+        if let Some(bytes) = logs.max_bytes {
+            anyhow::ensure!(bytes >= 4096, "logs.max_bytes must be at least 4096");
+            local.max_log_bytes = bytes;
+        }
         if let Some(grace) = self.timeouts.kill_grace {
             local.kill_grace = seconds("timeouts.kill_grace", grace, 600.0)?;
         }
@@ -316,6 +332,9 @@ mod tests {
             [policy]
             enabled = false
             deny_patterns = ["terraform destroy"]
+            [logs]
+            dir = "/tmp/bashtool-test-logs"
+            max_files = 3
             [env]
             FOO = "bar"
             "#,
@@ -335,6 +354,11 @@ mod tests {
         config.apply_to_local(&mut local).expect("applies");
         assert_eq!(local.kill_grace, Duration::from_millis(500));
         assert_eq!(local.env["FOO"], "bar");
+        assert_eq!(
+            local.log_dir.as_deref(),
+            Some(Path::new("/tmp/bashtool-test-logs"))
+        );
+        assert_eq!(local.max_log_files, 3);
         assert_eq!(config.stateless, Some(true));
     }
 

@@ -1,6 +1,7 @@
 //! `bashtool mcp`: the bash tool as an MCP server over stdio.
 
 mod config;
+mod env_jobs;
 mod gate;
 pub mod jobs_tool;
 mod order;
@@ -100,6 +101,7 @@ Codex (~/.codex/config.toml):
 Config file (TOML; every key optional):
   cwd = \"/home/me/project\"      stateless = false      keep_jobs = false
   log_level = \"info\"            progress_interval_ms = 250      shell = \"bash\"
+  non_interactive = true        (pagers off, prompts fail, editors refuse)
   [tool]      name = \"bash\"   shell_telemetry = true   max_command_bytes = 262144
               fields = { commands = true, mode = true, background = true, timeout = true,
                          working_directory = true, environment = true }
@@ -163,9 +165,11 @@ fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
     // persistent session arrives with the hardened env-local.
     tool.persistent_session = false;
 
+    let keep_jobs = args.keep_jobs || file.keep_jobs.unwrap_or(false);
     let mut local = LocalConfig {
         working_directory: cwd,
         output: tool.output.clone(),
+        keep_jobs_on_drop: keep_jobs,
         ..LocalConfig::default()
     };
     file.apply_to_local(&mut local)?;
@@ -182,7 +186,10 @@ fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
         );
         local.env.insert(key.to_owned(), value.to_owned());
     }
-    if let Some(directory) = args.log_dir.as_ref().or(file.logs.dir.as_ref()) {
+    if let Some(directory) = &args.log_dir {
+        local.log_dir = Some(current_dir_join(directory)?);
+    }
+    if let Some(directory) = &local.log_dir {
         std::fs::create_dir_all(directory)
             .with_context(|| format!("creating the log directory {}", directory.display()))?;
     }
@@ -206,10 +213,16 @@ fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
         tool,
         local,
         stateless,
-        keep_jobs: args.keep_jobs || file.keep_jobs.unwrap_or(false),
+        keep_jobs,
         progress_interval,
         log_filter,
     })
+}
+
+fn current_dir_join(path: &std::path::Path) -> anyhow::Result<PathBuf> {
+    Ok(std::env::current_dir()
+        .context("reading the current directory")?
+        .join(path))
 }
 
 /// Logs go to stderr: stdout carries only the protocol.
@@ -243,13 +256,14 @@ pub fn run(args: &McpArgs) -> anyhow::Result<ExitCode> {
 
 async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
     let grace = settings.local.kill_grace + SHUTDOWN_MARGIN;
-    let exec = Arc::new(LocalExec::new(settings.local));
+    let exec = LocalExec::new(settings.local);
     let session = !settings.stateless && settings.tool.persistent_session;
     let order = session.then(ArrivalOrder::default);
+    let jobs: Arc<dyn jobs_tool::JobControl> = Arc::new(env_jobs::LocalJobs::new(exec.clone()));
     let backend = Backend {
-        tool: BashTool::new(settings.tool, exec),
+        tool: BashTool::new(settings.tool, Arc::new(exec)),
         order: order.clone(),
-        jobs: None,
+        jobs: Some(jobs),
         job_store: Some(JobStore::new(JobStore::default_dir())),
     };
     let server = BashServer::new(backend, settings.progress_interval);
