@@ -40,6 +40,14 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let name = match &cli.command {
+        Command::Run(_) => "run",
+        Command::Call(_) => "call",
+        Command::Schema(_) => "schema",
+        Command::Check(_) => "check",
+        Command::Mcp(_) => "mcp",
+        Command::Jobs(_) => "jobs",
+    };
     let outcome = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Call(args) => call::run(&args),
@@ -53,7 +61,7 @@ fn main() -> ExitCode {
         Err(error) if exit::is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("bashtool: error: {error:#}");
-            eprintln!("hint: run `bashtool --help` for usage");
+            eprintln!("hint: `bashtool {name} --help` shows the usage and examples");
             ExitCode::from(exit::USAGE)
         }
     }
