@@ -160,20 +160,34 @@ impl BashServer {
         tools::call_result(&result)
     }
 
-    async fn call_jobs(&self, arguments: Option<JsonObject>) -> Result<CallToolResult, ErrorData> {
+    async fn call_jobs(
+        &self,
+        arguments: Option<JsonObject>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
         let inner = &self.inner;
         let Some(jobs) = &inner.backend.jobs else {
             return Err(unknown_tool(jobs_tool::NAME, &inner.tools));
         };
         let _running = inner.calls.token();
         let output = &inner.backend.tool.config().output;
-        Ok(jobs_tool::call(
+        let call = jobs_tool::call(
             jobs,
             arguments,
             output.max_line_chars,
             output.budget_chars(),
-        )
-        .await)
+        );
+        // A `wait` may take minutes: the client's cancel and the server's
+        // shutdown end it (the job itself keeps running).
+        tokio::select! {
+            result = call => Ok(result),
+            () = context.ct.cancelled() => Ok(CallToolResult::error(vec![
+                rmcp::model::ContentBlock::text("[cancelled]"),
+            ])),
+            () = inner.shutdown.cancelled() => Ok(CallToolResult::error(vec![
+                rmcp::model::ContentBlock::text("[the server is shutting down]"),
+            ])),
+        }
     }
 }
 
@@ -246,7 +260,7 @@ impl ServerHandler for BashServer {
         if name == self.inner.backend.tool.config().name {
             Ok(self.call_bash(request.arguments, context).await.into())
         } else if name == jobs_tool::NAME {
-            Ok(self.call_jobs(request.arguments).await?.into())
+            Ok(self.call_jobs(request.arguments, &context).await?.into())
         } else {
             Err(unknown_tool(name, &self.inner.tools))
         }
