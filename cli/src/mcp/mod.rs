@@ -161,8 +161,8 @@ fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
         tool.max_timeout_secs = value;
     }
     let stateless = args.stateless || file.stateless.unwrap_or(false);
-    // The description must not promise state that does not carry over: the
-    // persistent session arrives with the hardened env-local.
+    // The description must not promise state that does not carry over:
+    // env-local has no persistent session yet, so every call is stateless.
     tool.persistent_session = false;
 
     let keep_jobs = args.keep_jobs || file.keep_jobs.unwrap_or(false);
@@ -299,4 +299,49 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
     }
     server.shut_down(grace, settings.keep_jobs).await;
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Command {
+        #[command(flatten)]
+        mcp: McpArgs,
+    }
+
+    fn settings_for(flags: &[&str], file: &str) -> Settings {
+        let args = Command::parse_from(std::iter::once("mcp").chain(flags.iter().copied())).mcp;
+        settings(&args, &FileConfig::parse(file).expect("valid file")).expect("valid settings")
+    }
+
+    #[test]
+    fn flags_win_over_the_file_which_wins_over_the_defaults() {
+        let file = "keep_jobs = true\n[timeouts]\ndefault = 5\nslow = 60\n[policy]\ndeny_patterns = [\"a\"]\n";
+        let settings = settings_for(
+            &["--default-timeout", "9", "--deny", "b", "--env", "X=1"],
+            file,
+        );
+        assert_eq!(settings.tool.default_timeout, Duration::from_secs(9));
+        assert_eq!(settings.tool.slow_timeout, Duration::from_secs(60));
+        assert_eq!(settings.tool.max_timeout_secs, 1800);
+        assert_eq!(settings.tool.policy.deny_patterns, ["a", "b"]);
+        assert!(settings.keep_jobs);
+        assert!(settings.local.keep_jobs_on_drop);
+        assert_eq!(settings.local.env["X"], "1");
+        assert!(settings.tool.policy.enabled);
+        assert!(!settings_for(&["--no-policy"], "").tool.policy.enabled);
+    }
+
+    #[test]
+    fn bad_flags_are_refused_with_the_flag_named() {
+        let args = Command::parse_from(["mcp", "--env", "NOEQUALS"]).mcp;
+        let error = settings(&args, &FileConfig::default())
+            .err()
+            .expect("refused");
+        assert!(error.to_string().contains("--env NOEQUALS"), "{error}");
+    }
 }
