@@ -3,10 +3,8 @@
 
 use std::io::{Read as _, Write as _};
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use bashtool_core::{BashTool, ToolResult};
-use bashtool_env_local::LocalExec;
 use clap::Args;
 
 use crate::options::ToolArgs;
@@ -40,15 +38,20 @@ fn not_json(error: &str) -> ToolResult {
 pub fn run(args: &CallArgs) -> anyhow::Result<ExitCode> {
     let mut bytes = Vec::new();
     std::io::stdin().read_to_end(&mut bytes)?;
-    let config = args.tool.tool_config()?;
+    let mut config = args.tool.tool_config()?;
     let local = args.tool.local_config(&config)?;
     let result = match serde_json::from_slice::<serde_json::Value>(&bytes) {
         Err(error) => not_json(&error.to_string()),
         Ok(input) => {
             let runtime = tokio::runtime::Runtime::new()?;
+            let exec = crate::session::Exec::new(args.tool.session.as_deref(), &mut config, local)?;
             runtime.block_on(async {
-                let tool = BashTool::new(config, Arc::new(LocalExec::new(local)));
-                tool.call(input).await
+                let tool = BashTool::new(config, exec.command_exec());
+                let result = tool.call(input).await;
+                if let Err(error) = exec.finish().await {
+                    eprintln!("bashtool: warning: {error:#}");
+                }
+                result
             })
         }
     };

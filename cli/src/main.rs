@@ -9,6 +9,7 @@ mod mcp;
 mod options;
 mod run;
 mod schema;
+mod session;
 
 use std::process::ExitCode;
 

@@ -26,6 +26,9 @@ pub struct ToolArgs {
     /// Seconds between SIGTERM and SIGKILL when a command is stopped [default: 2]
     #[arg(long, value_name = "SECONDS")]
     pub kill_grace: Option<f64>,
+    /// Run in the persistent session NAME: cwd, variables, functions and aliases carry over to the next `bashtool --session NAME` call
+    #[arg(long, value_name = "NAME")]
+    pub session: Option<String>,
 }
 
 impl ToolArgs {

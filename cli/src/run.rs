@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use bashtool_core::{BashTool, CallContext, Details, OutputChunk, Stream, ToolResult};
-use bashtool_env_local::LocalExec;
 use clap::{Args, ValueEnum};
 use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
@@ -125,15 +124,16 @@ fn print_chunk(chunk: &OutputChunk) {
 
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let input = tool_input(args)?;
-    let config = args.tool.tool_config()?;
+    let mut config = args.tool.tool_config()?;
     let mut local = args.tool.local_config(&config)?;
     // A background job started from a terminal must outlive this process:
     // `bashtool jobs` finds it afterwards.
     local.keep_jobs_on_drop = matches!(args.mode, Some(ModeArg::Background));
+    let exec = crate::session::Exec::new(args.tool.session.as_deref(), &mut config, local)?;
     let live = !args.json && !args.model_text;
     let runtime = tokio::runtime::Runtime::new()?;
     let result: ToolResult = runtime.block_on(async {
-        let tool = BashTool::new(config, Arc::new(LocalExec::new(local)));
+        let tool = BashTool::new(config, exec.command_exec());
         let cancel = CancellationToken::new();
         let context = CallContext {
             cancel: cancel.clone(),
@@ -146,7 +146,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
                 interrupt.cancel();
             }
         });
-        tool.call_with(&input, context).await
+        let result = tool.call_with(&input, context).await;
+        if let Err(error) = exec.finish().await {
+            eprintln!("bashtool: warning: {error:#}");
+        }
+        result
     });
     if let (Some(pid), Some(output_file)) = (result.details.pid, &result.details.output_file) {
         let record = JobRecord::new(

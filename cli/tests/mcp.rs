@@ -209,6 +209,7 @@ async fn tools_list_shows_the_core_spec_with_an_output_schema() {
         .expect("bash tool");
     let spec = tool_spec(&ToolConfig {
         working_directory: Some(server.dir.path().to_path_buf()),
+        persistent_session: true,
         ..ToolConfig::default()
     });
     assert_eq!(bash.description.as_deref(), Some(spec.description.as_str()));
@@ -226,7 +227,13 @@ async fn a_successful_call_returns_text_and_structured_details() {
     let server = start(&[]).await;
     let result = server.call(json!({"command": "echo hello"})).await;
     assert_eq!(result.is_error, Some(false));
-    assert_eq!(text(&result), "stdout:\nhello\nexit code 0");
+    assert_eq!(
+        text(&result),
+        format!(
+            "stdout:\nhello\nexit code 0\n[cwd: {}]",
+            server.dir.path().display()
+        )
+    );
     let details = result.structured_content.expect("structured content");
     assert_eq!(details["exit_code"], 0);
     assert_eq!(details["success"], true);
@@ -236,9 +243,17 @@ async fn a_successful_call_returns_text_and_structured_details() {
 #[tokio::test]
 async fn a_failing_call_is_an_error_result_with_its_output() {
     let server = start(&[]).await;
-    let result = server.call(json!({"command": "echo before; exit 3"})).await;
+    let result = server
+        .call(json!({"command": "echo before; (exit 3)"}))
+        .await;
     assert_eq!(result.is_error, Some(true));
-    assert_eq!(text(&result), "stdout:\nbefore\nexit code 3");
+    assert_eq!(
+        text(&result),
+        format!(
+            "stdout:\nbefore\nexit code 3\n[cwd: {}]",
+            server.dir.path().display()
+        )
+    );
     let details = result.structured_content.expect("structured content");
     assert_eq!(details["exit_code"], 3);
     assert_eq!(details["success"], false);
@@ -298,7 +313,7 @@ async fn cancellation_kills_the_command_tree() {
 
 #[tokio::test]
 async fn a_slow_call_does_not_block_a_fast_one() {
-    let mut server = start(&[]).await;
+    let mut server = start(&["--stateless"]).await;
     let slow = server
         .send("bash", json!({"command": "echo slow-started; sleep 300"}))
         .await;
@@ -399,7 +414,10 @@ mod raw {
         assert_eq!(invalid["error"]["code"], -32600);
         assert_eq!(
             alive["result"]["content"][0]["text"],
-            "stdout:\nalive\nexit code 0"
+            format!(
+                "stdout:\nalive\nexit code 0\n[cwd: {}]",
+                dir.path().display()
+            )
         );
         drop(stdin);
         let status = timeout(DEADLINE, child.wait())
@@ -441,23 +459,64 @@ mod raw {
     }
 }
 
-mod pending {
-    //! Behaviour that needs the persistent session (not in env-local yet).
+#[tokio::test]
+async fn cwd_and_environment_persist_across_calls() {
+    let server = start(&[]).await;
+    std::fs::create_dir(server.path("sub")).expect("mkdir");
+    server
+        .call(json!({"command": "cd sub && export GREETING=hi"}))
+        .await;
+    let result = server.call(json!({"command": "echo $GREETING; pwd"})).await;
+    let sub = server.path("sub");
+    assert_eq!(
+        text(&result),
+        format!(
+            "stdout:\nhi\n{sub}\nexit code 0\n[cwd: {sub}]",
+            sub = sub.display()
+        )
+    );
+    let details = result.structured_content.expect("details");
+    assert_eq!(details["shell"]["cwd"], sub.display().to_string());
+}
 
-    use super::*;
+#[tokio::test]
+async fn calls_into_the_session_run_in_arrival_order() {
+    let mut server = start(&[]).await;
+    std::fs::create_dir(server.path("sub")).expect("mkdir");
+    // Sent back to back without waiting: the second must see the first's cd,
+    // and must wait while the first still runs.
+    let first = server
+        .send(
+            "bash",
+            json!({"command": "cd sub; echo first-running; sleep 1"}),
+        )
+        .await;
+    let second = server.send("bash", json!({"command": "pwd"})).await;
+    server.progress_with("first-running").await;
+    let second = tokio::spawn(answer(second));
+    let first = answer(first).await;
+    assert!(text(&first).contains("first-running"));
+    let second = second.await.expect("joined");
+    assert!(
+        text(&second).starts_with(&format!("stdout:\n{}\n", server.path("sub").display())),
+        "{}",
+        text(&second)
+    );
+}
 
-    #[tokio::test]
-    #[ignore = "needs the persistent session of env-local"]
-    async fn cwd_and_environment_persist_across_calls() {
-        let server = start(&[]).await;
-        std::fs::create_dir(server.path("sub")).expect("mkdir");
-        server
-            .call(json!({"command": "cd sub && export GREETING=hi"}))
-            .await;
-        let result = server.call(json!({"command": "pwd; echo $GREETING"})).await;
-        let sub = server.path("sub");
-        assert!(text(&result).contains(&format!("{}\nhi", sub.display())));
-    }
+#[tokio::test]
+async fn a_stateless_server_says_so_and_forgets_the_cwd() {
+    let server = start(&["--stateless"]).await;
+    let tools = server.client.list_all_tools().await.expect("tools/list");
+    let description = tools[0].description.as_deref().expect("description");
+    assert!(description.contains("do NOT persist"), "{description}");
+    std::fs::create_dir(server.path("sub")).expect("mkdir");
+    server.call(json!({"command": "cd sub"})).await;
+    let result = server.call(json!({"command": "pwd"})).await;
+    assert_eq!(
+        text(&result),
+        format!("stdout:\n{}\nexit code 0", server.dir.path().display())
+    );
 }
 
 #[tokio::test]
@@ -628,4 +687,46 @@ mod settings {
         assert_eq!(value["outputSchema"]["type"], "object");
         assert!(value["outputSchema"]["properties"]["exit_code"].is_object());
     }
+}
+
+#[tokio::test]
+async fn a_named_session_resumes_in_the_next_server() {
+    let server = start(&["--session", "resume-test"]).await;
+    std::fs::create_dir(server.path("sub")).expect("mkdir");
+    server
+        .call(json!({"command": "cd sub && export KEPT=yes"}))
+        .await;
+    let Server {
+        client, dir, pid, ..
+    } = server;
+    client.cancel().await.expect("client closed");
+    wait_until_dead(&[pid as i32]).await;
+
+    let transport = TokioChildProcess::new(command(dir.path(), &["--session", "resume-test"]))
+        .expect("second server");
+    let (sender, _progress) = mpsc::unbounded_channel();
+    let client = Client { progress: sender }
+        .serve(transport)
+        .await
+        .expect("initialize");
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+        CallToolRequestParams::new("bash").with_arguments(
+            json!({"command": "echo $KEPT; pwd"})
+                .as_object()
+                .expect("object")
+                .clone(),
+        ),
+    ));
+    let handle = client
+        .peer()
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .expect("sent");
+    let result = answer(handle).await;
+    let sub = dir.path().join("sub");
+    assert!(
+        text(&result).starts_with(&format!("stdout:\nyes\n{}\n", sub.display())),
+        "{}",
+        text(&result)
+    );
 }

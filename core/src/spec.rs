@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::config::ToolConfig;
+use crate::config::{Shortening, ToolConfig};
 use crate::input::allowed_fields;
 
 /// Name, description and JSON input schema of a tool.
@@ -38,14 +38,17 @@ pub fn description(config: &ToolConfig) -> String {
         "Each call starts a fresh shell: the working directory, variables and aliases do NOT \
          persist between calls. Chain dependent steps with && in one command.\n"
     });
+    let kept = match config.output.shortening {
+        Shortening::ErrorAware => "the beginning, the end and error lines from the middle",
+        Shortening::Plain => "the beginning and the end",
+    };
     text.push_str(&format!(
         "\nRules:\n\
          - Commands must not be interactive: stdin is empty and there is no terminal. Pass \
          everything on the command line (git commit -m \"...\", apt-get -y, npx --yes). Pagers \
          are off; editors fail at once.\n\
-         - Output is shortened for you to about {budget_tokens} tokens, keeping the beginning, \
-         the end and error lines from the middle, and the full log is saved to a file you can \
-         read. Do not pipe to head or tail to shorten it.\n\
+         - Output is shortened for you to about {budget_tokens} tokens, keeping {kept}, and the \
+         full log is saved to a file you can read. Do not pipe to head or tail to shorten it.\n\
          - stderr is already included: do not add 2>&1.\n"
     ));
     let default_timeout = human_duration(config.default_timeout.as_secs());
@@ -87,10 +90,27 @@ pub fn description(config: &ToolConfig) -> String {
     }
     text.push_str(
         "- Keep commands concise (well under 60k tokens); for complex scripts, write them to a \
-         file first and run the file.\n\
-         - Destructive mistakes are refused: blind git add (-A, ., --all), git push --force \
-         (use --force-with-lease) and recursive rm of /, ~, $HOME, .git or *.\n\
-         \nSearching:\n\
+         file first and run the file.\n",
+    );
+    let policy = &config.policy;
+    let mut refused = Vec::new();
+    if policy.enabled && policy.git_add {
+        refused.push("blind git add (-A, ., --all)");
+    }
+    if policy.enabled && policy.git_push_force {
+        refused.push("git push --force (use --force-with-lease)");
+    }
+    if policy.enabled && policy.rm_critical {
+        refused.push("recursive rm of /, ~, $HOME, .git or *");
+    }
+    if !refused.is_empty() {
+        text.push_str(&format!(
+            "- These destructive mistakes are refused: {}.\n",
+            refused.join(", ")
+        ));
+    }
+    text.push_str(
+        "\nSearching:\n\
          - Use rg (ripgrep) to search file contents: rg 'pattern' [path], rg -t py 'def main', \
          rg -l 'TODO' to list matching files, rg -n -C 2 'pattern' for line numbers and context. \
          It respects .gitignore and is much faster than grep -r.\n\
@@ -245,6 +265,20 @@ mod tests {
         assert!(text.ends_with("<pwd>/work/project</pwd>"));
         assert!(text.contains("Commands time out after 30 s. Use mode \"slow\" (up to 15 min)"));
         assert!(text.contains("do NOT persist"));
+    }
+
+    #[test]
+    fn description_follows_the_shortening_and_the_policy() {
+        let mut config = ToolConfig::default();
+        assert!(description(&config).contains("error lines from the middle"));
+        assert!(
+            description(&config).contains("These destructive mistakes are refused: blind git add")
+        );
+        config.output.shortening = Shortening::Plain;
+        config.policy.enabled = false;
+        let text = description(&config);
+        assert!(text.contains("keeping the beginning and the end, and the full log"));
+        assert!(!text.contains("refused"));
     }
 
     #[test]

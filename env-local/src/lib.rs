@@ -26,6 +26,10 @@
 //! # }
 //! ```
 //!
+//! [`Session`] is the persistent kind: one long-lived bash per conversation,
+//! so that the cwd, variables, functions and aliases carry over between calls
+//! (see `docs/sessions.md`).
+//!
 //! The pieces are public for environments built on top (a persistent
 //! session): [`spawn()`] starts a command, [`OutputPump`] reads its pipes,
 //! [`StreamCleaner`] cleans text, [`ProcessTree`] finds and stops a tree,
@@ -39,6 +43,7 @@ mod jobs;
 mod kill;
 mod logs;
 mod reader;
+mod session;
 mod spawn;
 
 pub use clean::{StreamCleaner, clean_text, collapse_carriage_returns};
@@ -55,6 +60,7 @@ pub use kill::{
 };
 pub use logs::{LogDir, LogHandle, LogWriter};
 pub use reader::OutputPump;
+pub use session::{Session, SessionConfig};
 pub use spawn::{
     ExitStatus, MAX_INLINE_SCRIPT, Output, RootProcess, SpawnRequest, Spawned, resolve_cwd, spawn,
 };

@@ -1,25 +1,30 @@
 //! [`JobControl`] over env-local's job table: the jobs the bash tool started
-//! in this server with `mode: "background"`.
+//! in this server with `mode: "background"`, in a fresh shell or through the
+//! session.
 
 use std::time::Duration;
 
 use anyhow::Context as _;
-use bashtool_env_local::{JobInfo, JobStatus, LocalExec};
+use bashtool_env_local::{JobInfo, JobStatus, JobTable, LocalExec, Session};
 
 use super::jobs_tool::{JobControl, JobRead, JobText, JobView};
 
-/// The jobs of one [`LocalExec`].
-pub struct LocalJobs {
-    exec: LocalExec,
+/// Whose job table it is.
+pub enum LocalJobs {
+    Exec(LocalExec),
+    Session(Session),
 }
 
 impl LocalJobs {
-    pub fn new(exec: LocalExec) -> Self {
-        Self { exec }
+    fn table(&self) -> &JobTable {
+        match self {
+            Self::Exec(exec) => exec.jobs(),
+            Self::Session(session) => session.jobs(),
+        }
     }
 
     fn known(&self, pid: u32) -> anyhow::Result<JobInfo> {
-        self.exec.jobs().get(pid).with_context(|| {
+        self.table().get(pid).with_context(|| {
             format!(
                 "no background job with pid {pid} in this server; use action \"list\" to see \
                  the jobs"
@@ -52,7 +57,7 @@ fn view(info: &JobInfo) -> JobView {
 #[async_trait::async_trait]
 impl JobControl for LocalJobs {
     fn list(&self) -> Vec<JobView> {
-        self.exec.jobs().list().iter().map(view).collect()
+        self.table().list().iter().map(view).collect()
     }
 
     async fn output(&self, pid: u32, read: JobRead) -> anyhow::Result<JobText> {
@@ -61,7 +66,7 @@ impl JobControl for LocalJobs {
             JobRead::Tail { lines } => bashtool_env_local::JobRead::Tail { lines },
             JobRead::Since { offset } => bashtool_env_local::JobRead::Since { offset },
         };
-        let output = self.exec.jobs().output(pid, read).await?;
+        let output = self.table().output(pid, read).await?;
         let mut job = view(&info);
         (job.status, job.exit_code, job.signal) = status_fields(&output.status);
         Ok(JobText {
@@ -73,15 +78,15 @@ impl JobControl for LocalJobs {
 
     async fn wait(&self, pid: u32, timeout: Duration) -> anyhow::Result<JobView> {
         self.known(pid)?;
-        Ok(view(&self.exec.jobs().wait(pid, timeout).await?))
+        Ok(view(&self.table().wait(pid, timeout).await?))
     }
 
     async fn stop(&self, pid: u32) -> anyhow::Result<JobView> {
         self.known(pid)?;
-        Ok(view(&self.exec.jobs().stop(pid).await?))
+        Ok(view(&self.table().stop(pid).await?))
     }
 
     async fn stop_all(&self) {
-        self.exec.jobs().stop_all().await;
+        self.table().stop_all().await;
     }
 }

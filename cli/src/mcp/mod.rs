@@ -15,8 +15,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use bashtool_core::{BashTool, Shortening, ToolConfig};
-use bashtool_env_local::{LocalConfig, LocalExec};
+use bashtool_core::{BashTool, CommandExec, Shortening, ToolConfig};
+use bashtool_env_local::{LocalConfig, LocalExec, Session, SessionConfig};
 use clap::Args;
 use rmcp::ServiceExt as _;
 use tokio::signal::unix::{SignalKind, signal};
@@ -24,6 +24,7 @@ use tokio::signal::unix::{SignalKind, signal};
 use crate::jobs::records::JobStore;
 use crate::options::{ToolArgs, seconds};
 use config::FileConfig;
+use env_jobs::LocalJobs;
 use order::ArrivalOrder;
 use server::{Backend, BashServer};
 
@@ -118,6 +119,8 @@ struct Settings {
     tool: ToolConfig,
     local: LocalConfig,
     stateless: bool,
+    /// Where a named session keeps its state between servers.
+    session_path: Option<PathBuf>,
     keep_jobs: bool,
     progress_interval: Duration,
     log_filter: String,
@@ -161,9 +164,18 @@ fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
         tool.max_timeout_secs = value;
     }
     let stateless = args.stateless || file.stateless.unwrap_or(false);
-    // The description must not promise state that does not carry over:
-    // env-local has no persistent session yet, so every call is stateless.
-    tool.persistent_session = false;
+    anyhow::ensure!(
+        !(stateless && args.tool.session.is_some()),
+        "--session and --stateless exclude each other: a named session is a persistent one"
+    );
+    let session_path = args
+        .tool
+        .session
+        .as_deref()
+        .map(crate::session::snapshot_path)
+        .transpose()?;
+    // The description tells the model whether state carries over.
+    tool.persistent_session = !stateless;
 
     let keep_jobs = args.keep_jobs || file.keep_jobs.unwrap_or(false);
     let mut local = LocalConfig {
@@ -213,6 +225,7 @@ fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
         tool,
         local,
         stateless,
+        session_path,
         keep_jobs,
         progress_interval,
         log_filter,
@@ -256,14 +269,28 @@ pub fn run(args: &McpArgs) -> anyhow::Result<ExitCode> {
 
 async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
     let grace = settings.local.kill_grace + SHUTDOWN_MARGIN;
-    let exec = LocalExec::new(settings.local);
-    let session = !settings.stateless && settings.tool.persistent_session;
-    let order = session.then(ArrivalOrder::default);
-    let jobs: Arc<dyn jobs_tool::JobControl> = Arc::new(env_jobs::LocalJobs::new(exec.clone()));
+    let (exec, jobs, session): (Arc<dyn CommandExec>, _, _) = if settings.stateless {
+        let exec = LocalExec::new(settings.local);
+        (Arc::new(exec.clone()), LocalJobs::Exec(exec), None)
+    } else {
+        let config = SessionConfig {
+            local: settings.local,
+            snapshot_path: settings.session_path,
+            telemetry: settings.tool.shell_telemetry,
+        };
+        let session = Session::new(config).context("creating the session")?;
+        (
+            Arc::new(session.clone()),
+            LocalJobs::Session(session.clone()),
+            Some(session),
+        )
+    };
+    // Calls into the session must reach it in the order they arrived.
+    let order = session.is_some().then(ArrivalOrder::default);
     let backend = Backend {
-        tool: BashTool::new(settings.tool, Arc::new(exec)),
+        tool: BashTool::new(settings.tool, exec),
         order: order.clone(),
-        jobs: Some(jobs),
+        jobs: Some(Arc::new(jobs)),
         job_store: Some(JobStore::new(JobStore::default_dir())),
     };
     let server = BashServer::new(backend, settings.progress_interval);
@@ -298,6 +325,11 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
         }
     }
     server.shut_down(grace, settings.keep_jobs).await;
+    if let Some(session) = session
+        && let Err(error) = session.shutdown().await
+    {
+        tracing::warn!(%error, "the session's state was not saved");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

@@ -8,6 +8,9 @@ use std::io::Write;
 use crate::config::OutputConfig;
 use crate::exec::Stream;
 
+/// How many dropped line allocations are kept for reuse.
+const MAX_SPARE_TEXTS: usize = 8;
+
 /// One line of output as the model and a UI see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutputLine {
@@ -52,6 +55,14 @@ struct PendingLine {
 }
 
 impl PendingLine {
+    /// Nothing pending at all: a new line may bypass the assembly.
+    fn is_untouched(&self) -> bool {
+        self.total_chars == 0
+            && !self.carriage_return
+            && self.unlogged.is_empty()
+            && self.logged_chars == 0
+    }
+
     fn is_empty(&self) -> bool {
         self.total_chars == 0 && !self.carriage_return
     }
@@ -81,6 +92,8 @@ pub struct OutputBuffer {
     log_open_line: Option<Stream>,
     log_error: Option<String>,
     finished: bool,
+    /// Allocations of dropped tail lines, reused for new lines.
+    spare_texts: Vec<String>,
     salient: crate::output::salient::SalientTracker,
 }
 
@@ -115,6 +128,15 @@ fn keep_last_chars(text: &str, count: usize, keep: usize) -> &str {
     &text[start..]
 }
 
+/// Chars in `text`; ASCII (the common case) is counted by its length.
+fn char_count(text: &str) -> usize {
+    if text.is_ascii() {
+        text.len()
+    } else {
+        text.chars().count()
+    }
+}
+
 fn stream_index(stream: Stream) -> usize {
     match stream {
         Stream::Stdout => 0,
@@ -143,6 +165,7 @@ impl OutputBuffer {
             log_open_line: None,
             log_error: None,
             finished: false,
+            spare_texts: Vec::new(),
             salient: crate::output::salient::SalientTracker::new(config),
         }
     }
@@ -179,17 +202,48 @@ impl OutputBuffer {
         self.total_bytes += text.len() as u64;
         let index = stream_index(stream);
         let mut rest = text;
-        while let Some(position) = rest.find(['\n', '\r']) {
+        // memchr2 finds line ends at memory speed; this loop runs for every
+        // line of a gigabyte of output.
+        while let Some(position) = memchr::memchr2(b'\n', b'\r', rest.as_bytes()) {
             let (piece, after) = rest.split_at(position);
-            self.append_pending(index, stream, piece);
             if after.as_bytes()[0] == b'\n' {
-                self.complete_line(stream);
+                if self.pending[index].is_untouched() && piece.len() <= self.line_cap / 2 {
+                    self.complete_short_line(stream, piece);
+                } else {
+                    self.append_pending(index, stream, piece);
+                    self.complete_line(stream);
+                }
             } else {
+                self.append_pending(index, stream, piece);
                 self.pending[index].carriage_return = true;
             }
             rest = &after[1..];
         }
         self.append_pending(index, stream, rest);
+    }
+
+    /// The common case: a whole line that arrived in one piece and is short
+    /// enough to keep whole. No pending state, no second copy for the log.
+    fn complete_short_line(&mut self, stream: Stream, piece: &str) {
+        let mut log_line = None;
+        if self.log.is_some() {
+            self.log_begin_line(stream);
+            log_line = Some(self.log_lines + 1);
+            self.log_write_counted(piece, 0);
+            self.log_write_counted("\n", 1);
+        }
+        let mut text = self.spare_texts.pop().unwrap_or_default();
+        text.clear();
+        text.push_str(piece);
+        self.total_lines += 1;
+        let line = OutputLine {
+            stream,
+            text,
+            number: self.total_lines,
+            log_line,
+            original_chars: char_count(piece),
+        };
+        self.retain(line, None);
     }
 
     fn append_pending(&mut self, index: usize, stream: Stream, piece: &str) {
@@ -351,6 +405,13 @@ impl OutputBuffer {
         while self.tail.len() > 1 && self.tail_cost > budget {
             if let Some(dropped) = self.tail.pop_front() {
                 self.tail_cost -= self.line_cost(&dropped);
+                // Reuse the allocation for the next line instead of a
+                // malloc/free pair per line.
+                if self.spare_texts.len() < MAX_SPARE_TEXTS
+                    && dropped.text.capacity() <= self.line_cap * 4
+                {
+                    self.spare_texts.push(dropped.text);
+                }
             }
         }
     }
@@ -361,18 +422,24 @@ impl OutputBuffer {
             self.log_write("\n");
         }
         if self.log_stream != Some(stream) {
-            self.log_write(&format!("{stream}:\n"));
+            self.log_write_counted(&format!("{stream}:\n"), 1);
             self.log_stream = Some(stream);
         }
     }
 
     fn log_write(&mut self, text: &str) {
+        let newlines = memchr::memchr_iter(b'\n', text.as_bytes()).count();
+        self.log_write_counted(text, newlines);
+    }
+
+    /// Writes `text`, which holds `newlines` line ends, to the log.
+    fn log_write_counted(&mut self, text: &str, newlines: usize) {
         if text.is_empty() {
             return;
         }
         if let Some(log) = &mut self.log {
             match log.write_all(text.as_bytes()) {
-                Ok(()) => self.log_lines += text.matches('\n').count() as u64,
+                Ok(()) => self.log_lines += newlines as u64,
                 Err(error) => {
                     self.log_error = Some(format!("writing the log file failed: {error}"));
                     self.log = None;

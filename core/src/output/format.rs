@@ -351,7 +351,11 @@ mod tests {
         let config = plain();
         let mut buffer = OutputBuffer::new(&config);
         for number in 0..3000 {
-            let stream = if number % 2 == 0 { Stream::Stdout } else { Stream::Stderr };
+            let stream = if number % 2 == 0 {
+                Stream::Stdout
+            } else {
+                Stream::Stderr
+            };
             buffer.push(stream, "x\n");
         }
         buffer.finish();

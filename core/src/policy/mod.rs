@@ -1,6 +1,53 @@
-//! The safety policy (placeholder until the policy module lands).
+//! The safety policy: refuses the classic destructive mistakes before a
+//! command runs.
+//!
+//! The script is parsed with brush-parser and every command that would
+//! execute is checked, wherever it hides: lists, pipelines, compound
+//! commands, function bodies, command and process substitutions, and code
+//! handed to an interpreter as a string (`bash -c`, `eval`, `trap`, `find
+//! -exec`, `xargs`, here-documents fed to a shell, ...). Wrappers such as
+//! `sudo`, `env` or `timeout` are seen through. Text that only mentions a
+//! command (`echo "git add -A"`) is not a command.
+//!
+//! This guards against accidents; it is not a sandbox. A determined script
+//! can always hide a command (`$(printf 'r%s' m) -rf /`).
+//!
+//! Layout: `guard` bounds nesting and runs the parser where the stack is
+//! large enough; `script` parses a script and walks its AST; `words`
+//! decodes a word into literal and expanded segments; `command` sees
+//! through wrappers and interpreters; `options` skips a program's own
+//! options; `rules` holds one module per rule.
+
+mod command;
+mod guard;
+mod options;
+mod rules;
+mod script;
+mod words;
 
 use serde::{Deserialize, Serialize};
+
+/// Seed 003's refusal for a blind `git add`.
+pub const GIT_ADD_MESSAGE: &str = "permission denied: blind git add commands (git add -A, git add ., git add --all, git add *) are not allowed, specify files explicitly";
+
+/// Seed 003's refusal for a forced `git push`.
+pub const GIT_PUSH_FORCE_MESSAGE: &str = "permission denied: git push --force is not allowed. Use --force-with-lease for safer force pushes, or push without force";
+
+/// Seed 003's refusal for a recursive `rm` of critical data.
+pub const RM_CRITICAL_MESSAGE: &str = "permission denied: this rm command could delete critical data (.git, home directory, or root). Specify the full path explicitly (no wildcards, ~, or $HOME)";
+
+/// Seed 000's substring deny list, available to switch on with
+/// `PolicyConfig { deny_patterns: DEFAULT_DENY_PATTERNS.iter().map(|p| p.to_string()).collect(), .. }`.
+pub const DEFAULT_DENY_PATTERNS: &[&str] = &[
+    "rm -rf /",
+    "mkfs",
+    "dd if=",
+    ":(){ :|:& };:",
+    "> /dev/sda",
+    "chmod -R 777 /",
+    "shutdown",
+    "reboot",
+];
 
 /// Which rule blocked a command.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -21,14 +68,47 @@ pub struct Violation {
     pub message: String,
 }
 
+impl Violation {
+    pub(crate) fn new(rule: Rule) -> Self {
+        let message = match rule {
+            Rule::GitAdd => GIT_ADD_MESSAGE,
+            Rule::GitPushForce => GIT_PUSH_FORCE_MESSAGE,
+            Rule::RmCritical => RM_CRITICAL_MESSAGE,
+            Rule::ParseError => "could not parse the command; check the quoting",
+            Rule::DenyPattern => "Command blocked by safety policy",
+        };
+        Self {
+            rule,
+            message: message.to_owned(),
+        }
+    }
+
+    /// A script that cannot be checked; `detail` says why.
+    pub(crate) fn parse_error(detail: &str) -> Self {
+        Self {
+            rule: Rule::ParseError,
+            message: format!("could not parse the command: {detail}; check the quoting"),
+        }
+    }
+
+    fn deny_pattern(pattern: &str) -> Self {
+        Self {
+            rule: Rule::DenyPattern,
+            message: format!("Command blocked by safety policy: contains '{pattern}'"),
+        }
+    }
+}
+
 /// Which rules are on. Guards against accidents; it is not a sandbox.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PolicyConfig {
+    /// Off: every command is allowed and nothing is parsed.
     pub enabled: bool,
     pub git_add: bool,
     pub git_push_force: bool,
     pub rm_critical: bool,
-    /// Seed 000's substring deny list (empty by default).
+    /// Seed 000's substring deny list (empty by default; see
+    /// [`DEFAULT_DENY_PATTERNS`]). Matched on the raw script text.
     pub deny_patterns: Vec<String>,
 }
 
@@ -44,7 +124,41 @@ impl Default for PolicyConfig {
     }
 }
 
-/// Checks a script against the policy.
-pub fn check(_script: &str, _config: &PolicyConfig) -> Result<(), Violation> {
-    Ok(())
+impl PolicyConfig {
+    /// Everything allowed, nothing parsed.
+    pub fn disabled() -> Self {
+        Self {
+            enabled: false,
+            ..Self::default()
+        }
+    }
+
+    fn any_ast_rule(&self) -> bool {
+        self.git_add || self.git_push_force || self.rm_critical
+    }
 }
+
+/// Checks a script against the policy: `Ok` when it may run, the first
+/// [`Violation`] otherwise. Never panics and never overflows the stack,
+/// whatever the input.
+pub fn check(script: &str, config: &PolicyConfig) -> Result<(), Violation> {
+    if !config.enabled {
+        return Ok(());
+    }
+    if let Some(pattern) = config
+        .deny_patterns
+        .iter()
+        .find(|pattern| !pattern.is_empty() && script.contains(pattern.as_str()))
+    {
+        return Err(Violation::deny_pattern(pattern));
+    }
+    if !config.any_ast_rule() {
+        return Ok(());
+    }
+    guard::run_guarded(script, |script, stack| {
+        script::check_script(script, config, stack)
+    })
+}
+
+#[cfg(test)]
+mod tests;

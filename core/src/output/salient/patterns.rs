@@ -148,6 +148,74 @@ static STARTS_A_PATTERN: [bool; 256] = {
     table
 };
 
+/// A word of every pattern `Matcher::scan` looks for, in the cases tools
+/// print them: a line that contains none of them cannot match. (Case
+/// variants are listed rather than matched ignoring case, which would take
+/// the prefilter off its SIMD path.)
+const SCAN_ANCHORS: &[&str] = &[
+    "error",
+    "Error",
+    "ERROR",
+    "fatal",
+    "Fatal",
+    "FATAL",
+    "FAIL",
+    "File system loop",
+    "\u{2715}",
+    "\u{2716}",
+    "\u{2717}",
+    "Killed",
+    "Aborted",
+    "Assertion",
+    "panicked at",
+    "undefined",
+    "Permission denied",
+    "No such file or directory",
+    "No space left on device",
+    "command not found",
+    "cannot access",
+    "cannot open",
+    "core dumped",
+    "Segmentation fault",
+    "CONFLICT",
+    "Too many levels of symbolic links",
+    "Operation not permitted",
+    "Out of memory",
+    "\"level\":50",
+    "\"level\":60",
+];
+
+/// Finds whether a line holds any anchor. Teddy (SIMD) when the CPU has it,
+/// else an Aho-Corasick automaton.
+enum Prefilter {
+    Packed(aho_corasick::packed::Searcher),
+    Automaton(aho_corasick::AhoCorasick),
+}
+
+impl Prefilter {
+    fn is_match(&self, bytes: &[u8]) -> bool {
+        match self {
+            Self::Packed(searcher) => searcher.find(bytes).is_some(),
+            Self::Automaton(automaton) => automaton.is_match(bytes),
+        }
+    }
+}
+
+fn scan_prefilter() -> &'static Prefilter {
+    static PREFILTER: std::sync::LazyLock<Prefilter> = std::sync::LazyLock::new(|| {
+        aho_corasick::packed::Searcher::new(SCAN_ANCHORS).map_or_else(
+            || {
+                Prefilter::Automaton(
+                    aho_corasick::AhoCorasick::new(SCAN_ANCHORS)
+                        .expect("the scan anchors are valid literals"),
+                )
+            },
+            Prefilter::Packed,
+        )
+    });
+    &PREFILTER
+}
+
 /// Whole words (bounded by non-alphanumerics), case-sensitive.
 const WORDS: &[(&str, Kind)] = &[("Killed", Kind::Failure), ("Aborted", Kind::Failure)];
 
@@ -306,6 +374,12 @@ impl Matcher {
     }
 
     fn scan(bytes: &[u8]) -> Option<Match> {
+        // Nearly every line of a big output has none of the anchors: one
+        // SIMD pass answers that, and only the rare candidates pay for the
+        // byte-by-byte dispatch below.
+        if !scan_prefilter().is_match(bytes) {
+            return None;
+        }
         for (index, byte) in bytes.iter().enumerate() {
             if !STARTS_A_PATTERN[usize::from(*byte)] {
                 continue;
@@ -362,6 +436,18 @@ mod tests {
 
     fn kind(line: &str) -> Option<Kind> {
         Matcher::default().find(line).map(|found| found.kind)
+    }
+
+    #[test]
+    fn every_phrase_passes_the_prefilter() {
+        for byte in 0..=u8::MAX {
+            for (phrase, _) in phrases_starting_with(byte) {
+                assert!(scan_prefilter().is_match(phrase.as_bytes()), "{phrase}");
+            }
+        }
+        for (word, _) in WORDS {
+            assert!(scan_prefilter().is_match(word.as_bytes()), "{word}");
+        }
     }
 
     #[test]

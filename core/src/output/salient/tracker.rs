@@ -146,12 +146,25 @@ fn is_indented(text: &str) -> bool {
 
 /// The display cost of `count` lines shown as one (`text (repeated N times)`).
 pub(crate) fn entry_cost(line: &OutputLine, count: u64, max_line_chars: usize) -> usize {
+    // Computed, not formatted: this runs for every repeated line.
     let repeat = if count > 1 {
-        repeat_suffix(count).len()
+        REPEAT_SUFFIX_FIXED_CHARS + decimal_digits(count)
     } else {
         0
     };
     line.original_chars.min(max_line_chars) + 1 + repeat
+}
+
+/// Chars of `repeat_suffix` besides the count's digits.
+const REPEAT_SUFFIX_FIXED_CHARS: usize = " (repeated  times)".len();
+
+fn decimal_digits(mut value: u64) -> usize {
+    let mut digits = 1;
+    while value >= 10 {
+        value /= 10;
+        digits += 1;
+    }
+    digits
 }
 
 /// What a collapsed run gets appended.
@@ -418,6 +431,16 @@ impl SalientTracker {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn computed_repeat_cost_matches_the_suffix() {
+        for count in [2_u64, 9, 10, 99, 100, 12_345, u64::MAX] {
+            assert_eq!(
+                super::REPEAT_SUFFIX_FIXED_CHARS + super::decimal_digits(count),
+                super::repeat_suffix(count).len()
+            );
+        }
+    }
+
     use super::*;
     use crate::exec::Stream;
 

@@ -1,0 +1,132 @@
+//! Stopping what a session's command leaves behind, with env-local's
+//! process tree: the shell's session, `setsid` escapees found by the call's
+//! marker, and their descendants.
+//!
+//! Leftovers of a command that ended normally share the shell's process
+//! group (no job control), so they are signalled one by one, never through
+//! the group, which would take the shell along. Waiting on them uses pidfds
+//! (readable when the process exits), not polling.
+
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::time::Duration;
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use tokio::io::unix::AsyncFd;
+
+use crate::{ProcessInfo, ProcessTree, RunMarker, process_info};
+
+/// How long to wait for SIGKILL to take effect.
+const KILL_WAIT: Duration = Duration::from_secs(1);
+
+/// The processes of the running shell `shell_pid` other than the shell.
+pub(crate) fn leftovers(shell_pid: u32, marker: &RunMarker) -> Vec<ProcessInfo> {
+    ProcessTree::new(shell_pid, Some(marker.clone())).members(true)
+}
+
+/// The processes a call started, once its shell is gone (its pid may
+/// already be reused, so only the marker identifies them).
+pub(crate) fn marked(marker: &RunMarker) -> Vec<ProcessInfo> {
+    ProcessTree::by_marker(marker.clone()).members(true)
+}
+
+/// Stops the whole tree of the shell, the shell included: SIGTERM to its
+/// group and every member, a grace, then SIGKILL. The shell must not be
+/// reaped yet (its pid is the group id).
+pub(crate) async fn stop_shell_tree(shell_pid: u32, marker: &RunMarker, grace: Duration) {
+    ProcessTree::new(shell_pid, Some(marker.clone()))
+        .terminate(grace, true)
+        .await;
+}
+
+/// A handle on one process that cannot be confused with a later process
+/// reusing its pid.
+struct PidFd(AsyncFd<OwnedFd>);
+
+impl PidFd {
+    /// Opens a pidfd on `info.pid` if it is still the process `info` saw.
+    fn open(info: &ProcessInfo) -> Option<Self> {
+        // SAFETY: pidfd_open takes a pid and flags and returns a new fd or
+        // -1; no memory is shared.
+        #[allow(unsafe_code)]
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, info.pid as libc::pid_t, 0) };
+        if fd < 0 {
+            return None;
+        }
+        // SAFETY: the kernel just returned this fd; we are its only owner.
+        #[allow(unsafe_code)]
+        let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+        // The pidfd pins the process: if the start time still matches now,
+        // it is the process we found, not a newcomer with its pid.
+        let same = process_info(info.pid)
+            .is_some_and(|now| now.start_time == info.start_time && !now.zombie);
+        if !same {
+            return None;
+        }
+        // SAFETY: the OwnedFd moves into the AsyncFd, which owns it until
+        // dropped; nothing else closes or replaces it.
+        #[allow(unsafe_code)]
+        let registered =
+            unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) };
+        registered.ok().map(PidFd)
+    }
+
+    fn signal(&self, signal: Signal) {
+        // SAFETY: pidfd_send_signal with a null siginfo and no flags; the fd
+        // stays open for the duration of the call.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::syscall(
+                libc::SYS_pidfd_send_signal,
+                self.0.get_ref().as_raw_fd(),
+                signal as libc::c_int,
+                std::ptr::null::<libc::siginfo_t>(),
+                0,
+            );
+        }
+    }
+
+    /// Resolves when the process has exited (a pidfd polls readable then).
+    async fn exited(&self) {
+        if let Ok(mut guard) = self.0.readable().await {
+            guard.retain_ready();
+        }
+    }
+}
+
+async fn all_exited(handles: &[PidFd]) {
+    for handle in handles {
+        handle.exited().await;
+    }
+}
+
+/// Stops `processes`: SIGTERM, up to `grace` for them to exit, then
+/// SIGKILL. Returns how many were still there to be signalled.
+pub(crate) async fn stop(processes: &[ProcessInfo], grace: Duration) -> usize {
+    let handles: Vec<PidFd> = processes.iter().filter_map(PidFd::open).collect();
+    for handle in &handles {
+        handle.signal(Signal::SIGTERM);
+    }
+    if tokio::time::timeout(grace, all_exited(&handles))
+        .await
+        .is_err()
+    {
+        for handle in &handles {
+            handle.signal(Signal::SIGKILL);
+        }
+        let _ = tokio::time::timeout(KILL_WAIT, all_exited(&handles)).await;
+    }
+    handles.len()
+}
+
+/// SIGKILL to the shell's process group, without waiting. Only while the
+/// shell is not reaped: its pid is the group id until then.
+pub(crate) fn kill_group_now(shell_pid: u32) {
+    let _ = killpg(Pid::from_raw(shell_pid as i32), Signal::SIGKILL);
+}
+
+/// SIGKILL to the shell's group and every process left in its session
+/// (a disowned job, a double fork), without waiting (for `Drop`).
+pub(crate) fn kill_tree_now(shell_pid: u32) {
+    ProcessTree::new(shell_pid, None).kill_now(false);
+}

@@ -1,0 +1,142 @@
+//! The shell's state on disk. After every command the driver writes a
+//! script that restores it (`declare -p`, `declare -f`, `alias -p`, cwd,
+//! umask, options) into one of two slots, alternately, ending with a
+//! `# bashtool snapshot complete <n>` line. A slot cut short by a kill lacks
+//! that line, so the other slot, one command older, is used instead.
+
+use std::path::{Path, PathBuf};
+
+const COMPLETE: &str = "# bashtool snapshot complete ";
+
+/// Variables `declare -p` lists that must not be restored: bash's own
+/// (call stacks, counters, readonly ones) and the per-call marker. A
+/// snapshot written by the EXIT trap in the middle of a command sees the
+/// call stack of that moment; assigning it to a fresh shell would leave
+/// stale entries on bash's stacks.
+const NOT_RESTORED: &[&str] = &[
+    "BASH_ARGC",
+    "BASH_ARGV",
+    "BASH_ARGV0",
+    "BASH_COMMAND",
+    "BASH_EXECUTION_STRING",
+    "BASH_LINENO",
+    "BASH_REMATCH",
+    "BASH_SOURCE",
+    "BASH_SUBSHELL",
+    "BASH_VERSINFO",
+    "BASH_VERSION",
+    "BASHOPTS",
+    "BASHPID",
+    "BASHTOOL_RUN_ID",
+    "DIRSTACK",
+    "EPOCHREALTIME",
+    "EPOCHSECONDS",
+    "EUID",
+    "FUNCNAME",
+    "GROUPS",
+    "HISTCMD",
+    "LINENO",
+    "PIPESTATUS",
+    "PPID",
+    "RANDOM",
+    "SECONDS",
+    "SHELLOPTS",
+    "SRANDOM",
+    "UID",
+    "_",
+];
+
+/// The snapshot without the `declare` lines of [`NOT_RESTORED`] variables.
+pub(crate) fn restorable(text: &str) -> String {
+    let mut kept = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        if !declares_unrestorable(line) {
+            kept.push_str(line);
+        }
+    }
+    kept
+}
+
+fn declares_unrestorable(line: &str) -> bool {
+    let Some(rest) = line.strip_prefix("declare -") else {
+        return false;
+    };
+    let Some((_flags, rest)) = rest.split_once(' ') else {
+        return false;
+    };
+    let name = rest.split(['=', '\n']).next().unwrap_or_default();
+    NOT_RESTORED.contains(&name)
+}
+
+/// The two slot files in `state_dir`.
+pub(crate) fn slots(state_dir: &Path) -> [PathBuf; 2] {
+    [state_dir.join("snapshot.0"), state_dir.join("snapshot.1")]
+}
+
+/// The sequence number of a complete snapshot file, `None` if it is missing
+/// or was cut short.
+pub(crate) fn sequence(path: &Path) -> Option<u64> {
+    let text = std::fs::read(path).ok()?;
+    let text = text.strip_suffix(b"\n")?;
+    let start = text
+        .iter()
+        .rposition(|&byte| byte == b'\n')
+        .map_or(0, |position| position + 1);
+    std::str::from_utf8(&text[start..])
+        .ok()?
+        .strip_prefix(COMPLETE)?
+        .parse()
+        .ok()
+}
+
+/// The newest complete snapshot among `candidates`, with its sequence number.
+pub(crate) fn newest(candidates: &[PathBuf]) -> Option<(PathBuf, u64)> {
+    candidates
+        .iter()
+        .filter_map(|path| sequence(path).map(|sequence| (path.clone(), sequence)))
+        .max_by_key(|(_, sequence)| *sequence)
+}
+
+/// Copies `from` to `to` atomically (temp file next to it, then rename), so
+/// that a reader never sees half a snapshot.
+pub(crate) fn persist(from: &Path, to: &Path) -> std::io::Result<()> {
+    if let Some(parent) = to.parent()
+        && !parent.as_os_str().is_empty()
+    {
+        std::fs::create_dir_all(parent)?;
+    }
+    let mut temp = to.as_os_str().to_owned();
+    temp.push(format!(".tmp-{}", std::process::id()));
+    let temp = PathBuf::from(temp);
+    std::fs::copy(from, &temp)?;
+    std::fs::rename(&temp, to)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn drops_bash_internals_and_keeps_user_variables() {
+        let text = "declare -a BASH_SOURCE=([0]=\"x\")\ndeclare -x BASHTOOL_RUN_ID=\"m\"\n\
+                    declare -- x=\"1\"\ndeclare -ar BASH_VERSINFO=()\ndeclare -- _\nf () \n{ \n    :\n}\n";
+        assert_eq!(
+            restorable(text),
+            "declare -- x=\"1\"\nf () \n{ \n    :\n}\n"
+        );
+    }
+
+    #[test]
+    fn picks_the_newest_complete_slot() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let [first, second] = slots(dir.path());
+        std::fs::write(&first, "x=1\n# bashtool snapshot complete 4\n").expect("write");
+        std::fs::write(&second, "x=2\n# bashtool snap").expect("write");
+        assert_eq!(
+            newest(&[first.clone(), second.clone()]),
+            Some((first.clone(), 4))
+        );
+        std::fs::write(&second, "x=2\n# bashtool snapshot complete 5\n").expect("write");
+        assert_eq!(newest(&[first, second.clone()]), Some((second, 5)));
+    }
+}
