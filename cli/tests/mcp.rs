@@ -730,3 +730,32 @@ async fn a_named_session_resumes_in_the_next_server() {
         text(&result)
     );
 }
+
+#[tokio::test]
+async fn the_policy_refuses_a_destructive_command_and_runs_nothing() {
+    let server = start(&["--deny", "terraform destroy"]).await;
+    let blocked = server.call(json!({"command": "git add -A"})).await;
+    assert_eq!(blocked.is_error, Some(true));
+    let details = blocked.structured_content.expect("details");
+    assert_eq!(details["error_kind"], "blocked");
+    assert_eq!(details["rule"], "git_add");
+
+    let marker = server.path("ran");
+    let denied = server
+        .call(json!({"command": format!("touch {}; terraform destroy", marker.display())}))
+        .await;
+    assert_eq!(denied.is_error, Some(true));
+    assert_eq!(
+        denied.structured_content.expect("details")["rule"],
+        "deny_pattern"
+    );
+    assert!(!marker.exists(), "a refused command must not run at all");
+}
+
+#[tokio::test]
+async fn no_policy_lets_the_command_run() {
+    let server = start(&["--no-policy"]).await;
+    let result = server.call(json!({"command": "git add -A"})).await;
+    let details = result.structured_content.expect("details");
+    assert!(details.get("error_kind").is_none(), "{details}");
+}
