@@ -40,8 +40,10 @@ const SHUTDOWN_MARGIN: Duration = Duration::from_secs(3);
 /// model reads, `isError` the outcome, `structuredContent` the details) and
 /// `bash_jobs` (list, read, wait on and stop background jobs). Calls run
 /// concurrently, progress notifications carry live output, and a client's
-/// cancel stops the command's whole process tree. On stdin EOF or SIGTERM
-/// the server stops its commands and jobs and exits.
+/// cancel stops the command's whole process tree. By default all calls share
+/// one persistent shell (cwd, variables, functions carry over), served in
+/// arrival order; --stateless gives each call a fresh shell. On stdin EOF or
+/// SIGTERM the server stops its commands and jobs and exits.
 ///
 /// Settings come from the flags, then the config file, then the defaults.
 #[derive(Debug, Args)]
