@@ -26,6 +26,10 @@ pub fn status_of(details: &bashtool_core::Details) -> u8 {
     if details.error_kind.is_some() && details.error_kind.as_deref() != Some("aborted") {
         return REFUSED;
     }
+    if details.pid.is_some() {
+        // A background job that started: it has no exit status yet.
+        return 0;
+    }
     if details.timed_out {
         return TIMED_OUT;
     }

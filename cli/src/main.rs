@@ -4,6 +4,7 @@
 mod call;
 mod check;
 mod exit;
+mod jobs;
 mod mcp;
 mod options;
 mod run;
@@ -17,11 +18,16 @@ use clap::{Parser, Subcommand};
 /// A bash tool for LLM agents: runs commands without hanging, orphaning or
 /// flooding the context, and refuses classic destructive mistakes.
 #[derive(Debug, Parser)]
-#[command(name = "bashtool", version, about, long_about = None)]
+#[command(name = "bashtool", version, after_help = AFTER_HELP)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
+
+const AFTER_HELP: &str = "Examples:\n  bashtool run -- cargo test\n  \
+echo '{\"command\": \"ls\"}' | bashtool call\n  bashtool schema --format openai\n  \
+bashtool check 'git push --force'\n  claude mcp add bashtool -- bashtool mcp\n\n\
+Each subcommand has its own --help.";
 
 #[derive(Debug, Subcommand)]
 enum Command {
@@ -30,23 +36,33 @@ enum Command {
     Schema(schema::SchemaArgs),
     Check(check::CheckArgs),
     Mcp(mcp::McpArgs),
+    Jobs(jobs::JobsArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let name = match &cli.command {
+        Command::Run(_) => "run",
+        Command::Call(_) => "call",
+        Command::Schema(_) => "schema",
+        Command::Check(_) => "check",
+        Command::Mcp(_) => "mcp",
+        Command::Jobs(_) => "jobs",
+    };
     let outcome = match cli.command {
         Command::Run(args) => run::run(&args),
         Command::Call(args) => call::run(&args),
         Command::Schema(args) => schema::run(&args),
         Command::Check(args) => check::run(&args),
-        Command::Mcp(args) => mcp::run(args),
+        Command::Mcp(args) => mcp::run(&args),
+        Command::Jobs(args) => jobs::run(&args),
     };
     match outcome {
         Ok(code) => code,
         Err(error) if exit::is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("bashtool: error: {error:#}");
-            eprintln!("hint: run `bashtool --help` for usage");
+            eprintln!("hint: `bashtool {name} --help` shows the usage and examples");
             ExitCode::from(exit::USAGE)
         }
     }

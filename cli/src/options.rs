@@ -17,15 +17,15 @@ pub struct ToolArgs {
     /// Turn the safety policy off (it blocks git add -A, git push --force, rm -rf ~ ...)
     #[arg(long)]
     pub no_policy: bool,
-    /// Output budget for the model, in tokens (× 4 chars)
-    #[arg(long, value_name = "TOKENS", default_value_t = bashtool_core::MAX_OUTPUT_TOKENS)]
-    pub budget_tokens: usize,
+    /// Output budget for the model, in tokens (× 4 chars) [default: 2000]
+    #[arg(long, value_name = "TOKENS")]
+    pub budget_tokens: Option<usize>,
     /// Use the seed's plain head/tail shortening instead of the error-aware one
     #[arg(long)]
     pub plain_shortening: bool,
-    /// Seconds between SIGTERM and SIGKILL when a command is stopped
-    #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
-    pub kill_grace: f64,
+    /// Seconds between SIGTERM and SIGKILL when a command is stopped [default: 2]
+    #[arg(long, value_name = "SECONDS")]
+    pub kill_grace: Option<f64>,
     /// Run in the persistent session NAME: cwd, variables, functions and aliases carry over to the next `bashtool --session NAME` call
     #[arg(long, value_name = "NAME")]
     pub session: Option<String>,
@@ -52,7 +52,10 @@ impl ToolArgs {
             ..ToolConfig::default()
         };
         config.policy.enabled = !self.no_policy;
-        config.output.max_output_tokens = self.budget_tokens;
+        if let Some(tokens) = self.budget_tokens {
+            anyhow::ensure!(tokens > 0, "--budget-tokens must be at least 1");
+            config.output.max_output_tokens = tokens;
+        }
         if self.plain_shortening {
             config.output.shortening = Shortening::Plain;
         }
@@ -60,15 +63,23 @@ impl ToolArgs {
     }
 
     pub fn local_config(&self, tool: &ToolConfig) -> anyhow::Result<LocalConfig> {
-        anyhow::ensure!(
-            self.kill_grace.is_finite() && (0.0..=600.0).contains(&self.kill_grace),
-            "--kill-grace must be between 0 and 600 seconds"
-        );
-        Ok(LocalConfig {
+        let mut local = LocalConfig {
             working_directory: self.working_directory()?,
-            kill_grace: Duration::from_secs_f64(self.kill_grace),
             output: tool.output.clone(),
             ..LocalConfig::default()
-        })
+        };
+        if let Some(grace) = self.kill_grace {
+            local.kill_grace = seconds("--kill-grace", grace, 600.0)?;
+        }
+        Ok(local)
     }
+}
+
+/// A duration given in seconds on the command line or in the config file.
+pub fn seconds(name: &str, value: f64, max: f64) -> anyhow::Result<Duration> {
+    anyhow::ensure!(
+        value.is_finite() && (0.0..=max).contains(&value),
+        "{name} must be between 0 and {max} seconds, not {value}"
+    );
+    Ok(Duration::from_secs_f64(value))
 }

@@ -13,7 +13,7 @@ pub enum Format {
     Anthropic,
     /// {type: "function", function: {name, description, parameters}}
     Openai,
-    /// {name, description, inputSchema} (MCP tools/list)
+    /// {name, description, inputSchema, outputSchema, annotations} (MCP tools/list)
     Mcp,
 }
 
@@ -47,11 +47,7 @@ pub fn definition(config: &ToolConfig, format: Format) -> Value {
                 "parameters": spec.input_schema,
             },
         }),
-        Format::Mcp => json!({
-            "name": spec.name,
-            "description": spec.description,
-            "inputSchema": spec.input_schema,
-        }),
+        Format::Mcp => crate::mcp::tools::bash_tool_json(config),
     }
 }
 

@@ -1,13 +1,381 @@
-//! `bashtool mcp`: the MCP server (placeholder until the server lands).
+//! `bashtool mcp`: the bash tool as an MCP server over stdio.
 
+mod config;
+mod env_jobs;
+mod gate;
+pub mod jobs_tool;
+mod order;
+mod progress;
+mod server;
+pub mod tools;
+
+use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
 
+use anyhow::Context as _;
+use bashtool_core::{BashTool, CommandExec, Shortening, ToolConfig};
+use bashtool_env_local::{LocalConfig, LocalExec, Session, SessionConfig};
 use clap::Args;
+use rmcp::ServiceExt as _;
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::jobs::records::JobStore;
+use crate::options::{ToolArgs, seconds};
+use config::FileConfig;
+use env_jobs::LocalJobs;
+use order::ArrivalOrder;
+use server::{Backend, BashServer};
+
+/// How often progress notifications may be sent, by default.
+const PROGRESS_INTERVAL: Duration = Duration::from_millis(250);
+/// Time for running calls to stop, beyond the kill grace, at shutdown.
+const SHUTDOWN_MARGIN: Duration = Duration::from_secs(3);
 
 /// Serve the bash tool over MCP (stdio)
+///
+/// Speaks MCP on stdin/stdout (logs go to stderr) with two tools: `bash`
+/// (the tool's own schema and description; the result's text is what the
+/// model reads, `isError` the outcome, `structuredContent` the details) and
+/// `bash_jobs` (list, read, wait on and stop background jobs). Calls run
+/// concurrently, progress notifications carry live output, and a client's
+/// cancel stops the command's whole process tree. By default all calls share
+/// one persistent shell (cwd, variables, functions carry over), served in
+/// arrival order; --stateless gives each call a fresh shell. On stdin EOF or
+/// SIGTERM the server stops its commands and jobs and exits.
+///
+/// Settings come from the flags, then the config file, then the defaults.
 #[derive(Debug, Args)]
-pub struct McpArgs {}
+#[command(after_help = AFTER_HELP)]
+pub struct McpArgs {
+    #[command(flatten)]
+    pub tool: ToolArgs,
+    /// TOML config file [default: $XDG_CONFIG_HOME/bashtool/config.toml, if it exists]
+    #[arg(long, value_name = "FILE", env = "BASHTOOL_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Run each call in a fresh shell instead of one persistent session
+    #[arg(long)]
+    pub stateless: bool,
+    /// Leave background jobs running when the server exits
+    #[arg(long)]
+    pub keep_jobs: bool,
+    /// Timeout of mode "default", in seconds [default: 30]
+    #[arg(long, value_name = "SECONDS")]
+    pub default_timeout: Option<u64>,
+    /// Timeout of mode "slow", in seconds [default: 900]
+    #[arg(long, value_name = "SECONDS")]
+    pub slow_timeout: Option<u64>,
+    /// Largest timeout the model may ask for, in seconds [default: 1800]
+    #[arg(long, value_name = "SECONDS")]
+    pub max_timeout: Option<u64>,
+    /// Refuse commands that contain PATTERN (repeatable)
+    #[arg(long = "deny", value_name = "PATTERN")]
+    pub deny: Vec<String>,
+    /// Add a variable to every command's environment (repeatable)
+    #[arg(long = "env", value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// Directory for the full logs of commands
+    #[arg(long, value_name = "DIR")]
+    pub log_dir: Option<PathBuf>,
+    /// Logging on stderr: error, warn, info, debug, trace or a RUST_LOG filter [default: $RUST_LOG, else warn]
+    #[arg(long, value_name = "LEVEL")]
+    pub log_level: Option<String>,
+    /// Least time between two progress notifications of a call, in milliseconds [default: 250]
+    #[arg(long, value_name = "MS")]
+    pub progress_interval_ms: Option<u64>,
+}
 
-pub fn run(_args: McpArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("the MCP server is not built yet")
+const AFTER_HELP: &str = "\
+Examples:
+  bashtool mcp
+  bashtool mcp --cwd ~/project --default-timeout 60
+  bashtool mcp --stateless --no-policy --log-level debug
+  claude mcp add bashtool -- bashtool mcp
+
+Claude Desktop (claude_desktop_config.json), Cursor (.cursor/mcp.json):
+  {\"mcpServers\": {\"bashtool\": {\"command\": \"bashtool\", \"args\": [\"mcp\"]}}}
+
+Codex (~/.codex/config.toml):
+  [mcp_servers.bashtool]
+  command = \"bashtool\"
+  args = [\"mcp\"]
+
+Config file (TOML; every key optional):
+  cwd = \"/home/me/project\"      stateless = false      keep_jobs = false
+  log_level = \"info\"            progress_interval_ms = 250      shell = \"bash\"
+  non_interactive = true        (pagers off, prompts fail, editors refuse)
+  [tool]      name = \"bash\"   shell_telemetry = true   max_command_bytes = 262144
+              fields = { commands = true, mode = true, background = true, timeout = true,
+                         working_directory = true, environment = true }
+  [timeouts]  default = 30   slow = 900   max = 1800   kill_grace = 2
+  [output]    budget_tokens = 2000   max_line_chars = 800   head_percent = 30
+              shortening = \"error-aware\" | \"plain\"   error_patterns = [\"FAILED\"]
+  [policy]    enabled = true   git_add = true   git_push_force = true   rm_critical = true
+              deny_patterns = [\"terraform destroy\"]
+  [logs]      dir = \"/tmp/bashtool\"   max_files = 200   max_bytes = 104857600
+  [env]       CARGO_TERM_COLOR = \"never\"";
+
+/// Everything the server runs with, after flags and file are merged.
+struct Settings {
+    tool: ToolConfig,
+    local: LocalConfig,
+    stateless: bool,
+    /// Where a named session keeps its state between servers.
+    session_path: Option<PathBuf>,
+    keep_jobs: bool,
+    progress_interval: Duration,
+    log_filter: String,
+}
+
+fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
+    let current = std::env::current_dir().context("reading the current directory")?;
+    let cwd = match (&args.tool.cwd, &file.cwd) {
+        (Some(flag), _) => current.join(flag),
+        (None, Some(configured)) => current.join(configured),
+        (None, None) => current,
+    };
+    anyhow::ensure!(
+        cwd.is_dir(),
+        "the working directory {} is not an existing directory",
+        cwd.display()
+    );
+
+    let mut tool = ToolConfig::default();
+    file.apply_to_tool(&mut tool)?;
+    tool.working_directory = Some(cwd.clone());
+    if args.tool.no_policy {
+        tool.policy.enabled = false;
+    }
+    tool.policy.deny_patterns.extend(args.deny.iter().cloned());
+    if let Some(tokens) = args.tool.budget_tokens {
+        anyhow::ensure!(tokens > 0, "--budget-tokens must be at least 1");
+        tool.output.max_output_tokens = tokens;
+    }
+    if args.tool.plain_shortening {
+        tool.output.shortening = Shortening::Plain;
+    }
+    if let Some(value) = args.default_timeout {
+        tool.default_timeout = seconds("--default-timeout", value as f64, 86_400.0)?;
+    }
+    if let Some(value) = args.slow_timeout {
+        tool.slow_timeout = seconds("--slow-timeout", value as f64, 86_400.0)?;
+    }
+    if let Some(value) = args.max_timeout {
+        anyhow::ensure!(value >= 1, "--max-timeout must be at least 1 second");
+        tool.max_timeout_secs = value;
+    }
+    let stateless = args.stateless || file.stateless.unwrap_or(false);
+    anyhow::ensure!(
+        !(stateless && args.tool.session.is_some()),
+        "--session and --stateless exclude each other: a named session is a persistent one"
+    );
+    let session_path = args
+        .tool
+        .session
+        .as_deref()
+        .map(crate::session::snapshot_path)
+        .transpose()?;
+    // The description tells the model whether state carries over.
+    tool.persistent_session = !stateless;
+
+    let keep_jobs = args.keep_jobs || file.keep_jobs.unwrap_or(false);
+    let mut local = LocalConfig {
+        working_directory: cwd,
+        output: tool.output.clone(),
+        keep_jobs_on_drop: keep_jobs,
+        ..LocalConfig::default()
+    };
+    file.apply_to_local(&mut local)?;
+    if let Some(grace) = args.tool.kill_grace {
+        local.kill_grace = seconds("--kill-grace", grace, 600.0)?;
+    }
+    for pair in &args.env {
+        let (key, value) = pair
+            .split_once('=')
+            .with_context(|| format!("--env {pair}: expected KEY=VALUE"))?;
+        anyhow::ensure!(
+            bashtool_core::is_valid_variable_name(key),
+            "--env {pair}: {key:?} is not a valid variable name"
+        );
+        local.env.insert(key.to_owned(), value.to_owned());
+    }
+    if let Some(directory) = &args.log_dir {
+        local.log_dir = Some(current_dir_join(directory)?);
+    }
+    if let Some(directory) = &local.log_dir {
+        std::fs::create_dir_all(directory)
+            .with_context(|| format!("creating the log directory {}", directory.display()))?;
+    }
+
+    let progress_interval = args
+        .progress_interval_ms
+        .or(file.progress_interval_ms)
+        .map_or(PROGRESS_INTERVAL, Duration::from_millis)
+        .max(Duration::from_millis(10));
+    let log_filter = args
+        .log_level
+        .clone()
+        .or_else(|| {
+            std::env::var("RUST_LOG")
+                .ok()
+                .filter(|value| !value.is_empty())
+        })
+        .or_else(|| file.log_level.clone())
+        .unwrap_or_else(|| "warn".to_owned());
+    Ok(Settings {
+        tool,
+        local,
+        stateless,
+        session_path,
+        keep_jobs,
+        progress_interval,
+        log_filter,
+    })
+}
+
+fn current_dir_join(path: &std::path::Path) -> anyhow::Result<PathBuf> {
+    Ok(std::env::current_dir()
+        .context("reading the current directory")?
+        .join(path))
+}
+
+/// Logs go to stderr: stdout carries only the protocol.
+fn init_logging(filter: &str) -> anyhow::Result<()> {
+    let filter = tracing_subscriber::EnvFilter::try_new(filter)
+        .with_context(|| format!("--log-level {filter:?} is not a level or a RUST_LOG filter"))?;
+    let ansi = std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty())
+        && std::io::IsTerminal::is_terminal(&std::io::stderr());
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(filter)
+        .with_ansi(ansi)
+        .try_init()
+        .map_err(|error| anyhow::anyhow!("{error}"))
+}
+
+pub fn run(args: &McpArgs) -> anyhow::Result<ExitCode> {
+    let (file, path) = FileConfig::load(args.config.as_deref())?;
+    let settings = settings(args, &file)?;
+    init_logging(&settings.log_filter)?;
+    if let Some(path) = &path {
+        tracing::info!(path = %path.display(), "config file loaded");
+    }
+    let runtime = tokio::runtime::Runtime::new()?;
+    let outcome = runtime.block_on(serve(settings));
+    // tokio reads stdin on a blocking thread that cannot be interrupted; do
+    // not wait for it once the server is done.
+    runtime.shutdown_background();
+    outcome
+}
+
+async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
+    let grace = settings.local.kill_grace + SHUTDOWN_MARGIN;
+    let (exec, jobs, session): (Arc<dyn CommandExec>, _, _) = if settings.stateless {
+        let exec = LocalExec::new(settings.local);
+        (Arc::new(exec.clone()), LocalJobs::Exec(exec), None)
+    } else {
+        let config = SessionConfig {
+            local: settings.local,
+            snapshot_path: settings.session_path,
+            telemetry: settings.tool.shell_telemetry,
+        };
+        let session = Session::new(config).context("creating the session")?;
+        (
+            Arc::new(session.clone()),
+            LocalJobs::Session(session.clone()),
+            Some(session),
+        )
+    };
+    // Calls into the session must reach it in the order they arrived.
+    let order = session.is_some().then(ArrivalOrder::default);
+    let backend = Backend {
+        tool: BashTool::new(settings.tool, exec),
+        order: order.clone(),
+        jobs: Some(Arc::new(jobs)),
+        job_store: Some(JobStore::new(JobStore::default_dir())),
+    };
+    let server = BashServer::new(backend, settings.progress_interval);
+    let (transport, input_closed) = gate::spawn(tokio::io::stdin(), tokio::io::stdout(), order);
+    {
+        let server = server.clone();
+        tokio::spawn(async move {
+            input_closed.cancelled().await;
+            tracing::info!("stdin closed: stopping");
+            server.cancel_calls();
+        });
+    }
+    let mut terminate = signal(SignalKind::terminate()).context("installing a SIGTERM handler")?;
+    let mut interrupt = signal(SignalKind::interrupt()).context("installing a SIGINT handler")?;
+    let running = tokio::select! {
+        running = server.clone().serve(transport) => running.context("MCP initialization failed")?,
+        _ = terminate.recv() => return Ok(ExitCode::SUCCESS),
+        _ = interrupt.recv() => return Ok(ExitCode::SUCCESS),
+    };
+    let stop = running.cancellation_token();
+    tokio::select! {
+        quit = running.waiting() => {
+            tracing::info!(?quit, "client went away");
+        }
+        _ = terminate.recv() => {
+            tracing::info!("SIGTERM: stopping");
+            stop.cancel();
+        }
+        _ = interrupt.recv() => {
+            tracing::info!("SIGINT: stopping");
+            stop.cancel();
+        }
+    }
+    server.shut_down(grace, settings.keep_jobs).await;
+    if let Some(session) = session
+        && let Err(error) = session.shutdown().await
+    {
+        tracing::warn!(%error, "the session's state was not saved");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Command {
+        #[command(flatten)]
+        mcp: McpArgs,
+    }
+
+    fn settings_for(flags: &[&str], file: &str) -> Settings {
+        let args = Command::parse_from(std::iter::once("mcp").chain(flags.iter().copied())).mcp;
+        settings(&args, &FileConfig::parse(file).expect("valid file")).expect("valid settings")
+    }
+
+    #[test]
+    fn flags_win_over_the_file_which_wins_over_the_defaults() {
+        let file = "keep_jobs = true\n[timeouts]\ndefault = 5\nslow = 60\n[policy]\ndeny_patterns = [\"a\"]\n";
+        let settings = settings_for(
+            &["--default-timeout", "9", "--deny", "b", "--env", "X=1"],
+            file,
+        );
+        assert_eq!(settings.tool.default_timeout, Duration::from_secs(9));
+        assert_eq!(settings.tool.slow_timeout, Duration::from_secs(60));
+        assert_eq!(settings.tool.max_timeout_secs, 1800);
+        assert_eq!(settings.tool.policy.deny_patterns, ["a", "b"]);
+        assert!(settings.keep_jobs);
+        assert!(settings.local.keep_jobs_on_drop);
+        assert_eq!(settings.local.env["X"], "1");
+        assert!(settings.tool.policy.enabled);
+        assert!(!settings_for(&["--no-policy"], "").tool.policy.enabled);
+    }
+
+    #[test]
+    fn bad_flags_are_refused_with_the_flag_named() {
+        let args = Command::parse_from(["mcp", "--env", "NOEQUALS"]).mcp;
+        let error = settings(&args, &FileConfig::default())
+            .err()
+            .expect("refused");
+        assert!(error.to_string().contains("--env NOEQUALS"), "{error}");
+    }
 }

@@ -1,0 +1,268 @@
+//! The MCP server: `tools/list` and `tools/call` for `bash` and `bash_jobs`.
+//!
+//! rmcp runs every request in its own task, so a slow call never blocks a
+//! fast one; calls into the persistent session wait their turn in arrival
+//! order ([`ArrivalOrder`]). Each call's cancellation token is a child of the
+//! server's shutdown token and follows the client's `notifications/cancelled`,
+//! so both stop the command's process tree.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bashtool_core::{BashTool, CallContext, Content, Details, ToolResult};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::gate::id_key;
+use super::jobs_tool::{self, JobControl};
+use super::order::ArrivalOrder;
+use super::progress::Progress;
+use super::tools;
+use crate::jobs::records::{JobRecord, JobStore};
+
+/// What the server runs commands with.
+pub struct Backend {
+    pub tool: BashTool,
+    /// Set when all calls go into one persistent session.
+    pub order: Option<ArrivalOrder>,
+    /// Set when the environment keeps background jobs the model can reach.
+    pub jobs: Option<Arc<dyn JobControl>>,
+    /// Where background jobs are recorded for `bashtool jobs`.
+    pub job_store: Option<JobStore>,
+}
+
+/// The MCP server. Cheap to clone.
+#[derive(Clone)]
+pub struct BashServer {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    backend: Backend,
+    tools: Vec<Tool>,
+    shutdown: CancellationToken,
+    calls: TaskTracker,
+    progress_interval: Duration,
+}
+
+const INSTRUCTIONS: &str = "Run shell commands with the bash tool: output comes back shortened \
+    so that errors stay visible, commands never hang, and their whole process tree is stopped on \
+    timeout or cancel. Start servers and watchers with mode \"background\" and manage them with \
+    bash_jobs.";
+
+impl BashServer {
+    pub fn new(backend: Backend, progress_interval: Duration) -> Self {
+        let mut tools = vec![tools::bash_tool(backend.tool.config())];
+        if backend.jobs.is_some() {
+            tools.push(jobs_tool::tool());
+        }
+        Self {
+            inner: Arc::new(Inner {
+                backend,
+                tools,
+                shutdown: CancellationToken::new(),
+                calls: TaskTracker::new(),
+                progress_interval,
+            }),
+        }
+    }
+
+    /// Cancels every running call and every call still to come; each stops
+    /// its process tree.
+    pub fn cancel_calls(&self) {
+        self.inner.shutdown.cancel();
+    }
+
+    /// Cancels every running call (each stops its process tree) and waits up
+    /// to `grace` for them to finish; then stops the background jobs unless
+    /// `keep_jobs`.
+    pub async fn shut_down(&self, grace: Duration, keep_jobs: bool) {
+        self.inner.shutdown.cancel();
+        self.inner.calls.close();
+        if tokio::time::timeout(grace, self.inner.calls.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("calls still running after {grace:?}; exiting anyway");
+        }
+        if !keep_jobs && let Some(jobs) = &self.inner.backend.jobs {
+            jobs.stop_all().await;
+        }
+    }
+
+    async fn call_bash(
+        &self,
+        arguments: Option<JsonObject>,
+        context: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let inner = &self.inner;
+        let _running = inner.calls.token();
+        let input = Value::Object(arguments.unwrap_or_default());
+        let cancel = inner.shutdown.child_token();
+        let follow = {
+            let request = context.ct.clone();
+            let cancel = cancel.clone();
+            AbortOnDrop(tokio::spawn(async move {
+                tokio::select! {
+                    () = request.cancelled() => cancel.cancel(),
+                    () = cancel.cancelled() => {}
+                }
+            }))
+        };
+        let progress = context
+            .meta
+            .get_progress_token()
+            .map(|token| Progress::start(token, context.peer.clone(), inner.progress_interval));
+        let turn = match &inner.backend.order {
+            Some(order) => {
+                let key = id_key(&serde_json::to_value(&context.id).unwrap_or_default());
+                tokio::select! {
+                    turn = order.turn(&key) => Some(turn),
+                    () = cancel.cancelled() => return tools::call_result(&not_started(&input)),
+                }
+            }
+            None => None,
+        };
+        let call = CallContext {
+            cancel,
+            on_output: progress.as_ref().map(Progress::sink),
+        };
+        let result = inner.backend.tool.call_with(&input, call).await;
+        if let (Some(store), Some(pid), Some(output_file)) = (
+            &inner.backend.job_store,
+            result.details.pid,
+            &result.details.output_file,
+        ) {
+            let record = JobRecord::new(
+                pid,
+                &result.details.command,
+                output_file.into(),
+                result.details.working_directory.clone(),
+            );
+            let store = store.clone();
+            // Best effort: the job runs whether or not `bashtool jobs` sees it.
+            tokio::task::spawn_blocking(move || {
+                if let Err(error) = store.add(record) {
+                    tracing::warn!(%error, "job not recorded");
+                }
+            });
+        }
+        drop(turn);
+        drop(progress);
+        drop(follow);
+        tools::call_result(&result)
+    }
+
+    async fn call_jobs(
+        &self,
+        arguments: Option<JsonObject>,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let inner = &self.inner;
+        let Some(jobs) = &inner.backend.jobs else {
+            return Err(unknown_tool(jobs_tool::NAME, &inner.tools));
+        };
+        let _running = inner.calls.token();
+        let output = &inner.backend.tool.config().output;
+        let call = jobs_tool::call(
+            jobs,
+            arguments,
+            output.max_line_chars,
+            output.budget_chars(),
+        );
+        // A `wait` may take minutes: the client's cancel and the server's
+        // shutdown end it (the job itself keeps running).
+        tokio::select! {
+            result = call => Ok(result),
+            () = context.ct.cancelled() => Ok(CallToolResult::error(vec![
+                rmcp::model::ContentBlock::text("[cancelled]"),
+            ])),
+            () = inner.shutdown.cancelled() => Ok(CallToolResult::error(vec![
+                rmcp::model::ContentBlock::text("[the server is shutting down]"),
+            ])),
+        }
+    }
+}
+
+/// The result of a call cancelled while it waited for its turn.
+fn not_started(input: &Value) -> ToolResult {
+    let command = input
+        .get("command")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    ToolResult {
+        content: vec![Content::text(
+            "[cancelled before it started: nothing ran]".to_owned(),
+        )],
+        is_error: true,
+        details: Details {
+            command: command.to_owned(),
+            cancelled: true,
+            ..Details::default()
+        },
+    }
+}
+
+fn unknown_tool(name: &str, tools: &[Tool]) -> ErrorData {
+    let names: Vec<&str> = tools.iter().map(|tool| tool.name.as_ref()).collect();
+    ErrorData::invalid_params(
+        format!(
+            "unknown tool {name:?}; this server has: {}",
+            names.join(", ")
+        ),
+        None,
+    )
+}
+
+/// Aborts a helper task when the call that needs it ends.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl ServerHandler for BashServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(
+                Implementation::new("bashtool", env!("CARGO_PKG_VERSION"))
+                    .with_title("bashtool: a bash tool for agents"),
+            )
+            .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.inner.tools.clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // rmcp validates arguments only for tools returned by `get_tool`,
+        // which is left unset: validation stays with core, whose messages
+        // name the field and what is allowed, as a result the model reads.
+        let name = request.name.as_ref();
+        if name == self.inner.backend.tool.config().name {
+            Ok(self.call_bash(request.arguments, context).await.into())
+        } else if name == jobs_tool::NAME {
+            Ok(self.call_jobs(request.arguments, &context).await?.into())
+        } else {
+            Err(unknown_tool(name, &self.inner.tools))
+        }
+    }
+}

@@ -1,0 +1,761 @@
+//! End-to-end tests of `bashtool mcp`: the real binary driven by the real
+//! rmcp client over stdio. They wait for events with deadlines, never for a
+//! fixed time.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use bashtool_core::{ToolConfig, tool_spec};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest,
+    ProgressNotificationParam, ServerResult,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RequestHandle, RunningService};
+use rmcp::transport::TokioChildProcess;
+use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::time::{Instant, timeout};
+
+/// Longest any single event may take before a test fails.
+const DEADLINE: Duration = Duration::from_secs(20);
+
+/// A client that forwards progress notifications to the test.
+#[derive(Clone)]
+struct Client {
+    progress: mpsc::UnboundedSender<ProgressNotificationParam>,
+}
+
+impl ClientHandler for Client {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.progress.send(params);
+    }
+}
+
+struct Server {
+    client: RunningService<RoleClient, Client>,
+    progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
+    pid: u32,
+    dir: tempfile::TempDir,
+}
+
+fn command(dir: &Path, args: &[&str]) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_bashtool"));
+    command
+        .arg("mcp")
+        .arg("--cwd")
+        .arg(dir)
+        .args(args)
+        // No user config file may change what the tests see.
+        .env("XDG_CONFIG_HOME", dir)
+        .env("BASHTOOL_STATE_DIR", dir.join("state"))
+        .env_remove("BASHTOOL_CONFIG")
+        .env_remove("RUST_LOG");
+    command
+}
+
+async fn start(args: &[&str]) -> Server {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let transport = TokioChildProcess::new(command(dir.path(), args)).expect("spawn bashtool mcp");
+    let pid = transport.id().expect("server pid");
+    let (sender, progress) = mpsc::unbounded_channel();
+    let client = timeout(DEADLINE, Client { progress: sender }.serve(transport))
+        .await
+        .expect("initialize in time")
+        .expect("initialize");
+    Server {
+        client,
+        progress,
+        pid,
+        dir,
+    }
+}
+
+impl Server {
+    async fn send(&self, name: &str, arguments: Value) -> RequestHandle<RoleClient> {
+        let Value::Object(arguments) = arguments else {
+            panic!("arguments must be an object")
+        };
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+            CallToolRequestParams::new(name.to_owned()).with_arguments(arguments),
+        ));
+        self.client
+            .peer()
+            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .await
+            .expect("request sent")
+    }
+
+    async fn call(&self, arguments: Value) -> CallToolResult {
+        answer(self.send("bash", arguments).await).await
+    }
+
+    /// Waits for a progress message containing `needle`.
+    async fn progress_with(&mut self, needle: &str) -> ProgressNotificationParam {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let param = tokio::time::timeout_at(deadline, self.progress.recv())
+                .await
+                .unwrap_or_else(|_| panic!("no progress with {needle:?} in time"))
+                .expect("client open");
+            if param
+                .message
+                .as_deref()
+                .is_some_and(|message| message.contains(needle))
+            {
+                return param;
+            }
+        }
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+async fn answer(handle: RequestHandle<RoleClient>) -> CallToolResult {
+    match timeout(DEADLINE, handle.await_response())
+        .await
+        .expect("answer in time")
+        .expect("answer")
+    {
+        ServerResult::CallToolResult(result) => result,
+        other => panic!("not a tool result: {other:?}"),
+    }
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|content| content.as_text().map(|text| text.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// True while the process exists and is not a zombie.
+fn pid_alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+async fn wait_until_dead(pids: &[i32]) {
+    let deadline = Instant::now() + DEADLINE;
+    while pids.iter().any(|pid| pid_alive(*pid)) {
+        assert!(
+            Instant::now() < deadline,
+            "still alive: {:?}",
+            pids.iter()
+                .filter(|pid| pid_alive(**pid))
+                .collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Reads the pids a command wrote to `file`, one a line, once there are `count`.
+async fn read_pids(file: &Path, count: usize) -> Vec<i32> {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(file) {
+            let pids: Vec<i32> = text
+                .lines()
+                .filter_map(|line| line.trim().parse().ok())
+                .collect();
+            if pids.len() >= count {
+                return pids;
+            }
+        }
+        assert!(Instant::now() < deadline, "no pids in {}", file.display());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A script that starts a grandchild, records both pids in `file`, says
+/// `started` and then waits.
+fn tree_script(file: &Path) -> String {
+    format!(
+        "sleep 300 & echo $! > {file}; echo $$ >> {file}; echo started; wait",
+        file = file.display()
+    )
+}
+
+#[tokio::test]
+async fn initialize_names_the_server_and_offers_tools() {
+    let server = start(&[]).await;
+    let info = server.client.peer_info().expect("server info");
+    let implementation = info.server_info.as_ref().expect("implementation");
+    assert_eq!(implementation.name, "bashtool");
+    assert_eq!(implementation.version, env!("CARGO_PKG_VERSION"));
+    assert!(info.capabilities.tools.is_some());
+    assert!(!info.protocol_version.to_string().is_empty());
+}
+
+#[tokio::test]
+async fn tools_list_shows_the_core_spec_with_an_output_schema() {
+    let server = start(&[]).await;
+    let tools = server.client.list_all_tools().await.expect("tools/list");
+    let bash = tools
+        .iter()
+        .find(|tool| tool.name == "bash")
+        .expect("bash tool");
+    let spec = tool_spec(&ToolConfig {
+        working_directory: Some(server.dir.path().to_path_buf()),
+        persistent_session: true,
+        ..ToolConfig::default()
+    });
+    assert_eq!(bash.description.as_deref(), Some(spec.description.as_str()));
+    assert_eq!(
+        Value::Object((*bash.input_schema).clone()),
+        spec.input_schema
+    );
+    let output = bash.output_schema.as_ref().expect("output schema");
+    assert_eq!(output["type"], "object");
+    assert!(output["properties"]["exit_code"].is_object());
+}
+
+#[tokio::test]
+async fn a_successful_call_returns_text_and_structured_details() {
+    let server = start(&[]).await;
+    let result = server.call(json!({"command": "echo hello"})).await;
+    assert_eq!(result.is_error, Some(false));
+    assert_eq!(
+        text(&result),
+        format!(
+            "stdout:\nhello\nexit code 0\n[cwd: {}]",
+            server.dir.path().display()
+        )
+    );
+    let details = result.structured_content.expect("structured content");
+    assert_eq!(details["exit_code"], 0);
+    assert_eq!(details["success"], true);
+    assert_eq!(details["command"], "echo hello");
+}
+
+#[tokio::test]
+async fn a_failing_call_is_an_error_result_with_its_output() {
+    let server = start(&[]).await;
+    let result = server
+        .call(json!({"command": "echo before; (exit 3)"}))
+        .await;
+    assert_eq!(result.is_error, Some(true));
+    assert_eq!(
+        text(&result),
+        format!(
+            "stdout:\nbefore\nexit code 3\n[cwd: {}]",
+            server.dir.path().display()
+        )
+    );
+    let details = result.structured_content.expect("structured content");
+    assert_eq!(details["exit_code"], 3);
+    assert_eq!(details["success"], false);
+}
+
+#[tokio::test]
+async fn invalid_input_is_an_error_result_naming_the_field() {
+    let server = start(&[]).await;
+    let result = server.call(json!({"command": "ls", "timeout": 0})).await;
+    assert_eq!(result.is_error, Some(true));
+    let details = result.structured_content.expect("structured content");
+    assert_eq!(details["error_kind"], "invalid_input");
+    assert_eq!(details["field"], "timeout");
+}
+
+#[tokio::test]
+async fn a_timeout_returns_partial_output_and_leaves_no_process() {
+    let server = start(&[]).await;
+    let pids = server.path("pids");
+    let script = format!("echo partial; {}", tree_script(&pids));
+    let result = server.call(json!({"command": script, "timeout": 1})).await;
+    assert_eq!(result.is_error, Some(true));
+    assert!(text(&result).contains("partial"), "{}", text(&result));
+    let details = result.structured_content.expect("structured content");
+    assert_eq!(details["timed_out"], true);
+    wait_until_dead(&read_pids(&pids, 2).await).await;
+}
+
+#[tokio::test]
+async fn progress_notifications_carry_live_output() {
+    let mut server = start(&[]).await;
+    let handle = server
+        .send("bash", json!({"command": "echo first-line; sleep 300"}))
+        .await;
+    let progress = server.progress_with("first-line").await;
+    assert!(progress.progress >= 0.0);
+    // The command is still running: the notification came while it ran.
+    handle.cancel(None).await.expect("cancelled");
+}
+
+#[tokio::test]
+async fn cancellation_kills_the_command_tree() {
+    let mut server = start(&[]).await;
+    let pids = server.path("pids");
+    let handle = server
+        .send("bash", json!({"command": tree_script(&pids)}))
+        .await;
+    server.progress_with("started").await;
+    let pids = read_pids(&pids, 2).await;
+    assert!(pids.iter().all(|pid| pid_alive(*pid)));
+    handle
+        .cancel(Some("test".to_owned()))
+        .await
+        .expect("cancelled");
+    wait_until_dead(&pids).await;
+}
+
+#[tokio::test]
+async fn a_slow_call_does_not_block_a_fast_one() {
+    let mut server = start(&["--stateless"]).await;
+    let slow = server
+        .send("bash", json!({"command": "echo slow-started; sleep 300"}))
+        .await;
+    server.progress_with("slow-started").await;
+    let fast = server.call(json!({"command": "echo fast"})).await;
+    assert_eq!(text(&fast), "stdout:\nfast\nexit code 0");
+    slow.cancel(None).await.expect("cancelled");
+}
+
+#[tokio::test]
+async fn an_unknown_tool_is_a_protocol_error() {
+    let server = start(&[]).await;
+    let handle = server.send("nope", json!({})).await;
+    let error = timeout(DEADLINE, handle.await_response())
+        .await
+        .expect("answer in time")
+        .expect_err("protocol error");
+    assert!(error.to_string().contains("unknown tool"), "{error}");
+}
+
+#[tokio::test]
+async fn sigterm_stops_the_running_commands_and_exits() {
+    let mut server = start(&[]).await;
+    let pids = server.path("pids");
+    let _handle = server
+        .send("bash", json!({"command": tree_script(&pids)}))
+        .await;
+    server.progress_with("started").await;
+    let mut pids = read_pids(&pids, 2).await;
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(server.pid as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("SIGTERM sent");
+    pids.push(server.pid as i32);
+    wait_until_dead(&pids).await;
+}
+
+mod raw {
+    //! The server driven by hand-written bytes, for what a well-behaved
+    //! client never sends.
+
+    use std::process::Stdio;
+
+    use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader};
+
+    use super::*;
+
+    const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+
+    /// Reads answers until there is one for each of `ids`, in any order.
+    async fn answers(
+        lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+        ids: &[Value],
+    ) -> Vec<Value> {
+        let mut found: Vec<Option<Value>> = vec![None; ids.len()];
+        while found.iter().any(Option::is_none) {
+            let line = timeout(DEADLINE, lines.next_line())
+                .await
+                .expect("answer in time")
+                .expect("read")
+                .expect("server still talking");
+            let message: Value = serde_json::from_str(&line).expect("stdout carries only JSON");
+            if let Some(index) = ids.iter().position(|id| *id == message["id"])
+                && message.get("method").is_none()
+            {
+                found[index] = Some(message);
+            }
+        }
+        found.into_iter().flatten().collect()
+    }
+
+    #[tokio::test]
+    async fn malformed_requests_get_json_rpc_errors_and_the_server_lives_on() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut child = command(dir.path(), &[])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let send = format!(
+            "{INITIALIZE}\n{}\n\u{1}\u{2}not json at all\u{ff}\n{}\n{}\n",
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":"nope"}"#,
+            r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"bash","arguments":{"command":"echo alive"}}}"#,
+        );
+        stdin.write_all(send.as_bytes()).await.expect("written");
+        let found = answers(&mut lines, &[json!(1), Value::Null, json!(2), json!(3)]).await;
+        let [initialized, parse_error, invalid, alive] = &found[..] else {
+            panic!("four answers")
+        };
+        assert!(initialized["result"]["serverInfo"].is_object());
+        assert_eq!(parse_error["error"]["code"], -32700);
+        assert_eq!(invalid["error"]["code"], -32600);
+        assert_eq!(
+            alive["result"]["content"][0]["text"],
+            format!(
+                "stdout:\nalive\nexit code 0\n[cwd: {}]",
+                dir.path().display()
+            )
+        );
+        drop(stdin);
+        let status = timeout(DEADLINE, child.wait())
+            .await
+            .expect("exits on EOF")
+            .expect("status");
+        assert!(status.success());
+    }
+
+    #[tokio::test]
+    async fn closing_stdin_stops_the_running_commands_and_exits() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let pids = dir.path().join("pids");
+        let mut child = command(dir.path(), &[])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("spawn");
+        let mut stdin = child.stdin.take().expect("stdin");
+        let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+            "params": {"name": "bash", "arguments": {"command": tree_script(&pids)}}});
+        let send = format!(
+            "{INITIALIZE}\n{}\n{call}\n",
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        );
+        stdin.write_all(send.as_bytes()).await.expect("written");
+        answers(&mut lines, &[json!(1)]).await;
+        let pids = read_pids(&pids, 2).await;
+        drop(stdin);
+        let status = timeout(DEADLINE, child.wait())
+            .await
+            .expect("exits on EOF")
+            .expect("status");
+        assert!(status.success());
+        wait_until_dead(&pids).await;
+    }
+}
+
+#[tokio::test]
+async fn cwd_and_environment_persist_across_calls() {
+    let server = start(&[]).await;
+    std::fs::create_dir(server.path("sub")).expect("mkdir");
+    server
+        .call(json!({"command": "cd sub && export GREETING=hi"}))
+        .await;
+    let result = server.call(json!({"command": "echo $GREETING; pwd"})).await;
+    let sub = server.path("sub");
+    assert_eq!(
+        text(&result),
+        format!(
+            "stdout:\nhi\n{sub}\nexit code 0\n[cwd: {sub}]",
+            sub = sub.display()
+        )
+    );
+    let details = result.structured_content.expect("details");
+    assert_eq!(details["shell"]["cwd"], sub.display().to_string());
+}
+
+#[tokio::test]
+async fn calls_into_the_session_run_in_arrival_order() {
+    let mut server = start(&[]).await;
+    std::fs::create_dir(server.path("sub")).expect("mkdir");
+    // Sent back to back without waiting: the second must see the first's cd,
+    // and must wait while the first still runs.
+    let first = server
+        .send(
+            "bash",
+            json!({"command": "cd sub; echo first-running; sleep 1"}),
+        )
+        .await;
+    let second = server.send("bash", json!({"command": "pwd"})).await;
+    server.progress_with("first-running").await;
+    let second = tokio::spawn(answer(second));
+    let first = answer(first).await;
+    assert!(text(&first).contains("first-running"));
+    let second = second.await.expect("joined");
+    assert!(
+        text(&second).starts_with(&format!("stdout:\n{}\n", server.path("sub").display())),
+        "{}",
+        text(&second)
+    );
+}
+
+#[tokio::test]
+async fn a_stateless_server_says_so_and_forgets_the_cwd() {
+    let server = start(&["--stateless"]).await;
+    let tools = server.client.list_all_tools().await.expect("tools/list");
+    let description = tools[0].description.as_deref().expect("description");
+    assert!(description.contains("do NOT persist"), "{description}");
+    std::fs::create_dir(server.path("sub")).expect("mkdir");
+    server.call(json!({"command": "cd sub"})).await;
+    let result = server.call(json!({"command": "pwd"})).await;
+    assert_eq!(
+        text(&result),
+        format!("stdout:\n{}\nexit code 0", server.dir.path().display())
+    );
+}
+
+#[tokio::test]
+async fn a_command_leaving_a_background_process_returns_at_once() {
+    let server = start(&[]).await;
+    let pids = server.path("pids");
+    let command = format!("sleep 30 & echo $! > {}; echo started", pids.display());
+    let result = server.call(json!({ "command": command })).await;
+    assert!(text(&result).contains("started"), "{}", text(&result));
+    // It returned although `sleep` still held stdout; what was left is stopped.
+    wait_until_dead(&read_pids(&pids, 1).await).await;
+}
+
+#[tokio::test]
+async fn a_background_job_is_started_read_and_stopped_through_bash_jobs() {
+    let server = start(&[]).await;
+    let tools = server.client.list_all_tools().await.expect("tools/list");
+    assert!(tools.iter().any(|tool| tool.name == "bash_jobs"));
+
+    let started = server
+        .call(json!({"command": "echo serving; sleep 300", "mode": "background"}))
+        .await;
+    assert_eq!(started.is_error, Some(false), "{}", text(&started));
+    let details = started.structured_content.expect("details");
+    let pid = details["pid"].as_u64().expect("pid");
+
+    let listed = answer(server.send("bash_jobs", json!({"action": "list"})).await).await;
+    let jobs = &listed.structured_content.expect("jobs")["jobs"];
+    assert_eq!(jobs[0]["pid"], pid);
+    assert_eq!(jobs[0]["status"], "running");
+
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let output = answer(
+            server
+                .send("bash_jobs", json!({"action": "output", "pid": pid}))
+                .await,
+        )
+        .await;
+        if text(&output).contains("serving") {
+            assert!(text(&output).contains("next_offset"), "{}", text(&output));
+            break;
+        }
+        assert!(Instant::now() < deadline, "no output: {}", text(&output));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let waited = answer(
+        server
+            .send(
+                "bash_jobs",
+                json!({"action": "wait", "pid": pid, "timeout": 1}),
+            )
+            .await,
+    )
+    .await;
+    assert!(text(&waited).contains("still running"), "{}", text(&waited));
+
+    let stopped = answer(
+        server
+            .send("bash_jobs", json!({"action": "stop", "pid": pid}))
+            .await,
+    )
+    .await;
+    assert_eq!(stopped.is_error, Some(false), "{}", text(&stopped));
+    assert_ne!(
+        stopped.structured_content.expect("job")["job"]["status"],
+        "running"
+    );
+    wait_until_dead(&[pid as i32]).await;
+
+    let unknown = answer(
+        server
+            .send("bash_jobs", json!({"action": "output", "pid": 1}))
+            .await,
+    )
+    .await;
+    assert_eq!(unknown.is_error, Some(true));
+    assert!(text(&unknown).contains("no background job with pid 1"));
+
+    let missing_pid = answer(server.send("bash_jobs", json!({"action": "stop"})).await).await;
+    assert_eq!(missing_pid.is_error, Some(true));
+    assert!(text(&missing_pid).contains("pid is required"));
+}
+
+#[tokio::test]
+async fn background_jobs_stop_with_the_server_unless_kept() {
+    for keep in [false, true] {
+        let flags: &[&str] = if keep { &["--keep-jobs"] } else { &[] };
+        let server = start(flags).await;
+        let started = server
+            .call(json!({"command": "sleep 300", "mode": "background"}))
+            .await;
+        let pid = started.structured_content.expect("details")["pid"]
+            .as_i64()
+            .expect("pid") as i32;
+        let server_pid = server.pid as i32;
+        let Server { client, dir, .. } = server;
+        client.cancel().await.expect("client closed");
+        wait_until_dead(&[server_pid]).await;
+        if keep {
+            assert!(pid_alive(pid), "kept job {pid} is gone");
+            nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            )
+            .expect("cleaned up");
+        }
+        wait_until_dead(&[pid]).await;
+        drop(dir);
+    }
+}
+
+mod settings {
+    //! Flags and the config file reach what the model is told.
+
+    use std::process::Stdio;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn config_file_and_flags_reach_the_tool_description() {
+        let config = tempfile::NamedTempFile::new().expect("config file");
+        std::fs::write(
+            config.path(),
+            "[timeouts]\ndefault = 7\nslow = 120\n[output]\nbudget_tokens = 500\n",
+        )
+        .expect("written");
+        let path = config.path().to_str().expect("UTF-8 path");
+        let server = start(&["--config", path, "--max-timeout", "60"]).await;
+        let tools = server.client.list_all_tools().await.expect("tools/list");
+        let bash = &tools[0];
+        let description = bash.description.as_deref().expect("description");
+        assert!(
+            description.contains("Commands time out after 7 s."),
+            "{description}"
+        );
+        assert!(description.contains("(up to 2 min)"), "{description}");
+        assert!(description.contains("about 500 tokens"), "{description}");
+        assert_eq!(bash.input_schema["properties"]["timeout"]["maximum"], 60);
+    }
+
+    #[tokio::test]
+    async fn a_config_file_with_a_typo_is_refused_on_stderr() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let config = dir.path().join("config.toml");
+        std::fs::write(&config, "[output]\nbudget_token = 5\n").expect("written");
+        let output = command(dir.path(), &["--config", config.to_str().expect("UTF-8")])
+            .stdin(Stdio::null())
+            .output()
+            .await
+            .expect("ran");
+        assert_eq!(output.status.code(), Some(2));
+        assert!(output.stdout.is_empty(), "stdout carries only protocol");
+        let stderr = String::from_utf8(output.stderr).expect("UTF-8");
+        assert!(stderr.contains("unknown field `budget_token`"), "{stderr}");
+    }
+
+    #[test]
+    fn schema_mcp_format_is_what_tools_list_shows() {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_bashtool"))
+            .args(["schema", "--format", "mcp"])
+            .output()
+            .expect("schema");
+        let value: Value = serde_json::from_slice(&output.stdout).expect("JSON");
+        assert_eq!(value["name"], "bash");
+        assert_eq!(value["inputSchema"]["type"], "object");
+        assert_eq!(value["outputSchema"]["type"], "object");
+        assert!(value["outputSchema"]["properties"]["exit_code"].is_object());
+    }
+}
+
+#[tokio::test]
+async fn a_named_session_resumes_in_the_next_server() {
+    let server = start(&["--session", "resume-test"]).await;
+    std::fs::create_dir(server.path("sub")).expect("mkdir");
+    server
+        .call(json!({"command": "cd sub && export KEPT=yes"}))
+        .await;
+    let Server {
+        client, dir, pid, ..
+    } = server;
+    client.cancel().await.expect("client closed");
+    wait_until_dead(&[pid as i32]).await;
+
+    let transport = TokioChildProcess::new(command(dir.path(), &["--session", "resume-test"]))
+        .expect("second server");
+    let (sender, _progress) = mpsc::unbounded_channel();
+    let client = Client { progress: sender }
+        .serve(transport)
+        .await
+        .expect("initialize");
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+        CallToolRequestParams::new("bash").with_arguments(
+            json!({"command": "echo $KEPT; pwd"})
+                .as_object()
+                .expect("object")
+                .clone(),
+        ),
+    ));
+    let handle = client
+        .peer()
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .expect("sent");
+    let result = answer(handle).await;
+    let sub = dir.path().join("sub");
+    assert!(
+        text(&result).starts_with(&format!("stdout:\nyes\n{}\n", sub.display())),
+        "{}",
+        text(&result)
+    );
+}
+
+#[tokio::test]
+async fn the_policy_refuses_a_destructive_command_and_runs_nothing() {
+    let server = start(&["--deny", "terraform destroy"]).await;
+    let blocked = server.call(json!({"command": "git add -A"})).await;
+    assert_eq!(blocked.is_error, Some(true));
+    let details = blocked.structured_content.expect("details");
+    assert_eq!(details["error_kind"], "blocked");
+    assert_eq!(details["rule"], "git_add");
+
+    let marker = server.path("ran");
+    let denied = server
+        .call(json!({"command": format!("touch {}; terraform destroy", marker.display())}))
+        .await;
+    assert_eq!(denied.is_error, Some(true));
+    assert_eq!(
+        denied.structured_content.expect("details")["rule"],
+        "deny_pattern"
+    );
+    assert!(!marker.exists(), "a refused command must not run at all");
+}
+
+#[tokio::test]
+async fn no_policy_lets_the_command_run() {
+    let server = start(&["--no-policy"]).await;
+    let result = server.call(json!({"command": "git add -A"})).await;
+    let details = result.structured_content.expect("details");
+    assert!(details.get("error_kind").is_none(), "{details}");
+}
