@@ -4,7 +4,12 @@
 //! `cargo run --release -p bashtool-benches -- [--quick]` prints the table.
 
 mod format_bench;
+mod mcp_bench;
+mod mcp_client;
+mod memory_bench;
 mod policy_bench;
+mod servers;
+mod session_bench;
 mod spawn_bench;
 mod stats;
 mod table;
@@ -52,8 +57,11 @@ fn main() -> ExitCode {
     };
     let result = runtime.block_on(async {
         let mut rows = Vec::new();
-        if wanted("1") || wanted("2") {
+        if wanted("1") {
             rows.extend(spawn_bench::run(effort).await?);
+        }
+        if wanted("2") {
+            rows.extend(session_bench::run(effort).await?);
         }
         if wanted("3") {
             rows.extend(throughput::run(effort).await?);
@@ -66,6 +74,12 @@ fn main() -> ExitCode {
         }
         if wanted("6") {
             rows.extend(format_bench::run(effort));
+        }
+        if wanted("7") {
+            rows.extend(mcp_bench::run(effort).await?);
+        }
+        if wanted("8") {
+            rows.extend(memory_bench::run(effort).await?);
         }
         anyhow::Ok(rows)
     });
