@@ -134,7 +134,9 @@ pub(crate) fn command_details(
         command: command.to_owned(),
         exit_code: result.exit_code,
         signal: result.signal.clone(),
-        success: result.success(),
+        // A background job that started is a success: its own exit status
+        // comes later, in its output file.
+        success: result.success() || result.background.is_some(),
         timed_out: result.timed_out,
         cancelled: result.cancelled,
         execution_time_ms: result.duration.as_millis() as u64,

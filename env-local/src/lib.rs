@@ -43,6 +43,7 @@ mod exec;
 mod jobs;
 mod kill;
 mod logs;
+mod posix_spawn;
 mod reader;
 mod session;
 mod spawn;

@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::clean::StreamCleaner;
 
 /// Bytes read at a time.
-const READ_SIZE: usize = 64 * 1024;
+const READ_SIZE: usize = 256 * 1024;
 /// Most bytes taken from each pipe after being told to stop: what is already
 /// there, but not forever from a writer that never pauses.
 const MAX_FINAL_DRAIN: usize = 4 * 1024 * 1024;

@@ -3,11 +3,10 @@
 //! tell when it exited *without reaping it* (see [`crate::kill`] for why).
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::io::Write;
 use std::os::fd::OwnedFd;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use bashtool_core::ExecError;
@@ -18,6 +17,7 @@ use tokio::net::unix::pipe;
 
 use crate::config::{LocalConfig, NON_INTERACTIVE_ENV};
 use crate::kill::{MARKER_VARIABLE, RunMarker, open_pidfd};
+use crate::posix_spawn;
 
 /// Longest command passed as an argument. Linux refuses a single argument
 /// over 128 KiB (`MAX_ARG_STRLEN`, E2BIG); longer scripts go through a file.
@@ -100,8 +100,8 @@ pub fn spawn(request: &SpawnRequest<'_>, output: Output) -> Result<Spawned, Exec
         program: program.clone(),
         source,
     };
-    let mut command = Command::new(request.shell);
-    command.args(request.shell_args);
+    let mut argv: Vec<OsString> = vec![request.shell.as_os_str().to_owned()];
+    argv.extend(request.shell_args.iter().map(OsString::from));
     let script_file = if request.command.len() > MAX_INLINE_SCRIPT {
         let mut file = tempfile::Builder::new()
             .prefix("bashtool-script-")
@@ -113,52 +113,41 @@ pub fn spawn(request: &SpawnRequest<'_>, output: Output) -> Result<Spawned, Exec
             .map_err(&spawn_error)?;
         let path = file.into_temp_path();
         // `.` runs the file in the same shell, like `-c` would; `$0` is the file.
-        command.arg(". \"$0\"").arg(&*path);
+        argv.push(OsString::from(". \"$0\""));
+        argv.push(path.as_os_str().to_owned());
         Some(path)
     } else {
-        command.arg(request.command);
+        argv.push(OsString::from(request.command));
         None
     };
-    command.current_dir(request.cwd).stdin(Stdio::null());
+    // Our environment, then the non-interactive defaults, the configured and
+    // per-call variables, and the run marker: later ones win.
+    let mut env: BTreeMap<OsString, OsString> = std::env::vars_os().collect();
     if request.non_interactive {
-        command.envs(NON_INTERACTIVE_ENV.iter().copied());
+        for (key, value) in NON_INTERACTIVE_ENV {
+            env.insert(OsString::from(key), OsString::from(value));
+        }
     }
     for variables in &request.env {
-        command.envs(variables.iter());
-    }
-    command.env(MARKER_VARIABLE, request.marker.value());
-    match output {
-        Output::Pipes => {
-            command.stdout(Stdio::piped()).stderr(Stdio::piped());
+        for (key, value) in *variables {
+            env.insert(OsString::from(key), OsString::from(value));
         }
+    }
+    env.insert(
+        OsString::from(MARKER_VARIABLE),
+        OsString::from(request.marker.value()),
+    );
+    let env: Vec<(OsString, OsString)> = env.into_iter().collect();
+    let files;
+    let target = match output {
+        Output::Pipes => posix_spawn::Target::Pipes,
         Output::File(file) => {
             let second = file.try_clone().map_err(&spawn_error)?;
-            command.stdout(file).stderr(second);
+            files = (OwnedFd::from(file), OwnedFd::from(second));
+            posix_spawn::Target::Files(&files.0, &files.1)
         }
-    }
-    // SAFETY: runs in the forked child before exec; it only calls setsid and
-    // sigaction, which are async-signal-safe, and allocates nothing.
-    #[allow(unsafe_code)]
-    unsafe {
-        command.pre_exec(|| {
-            // A new session: its own process group (killpg reaches all of
-            // it) and no controlling terminal, so ssh, sudo and friends
-            // cannot prompt on /dev/tty and wait forever.
-            nix::unistd::setsid().map_err(std::io::Error::from)?;
-            // A host that ignores these (nohup, some daemons) would pass the
-            // ignoring on, and our SIGTERM would not stop the command.
-            for signal in [
-                nix::sys::signal::Signal::SIGTERM,
-                nix::sys::signal::Signal::SIGINT,
-                nix::sys::signal::Signal::SIGHUP,
-                nix::sys::signal::Signal::SIGQUIT,
-            ] {
-                let _ = nix::sys::signal::signal(signal, nix::sys::signal::SigHandler::SigDfl);
-            }
-            Ok(())
-        });
-    }
-    let mut child = command.spawn().map_err(|source| {
+    };
+    let child = posix_spawn::spawn(&argv, &env, request.cwd, &target).map_err(|source| {
         if source.kind() == std::io::ErrorKind::NotFound {
             ExecError::ShellNotFound {
                 program: program.clone(),
@@ -167,13 +156,10 @@ pub fn spawn(request: &SpawnRequest<'_>, output: Output) -> Result<Spawned, Exec
             spawn_error(source)
         }
     })?;
-    let pid = child.id();
+    let pid = child.pid;
     let root = RootProcess::new(pid);
-    let stdout = child.stdout.take().map(|out| receiver(OwnedFd::from(out)));
-    let stderr = child.stderr.take().map(|err| receiver(OwnedFd::from(err)));
-    // The std `Child` neither kills nor waits when dropped: `root` owns the
-    // process from here on.
-    drop(child);
+    let stdout = child.stdout.map(receiver);
+    let stderr = child.stderr.map(receiver);
     let (stdout, stderr) = match (stdout.transpose(), stderr.transpose()) {
         (Ok(stdout), Ok(stderr)) => (stdout, stderr),
         (Err(error), _) | (_, Err(error)) => {

@@ -420,6 +420,7 @@ async fn background_returns_pid_and_output_file() {
          To stop it: kill -TERM -- -4242</reminder>"
     );
     assert!(!result.is_error);
+    assert!(result.details.success);
     assert_eq!(result.details.pid, Some(4242));
     assert_eq!(
         result.details.output_file.as_deref(),

@@ -8,6 +8,14 @@ use std::io::Write;
 use crate::config::OutputConfig;
 use crate::exec::Stream;
 
+/// The next error-pattern anchor in a chunk, as far as searched.
+#[derive(Clone, Copy)]
+enum Anchor {
+    Unknown,
+    At(usize),
+    NoneLeft,
+}
+
 /// How many dropped line allocations are kept for reuse.
 const MAX_SPARE_TEXTS: usize = 8;
 
@@ -202,13 +210,31 @@ impl OutputBuffer {
         self.total_bytes += text.len() as u64;
         let index = stream_index(stream);
         let mut rest = text;
+        // Where the next error-pattern anchor is in `text`, searched lazily
+        // once per stretch of lines without one: lines before it skip the
+        // error scan (one SIMD pass per chunk instead of a call per line).
+        let mut anchor = Anchor::Unknown;
+        let scanning = self.salient.is_enabled();
         // memchr2 finds line ends at memory speed; this loop runs for every
         // line of a gigabyte of output.
         while let Some(position) = memchr::memchr2(b'\n', b'\r', rest.as_bytes()) {
             let (piece, after) = rest.split_at(position);
             if after.as_bytes()[0] == b'\n' {
                 if self.pending[index].is_untouched() && piece.len() <= self.line_cap / 2 {
-                    self.complete_short_line(stream, piece);
+                    let start = text.len() - rest.len();
+                    let end = start + piece.len();
+                    let may_hold_anchor = scanning && {
+                        if matches!(anchor, Anchor::At(at) if at < start) {
+                            anchor = Anchor::Unknown;
+                        }
+                        if matches!(anchor, Anchor::Unknown) {
+                            anchor =
+                                crate::output::salient::first_anchor(&text.as_bytes()[start..])
+                                    .map_or(Anchor::NoneLeft, |offset| Anchor::At(start + offset));
+                        }
+                        matches!(anchor, Anchor::At(at) if at < end)
+                    };
+                    self.complete_short_line(stream, piece, may_hold_anchor);
                 } else {
                     self.append_pending(index, stream, piece);
                     self.complete_line(stream);
@@ -224,7 +250,7 @@ impl OutputBuffer {
 
     /// The common case: a whole line that arrived in one piece and is short
     /// enough to keep whole. No pending state, no second copy for the log.
-    fn complete_short_line(&mut self, stream: Stream, piece: &str) {
+    fn complete_short_line(&mut self, stream: Stream, piece: &str, may_hold_anchor: bool) {
         let mut log_line = None;
         if self.log.is_some() {
             self.log_begin_line(stream);
@@ -243,7 +269,7 @@ impl OutputBuffer {
             log_line,
             original_chars: char_count(piece),
         };
-        self.retain(line, None);
+        self.retain_with_hint(line, None, may_hold_anchor);
     }
 
     fn append_pending(&mut self, index: usize, stream: Stream, piece: &str) {
@@ -380,6 +406,15 @@ impl OutputBuffer {
     }
 
     fn retain(&mut self, line: OutputLine, window: Option<crate::output::salient::MiddleWindow>) {
+        self.retain_with_hint(line, window, true);
+    }
+
+    fn retain_with_hint(
+        &mut self,
+        line: OutputLine,
+        window: Option<crate::output::salient::MiddleWindow>,
+        may_hold_anchor: bool,
+    ) {
         let cost = self.line_cost(&line);
         let budget = self.config.budget_chars();
         // A `stdout:`/`stderr:` header is shown where the stream changes; with
@@ -391,7 +426,8 @@ impl OutputBuffer {
         };
         self.last_stream = Some(line.stream);
         self.total_cost += (cost + header) as u64;
-        self.salient.observe_with_window(&line, window);
+        self.salient
+            .observe_with_hint(&line, window, may_hold_anchor);
         if !self.head_full {
             if self.head_cost + cost <= budget || self.head.is_empty() {
                 self.head_cost += cost;
@@ -566,6 +602,22 @@ mod tests {
             .into_iter()
             .map(|line| line.text.clone())
             .collect()
+    }
+
+    #[test]
+    fn finds_error_lines_deep_inside_one_large_chunk() {
+        let mut chunk = String::new();
+        for number in 0..5000 {
+            match number {
+                1234 => chunk.push_str("error[E0308]: mismatched types\n"),
+                4321 => chunk.push_str("grep: x: Permission denied\n"),
+                _ => chunk.push_str("   Compiling crate v1.0.0\n"),
+            }
+        }
+        let mut buffer = OutputBuffer::default();
+        buffer.push(Stream::Stdout, &chunk);
+        buffer.finish();
+        assert_eq!(buffer.salient().salient_lines(), 2);
     }
 
     #[test]

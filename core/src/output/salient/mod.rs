@@ -14,6 +14,7 @@ mod tracker;
 
 pub(crate) use layout::format_error_aware;
 
+pub(crate) use patterns::first_anchor;
 pub(crate) use tracker::MiddleWindow;
 pub use tracker::SalientTracker;
 

@@ -201,6 +201,15 @@ impl Prefilter {
     }
 }
 
+/// Offset of the first scan anchor in `bytes`: lines before it cannot match
+/// the byte scan. One pass over a whole chunk instead of one call per line.
+pub(crate) fn first_anchor(bytes: &[u8]) -> Option<usize> {
+    match scan_prefilter() {
+        Prefilter::Packed(searcher) => searcher.find(bytes).map(|found| found.start()),
+        Prefilter::Automaton(automaton) => automaton.find(bytes).map(|found| found.start()),
+    }
+}
+
 fn scan_prefilter() -> &'static Prefilter {
     static PREFILTER: std::sync::LazyLock<Prefilter> = std::sync::LazyLock::new(|| {
         aho_corasick::packed::Searcher::new(SCAN_ANCHORS).map_or_else(
@@ -320,12 +329,19 @@ impl Matcher {
 
     /// The first error-like match in `line`, if any.
     pub(crate) fn find(&self, line: &str) -> Option<Match> {
+        self.find_with_hint(line, true)
+    }
+
+    /// Like [`Matcher::find`]; `may_hold_anchor: false` says the caller's
+    /// own prefilter pass (over a whole chunk) found no anchor in the line,
+    /// so the byte scan is skipped.
+    pub(crate) fn find_with_hint(&self, line: &str, may_hold_anchor: bool) -> Option<Match> {
         let trimmed = line.trim_start();
         let indent = line.len() - trimmed.len();
         if let Some(found) = Self::find_at_start(line, trimmed, indent) {
             return Some(found);
         }
-        if let Some(found) = Self::scan(line.as_bytes()) {
+        if may_hold_anchor && let Some(found) = Self::scan(line.as_bytes()) {
             return Some(found);
         }
         self.extra.iter().find_map(|pattern| {

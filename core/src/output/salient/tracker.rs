@@ -217,12 +217,31 @@ impl SalientTracker {
 
     /// Like [`SalientTracker::observe`], for a line whose dropped middle had
     /// an error-like token.
+    /// False when shortening is plain: nothing is observed.
+    pub(crate) fn is_enabled(&self) -> bool {
+        self.enabled
+    }
+
     pub(crate) fn observe_with_window(&mut self, line: &OutputLine, window: Option<MiddleWindow>) {
+        self.observe_with_hint(line, window, true);
+    }
+
+    /// Like [`SalientTracker::observe_with_window`]; `may_hold_anchor:
+    /// false` when a prefilter pass over the chunk found no anchor in it.
+    pub(crate) fn observe_with_hint(
+        &mut self,
+        line: &OutputLine,
+        window: Option<MiddleWindow>,
+        may_hold_anchor: bool,
+    ) {
         if !self.enabled {
             return;
         }
         self.observe_run(line);
-        let mut found = self.matcher.find(&line.text).map(|found| found.kind);
+        let mut found = self
+            .matcher
+            .find_with_hint(&line.text, may_hold_anchor)
+            .map(|found| found.kind);
         if let Some(window) = window {
             found = found.or(Some(window.kind));
             let entry = (line.number, window.text);
