@@ -1,7 +1,9 @@
 //! `bashtool-bench`: the benchmark suite. Every figure is a ratio against a
 //! baseline measured in the same run, with absolute numbers for context.
 //!
-//! `cargo run --release -p bashtool-benches -- [--quick]` prints the table.
+//! `benches/run [--quick] [--only 1,7]` installs the MCP servers item 7
+//! compares against, builds `bashtool` and this suite in release, and prints
+//! the table.
 
 mod format_bench;
 mod mcp_bench;

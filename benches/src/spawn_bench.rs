@@ -12,19 +12,21 @@ use crate::Effort;
 use crate::stats::{Samples, measure, spread};
 use crate::table::Row;
 
+/// One baseline call: tokio spawns and waits on `bash -c true`.
+pub async fn bash_true_once() {
+    let status = tokio::process::Command::new("bash")
+        .args(["-c", "true"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .status()
+        .await;
+    assert!(status.is_ok_and(|status| status.success()));
+}
+
 /// The baseline: tokio spawns and waits on `bash -c true`.
 pub async fn raw_bash_true(effort: Effort) -> anyhow::Result<Samples> {
-    Ok(measure(20, effort.runs(300), || async {
-        let status = tokio::process::Command::new("bash")
-            .args(["-c", "true"])
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .status()
-            .await;
-        assert!(status.is_ok_and(|status| status.success()));
-    })
-    .await)
+    Ok(measure(20, effort.runs(300), bash_true_once).await)
 }
 
 pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {

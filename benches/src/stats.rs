@@ -43,6 +43,40 @@ where
     Samples::from_durations(durations)
 }
 
+/// Like [`measure`] for two bodies, taking turns call by call: on a shared,
+/// noisy machine both then see the same load, and their ratio is fair.
+pub async fn measure_interleaved<A, FutA, B, FutB>(
+    warmup: usize,
+    runs: usize,
+    mut first: A,
+    mut second: B,
+) -> (Samples, Samples)
+where
+    A: FnMut() -> FutA,
+    FutA: Future<Output = ()>,
+    B: FnMut() -> FutB,
+    FutB: Future<Output = ()>,
+{
+    for _ in 0..warmup {
+        first().await;
+        second().await;
+    }
+    let mut firsts = Vec::with_capacity(runs);
+    let mut seconds = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let start = Instant::now();
+        first().await;
+        firsts.push(start.elapsed());
+        let start = Instant::now();
+        second().await;
+        seconds.push(start.elapsed());
+    }
+    (
+        Samples::from_durations(firsts),
+        Samples::from_durations(seconds),
+    )
+}
+
 /// `1.23 ms`, `45.6 µs`, `2.10 s`.
 pub fn human(duration: Duration) -> String {
     let seconds = duration.as_secs_f64();
