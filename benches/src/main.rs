@@ -5,6 +5,7 @@
 //! compares against, builds `bashtool` and this suite in release, and prints
 //! the table.
 
+mod cpu;
 mod format_bench;
 mod mcp_bench;
 mod mcp_client;

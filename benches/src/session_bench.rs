@@ -3,14 +3,16 @@
 //! measured again, call for call in turns with the session's).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use bashtool_core::{BashTool, ToolConfig};
 use bashtool_env_local::{Session, SessionConfig};
 use serde_json::json;
 
 use crate::Effort;
+use crate::cpu;
 use crate::spawn_bench::bash_true_once;
-use crate::stats::{Samples, measure, measure_interleaved, spread};
+use crate::stats::{Samples, human, measure, measure_interleaved, spread};
 use crate::table::Row;
 
 /// The target: a session call at least this many times faster.
@@ -38,6 +40,7 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
         measure_interleaved(50, effort.runs(1000), bash_true_once, call).await;
     let block_baseline = measure(20, effort.runs(1000), bash_true_once).await;
     let back_to_back = measure(50, effort.runs(1000), call).await;
+    let cpu = cpu_row(effort, &session, call).await;
     session.shutdown().await?;
     Ok(vec![
         row(
@@ -50,7 +53,50 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
             &back_to_back,
             &block_baseline,
         ),
+        cpu,
     ])
+}
+
+/// CPU time per call: ours and the shells', for the baseline and the session.
+async fn cpu_row<F, Fut>(effort: Effort, session: &Session, call: F) -> Row
+where
+    F: Fn() -> Fut,
+    Fut: Future<Output = ()>,
+{
+    // Ticks are 10 ms: enough calls that rounding stays within a few percent.
+    let calls = effort.runs(3000) as u32;
+    let before = cpu::this_process() + cpu::reaped_children();
+    for _ in 0..calls {
+        bash_true_once().await;
+    }
+    let baseline = (cpu::this_process() + cpu::reaped_children()).saturating_sub(before) / calls;
+
+    let shell = session.shell_pid().await;
+    let shell_cpu = || shell.map_or(Duration::ZERO, cpu::of_process);
+    let (before, shell_before) = (cpu::this_process(), shell_cpu());
+    for _ in 0..calls {
+        call().await;
+    }
+    let here = cpu::this_process().saturating_sub(before) / calls;
+    let in_shell = shell_cpu().saturating_sub(shell_before) / calls;
+    let ours = here + in_shell;
+    let speedup = baseline.as_secs_f64() / ours.as_secs_f64().max(1e-9);
+    Row {
+        number: "2",
+        what: format!(
+            "CPU time of a session call of `true` (this process + the shells), {calls} calls"
+        ),
+        ours: format!(
+            "{} ({} here + {} in the shell)",
+            human(ours),
+            human(here),
+            human(in_shell)
+        ),
+        baseline: format!("`bash -c true` via tokio: {}", human(baseline)),
+        ratio: format!("{speedup:.1}× less"),
+        target: "≥ 10× faster",
+        met: Some(speedup >= TARGET_SPEEDUP),
+    }
 }
 
 fn row(how: &str, ours: &Samples, baseline: &Samples) -> Row {
