@@ -239,38 +239,12 @@ impl BashTool {
                 Outcome::Failed(error) => {
                     sections.push(format!("{header}\n{error}"));
                     any_failed = true;
-                    items.push(BatchItemDetails {
-                        command: command.clone(),
-                        exit_code: None,
-                        signal: None,
-                        success: false,
-                        timed_out: false,
-                        cancelled: false,
-                        skipped: false,
-                        execution_time_ms: 0,
-                        log_file: None,
-                        truncated: false,
-                        total_lines: 0,
-                        total_bytes: 0,
-                    });
+                    items.push(not_run_item(command, false));
                 }
                 Outcome::Skipped => {
                     sections.push(format!("{header}\n(skipped — cancelled)"));
                     any_failed = true;
-                    items.push(BatchItemDetails {
-                        command: command.clone(),
-                        exit_code: None,
-                        signal: None,
-                        success: false,
-                        timed_out: false,
-                        cancelled: true,
-                        skipped: true,
-                        execution_time_ms: 0,
-                        log_file: None,
-                        truncated: false,
-                        total_lines: 0,
-                        total_bytes: 0,
-                    });
+                    items.push(not_run_item(command, true));
                 }
             }
         }
@@ -304,6 +278,25 @@ impl BashTool {
             is_error: any_failed,
             details,
         }
+    }
+}
+
+/// The details of a batch command that did not run: the environment could
+/// not start it, or the batch was cancelled before it (`skipped`).
+fn not_run_item(command: &str, skipped: bool) -> BatchItemDetails {
+    BatchItemDetails {
+        command: command.to_owned(),
+        exit_code: None,
+        signal: None,
+        success: false,
+        timed_out: false,
+        cancelled: skipped,
+        skipped,
+        execution_time_ms: 0,
+        log_file: None,
+        truncated: false,
+        total_lines: 0,
+        total_bytes: 0,
     }
 }
 

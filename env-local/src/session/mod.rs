@@ -205,6 +205,9 @@ struct CallPipe {
     stream: Stream,
     /// EOF was seen after the last command: free of other writers.
     clean: bool,
+    /// The read buffer, kept with the pipe: zeroing fresh 64 KiB buffers
+    /// on every call cost more than the call's own reads.
+    buffer: Vec<u8>,
 }
 
 impl Drop for CallPipe {
@@ -230,6 +233,7 @@ impl CallPipe {
             scratch: String::new(),
             stream,
             clean: false,
+            buffer: vec![0_u8; READ_BUFFER],
         })
     }
 
@@ -261,12 +265,23 @@ impl CallPipe {
     /// process still holds the write end (no EOF).
     fn drain(&mut self, output: &mut OutputBuffer, options: &SpawnOptions) -> bool {
         self.sender = None;
-        let mut buffer = vec![0_u8; READ_BUFFER];
+        let mut buffer = std::mem::take(&mut self.buffer);
+        let held = self.drain_with(&mut buffer, output, options);
+        self.buffer = buffer;
+        held
+    }
+
+    fn drain_with(
+        &mut self,
+        buffer: &mut [u8],
+        output: &mut OutputBuffer,
+        options: &SpawnOptions,
+    ) -> bool {
         for _ in 0..MAX_DRAIN_READS {
             // read(2) itself, not `try_read`: tokio answers WouldBlock from
             // its cached readiness without asking the kernel, which would
             // hide both the data and the EOF that are already there.
-            match nix::unistd::read(self.receiver.as_fd(), &mut buffer) {
+            match nix::unistd::read(self.receiver.as_fd(), buffer) {
                 Ok(0) => {
                     self.clean = true;
                     return false;
@@ -685,11 +700,33 @@ async fn wait_for_end(
     output: &mut OutputBuffer,
     options: &SpawnOptions,
 ) -> Ending {
+    let mut out_buffer = std::mem::take(&mut stdout.buffer);
+    let mut err_buffer = std::mem::take(&mut stderr.buffer);
+    let ending = wait_for_end_with(
+        shell,
+        id,
+        (stdout, &mut out_buffer),
+        (stderr, &mut err_buffer),
+        output,
+        options,
+    )
+    .await;
+    stdout.buffer = out_buffer;
+    stderr.buffer = err_buffer;
+    ending
+}
+
+async fn wait_for_end_with(
+    shell: &mut Shell,
+    id: u64,
+    (stdout, out_buffer): (&mut CallPipe, &mut [u8]),
+    (stderr, err_buffer): (&mut CallPipe, &mut [u8]),
+    output: &mut OutputBuffer,
+    options: &SpawnOptions,
+) -> Ending {
     let deadline = options
         .timeout
         .map(|timeout| tokio::time::Instant::now() + timeout);
-    let mut out_buffer = vec![0_u8; READ_BUFFER];
-    let mut err_buffer = vec![0_u8; READ_BUFFER];
     let mut out_open = true;
     let mut err_open = true;
     loop {
@@ -709,11 +746,11 @@ async fn wait_for_end(
                     }
                 }
             }
-            read = stdout.receiver.read(&mut out_buffer), if out_open => match read {
+            read = stdout.receiver.read(out_buffer), if out_open => match read {
                 Ok(0) | Err(_) => out_open = false,
                 Ok(count) => stdout.push(&out_buffer[..count], output, options),
             },
-            read = stderr.receiver.read(&mut err_buffer), if err_open => match read {
+            read = stderr.receiver.read(err_buffer), if err_open => match read {
                 Ok(0) | Err(_) => err_open = false,
                 Ok(count) => stderr.push(&err_buffer[..count], output, options),
             },
