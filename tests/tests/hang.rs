@@ -104,3 +104,25 @@ async fn the_model_is_told_about_leftovers() {
         "stdout:\nstarted\n[1 leftover process still running after the command exited was stopped; run servers and watchers with mode \"background\"]\nexit code 0"
     );
 }
+
+#[tokio::test]
+async fn an_editor_run_directly_fails_at_once_with_advice() {
+    let dir = temp_dir();
+    let exec = local_exec(dir.path());
+    // Whether or not the editors are installed: the functions answer first,
+    // in nested shells too.
+    let result = run(
+        &exec,
+        "vim notes.txt; echo \"vim $?\"; bash -c 'nano x'; echo \"nano $?\"",
+    )
+    .await;
+    let output = text(&result);
+    assert!(output.contains("vim 1"), "{output}");
+    assert!(output.contains("nano 1"), "{output}");
+    assert!(
+        output.contains(
+            "vim: an interactive editor cannot run here (no terminal, stdin is empty); edit files with sed -i, or write them with a heredoc: cat <<'EOF' > file"
+        ),
+        "{output}"
+    );
+}
