@@ -23,6 +23,16 @@ fn human_duration(seconds: u64) -> String {
     }
 }
 
+/// Where the commands of a batch run: one persistent shell shares state
+/// between them; a stateless environment gives each its own.
+fn batch_shell(config: &ToolConfig) -> &'static str {
+    if config.persistent_session {
+        "in the same shell (cd and variables carry over)"
+    } else {
+        "each in a fresh shell (cd and variables do not carry over; chain with && instead)"
+    }
+}
+
 /// The description: how to use the tool well (seeds 001 and 003).
 pub fn description(config: &ToolConfig) -> String {
     let fields = &config.fields;
@@ -82,11 +92,12 @@ pub fn description(config: &ToolConfig) -> String {
         ));
     }
     if fields.commands {
-        text.push_str(
-            "- commands (array) runs each command in order in the same shell, all of them \
-             regardless of failures, each with its own timeout and its own section in the \
-             result. Use && in one command when you need fail-fast.\n",
-        );
+        text.push_str(&format!(
+            "- commands (array) runs each command in order {}, all of them regardless of \
+             failures, each with its own timeout and its own section in the result. Use && in \
+             one command when you need fail-fast.\n",
+            batch_shell(config)
+        ));
     }
     text.push_str(
         "- Keep commands concise (well under 60k tokens); for complex scripts, write them to a \
@@ -144,9 +155,12 @@ pub fn input_schema(config: &ToolConfig) -> Value {
                 "items": {"type": "string", "minLength": 1},
                 "minItems": 1,
                 "maxItems": crate::config::MAX_BATCH_COMMANDS,
-                "description": "Instead of command: several commands run in order in the same shell. \
-                    Each gets its own timeout and result. All run regardless of failures; use one \
-                    command with && if you need fail-fast.",
+                "description": format!(
+                    "Instead of command: several commands run in order {}. Each gets its own \
+                     timeout and result. All run regardless of failures; use one command with && \
+                     if you need fail-fast.",
+                    batch_shell(config)
+                ),
             }),
         );
     }
@@ -265,6 +279,7 @@ mod tests {
         assert!(text.ends_with("<pwd>/work/project</pwd>"));
         assert!(text.contains("Commands time out after 30 s. Use mode \"slow\" (up to 15 min)"));
         assert!(text.contains("do NOT persist"));
+        assert!(text.contains("runs each command in order each in a fresh shell"));
     }
 
     #[test]
@@ -291,6 +306,7 @@ mod tests {
         assert!(!text.contains("\"background\""));
         assert!(!text.contains("commands (array)"));
         assert!(text.contains("The shell is persistent"));
+        assert!(!text.contains("each in a fresh shell"));
         assert_eq!(
             input_schema(&config)["properties"]["mode"]["enum"],
             json!(["default", "slow"])
