@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::config::OutputConfig;
 use crate::exec::OutputChunk;
 use crate::output::{OutputBuffer, OutputLine, format_output};
-use crate::result::{Content, ToolResult};
+use crate::result::ToolResult;
 use crate::tool::{BashTool, CallContext};
 
 /// The state of a call. The output is the bounded live buffer a UI observes.
@@ -187,9 +187,4 @@ fn aborted_result(output: &OutputBuffer, config: &OutputConfig) -> ToolResult {
     result.details.total_bytes = output.total_bytes();
     result.details.truncated = formatted.truncated;
     result
-}
-
-#[allow(dead_code)]
-fn text_of(result: &ToolResult) -> String {
-    result.content.iter().map(Content::as_text).collect()
 }

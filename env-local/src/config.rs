@@ -44,7 +44,7 @@ pub const NON_INTERACTIVE_ENV: &[(&str, &str)] = &[
 /// (see [`NON_INTERACTIVE_ENV`]); `batch` are the `case` patterns of the
 /// arguments that run it without a terminal.
 macro_rules! no_interactive_editor {
-    ($name:literal, $batch:literal) => {
+    ($name:literal, $batch:expr) => {
         concat!(
             "() { case \" $* \" in ",
             $batch,
@@ -59,14 +59,15 @@ macro_rules! no_interactive_editor {
     };
 }
 
-const NO_VI: &str = no_interactive_editor!(
-    "vi",
-    "*\" -es \"*|*\" -Es \"*|*\" --version \"*|*\" --help \"*|*\" -h \"*"
-);
-const NO_VIM: &str = no_interactive_editor!(
-    "vim",
-    "*\" -es \"*|*\" -Es \"*|*\" --version \"*|*\" --help \"*|*\" -h \"*"
-);
+/// Arguments that run vi or vim without a terminal (ex mode, information).
+macro_rules! vim_batch_arguments {
+    () => {
+        "*\" -es \"*|*\" -Es \"*|*\" --version \"*|*\" --help \"*|*\" -h \"*"
+    };
+}
+
+const NO_VI: &str = no_interactive_editor!("vi", vim_batch_arguments!());
+const NO_VIM: &str = no_interactive_editor!("vim", vim_batch_arguments!());
 const NO_NVIM: &str = no_interactive_editor!(
     "nvim",
     "*\" -es \"*|*\" -Es \"*|*\" --headless \"*|*\" --version \"*|*\" --help \"*|*\" -h \"*"

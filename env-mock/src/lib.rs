@@ -178,7 +178,7 @@ impl ScriptedExec {
     pub fn replying(script: impl Fn(&str) -> Reply + Send + Sync + 'static) -> Self {
         Self::new(move |command, options| {
             let reply = script(&command);
-            play(command, reply, options)
+            play(reply, options)
         })
     }
 
@@ -214,11 +214,7 @@ impl CommandExec for ScriptedExec {
 
 /// Plays a reply like an environment would: chunks through the sink and into
 /// the retained output, then the delay, raced against timeout and cancel.
-pub async fn play(
-    command: String,
-    reply: Reply,
-    options: SpawnOptions,
-) -> Result<CommandResult, ExecError> {
+pub async fn play(reply: Reply, options: SpawnOptions) -> Result<CommandResult, ExecError> {
     if let Some(message) = reply.error {
         return Err(ExecError::Other { message });
     }
@@ -227,7 +223,6 @@ pub async fn play(
             path: options.cwd.clone().unwrap_or_default(),
         });
     }
-    let _ = command;
     let mut output = OutputBuffer::new(&OutputConfig::default());
     for (stream, text) in &reply.chunks {
         options.emit(*stream, text);

@@ -453,8 +453,7 @@ impl OutputBuffer {
     }
 
     fn log_begin_line(&mut self, stream: Stream) {
-        if let Some(open) = self.log_open_line.take() {
-            let _ = open;
+        if self.log_open_line.take().is_some() {
             self.log_write("\n");
         }
         if self.log_stream != Some(stream) {
