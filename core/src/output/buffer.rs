@@ -261,15 +261,14 @@ impl OutputBuffer {
         let mut text = self.spare_texts.pop().unwrap_or_default();
         text.clear();
         text.push_str(piece);
-        self.total_lines += 1;
-        let line = OutputLine {
+        self.add_line(
             stream,
             text,
-            number: self.total_lines,
             log_line,
-            original_chars: char_count(piece),
-        };
-        self.retain_with_hint(line, None, may_hold_anchor);
+            char_count(piece),
+            None,
+            may_hold_anchor,
+        );
     }
 
     fn append_pending(&mut self, index: usize, stream: Stream, piece: &str) {
@@ -390,31 +389,34 @@ impl OutputBuffer {
             pending.tail_chars,
             self.line_cap / 2,
         ));
-        self.total_lines += 1;
-        let line = OutputLine {
-            stream,
-            text,
-            number: self.total_lines,
-            log_line,
-            original_chars: pending.total_chars,
-        };
-        self.retain(line, pending.middle_window);
+        let window = pending.middle_window;
+        self.add_line(stream, text, log_line, pending.total_chars, window, true);
     }
 
     fn line_cost(&self, line: &OutputLine) -> usize {
         line.original_chars.min(self.config.max_line_chars) + 1
     }
 
-    fn retain(&mut self, line: OutputLine, window: Option<crate::output::salient::MiddleWindow>) {
-        self.retain_with_hint(line, window, true);
-    }
-
-    fn retain_with_hint(
+    /// Numbers a completed line and keeps what formatting needs of it.
+    /// `may_hold_anchor: false` when the chunk's prefilter pass found no
+    /// error anchor in it.
+    fn add_line(
         &mut self,
-        line: OutputLine,
+        stream: Stream,
+        text: String,
+        log_line: Option<u64>,
+        original_chars: usize,
         window: Option<crate::output::salient::MiddleWindow>,
         may_hold_anchor: bool,
     ) {
+        self.total_lines += 1;
+        let line = OutputLine {
+            stream,
+            text,
+            number: self.total_lines,
+            log_line,
+            original_chars,
+        };
         let cost = self.line_cost(&line);
         let budget = self.config.budget_chars();
         // A `stdout:`/`stderr:` header is shown where the stream changes; with
