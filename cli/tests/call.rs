@@ -143,6 +143,15 @@ fn check_exits_by_verdict() {
         .expect("check");
     assert_eq!(allowed.status.code(), Some(0));
     assert_eq!(String::from_utf8_lossy(&allowed.stdout), "allowed\n");
+    let blocked = bashtool()
+        .args(["check", "git add -A"])
+        .output()
+        .expect("check");
+    assert_eq!(blocked.status.code(), Some(1));
+    assert_eq!(
+        String::from_utf8_lossy(&blocked.stdout),
+        "permission denied: blind git add commands (git add -A, git add ., git add --all, git add *) are not allowed, specify files explicitly\n"
+    );
     let usage = bashtool()
         .args(["check", "--bogus"])
         .output()

@@ -297,6 +297,28 @@ mod tests {
     }
 
     #[test]
+    fn batch_description_says_whether_commands_share_a_shell() {
+        let mut config = ToolConfig::default();
+        let stateless = tool_spec(&config);
+        assert!(
+            stateless
+                .description
+                .contains("runs each command in order each in a fresh shell")
+        );
+        assert!(
+            stateless.input_schema["properties"]["commands"]["description"]
+                .as_str()
+                .is_some_and(|text| text.contains("each in a fresh shell"))
+        );
+        config.persistent_session = true;
+        let session = tool_spec(&config);
+        assert!(session.description.contains(
+            "runs each command in order in the same shell (cd and variables carry over)"
+        ));
+        assert!(!session.description.contains("fresh shell"));
+    }
+
+    #[test]
     fn description_follows_switched_off_fields() {
         let mut config = ToolConfig::default();
         config.fields.background = false;
@@ -306,7 +328,6 @@ mod tests {
         assert!(!text.contains("\"background\""));
         assert!(!text.contains("commands (array)"));
         assert!(text.contains("The shell is persistent"));
-        assert!(!text.contains("each in a fresh shell"));
         assert_eq!(
             input_schema(&config)["properties"]["mode"]["enum"],
             json!(["default", "slow"])

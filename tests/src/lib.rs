@@ -5,7 +5,9 @@
 use std::path::Path;
 use std::time::Duration;
 
-use bashtool_core::{CommandExec, CommandResult, ExecError, SpawnOptions};
+use bashtool_core::{
+    CallContext, CommandExec, CommandResult, ExecError, OutputChunk, SpawnOptions,
+};
 use bashtool_env_local::{LocalConfig, LocalExec};
 
 pub use tempfile::TempDir;
@@ -75,10 +77,17 @@ pub fn grandchildren_script(count: usize) -> String {
 /// `setsid` and prints `pid:<n>`.
 pub const ESCAPEE: &str = "setsid sh -c 'echo pid:$$; exec sleep 300' &";
 
-/// The pids printed as `pid:<n>` in `text`.
+/// The pids printed as `pid:<n>` or `pid <n>` (`echo pid $!`) in `text`.
 pub fn pids_in(text: &str) -> Vec<u32> {
     text.lines()
-        .filter_map(|line| line.trim().strip_prefix("pid:")?.parse().ok())
+        .filter_map(|line| {
+            let line = line.trim();
+            line.strip_prefix("pid:")
+                .or_else(|| line.strip_prefix("pid "))?
+                .trim()
+                .parse()
+                .ok()
+        })
         .collect()
 }
 
@@ -142,4 +151,65 @@ pub fn peak_rss_bytes() -> u64 {
                 .ok()
         })
         .map_or(0, |kib| kib * 1024)
+}
+
+/// A call context that cancels the call as soon as its output contains
+/// `marker`: an event to cancel on, instead of a sleep.
+pub fn cancel_when_output_contains(marker: &'static str) -> CallContext {
+    let cancel = tokio_util::sync::CancellationToken::new();
+    let trigger = cancel.clone();
+    CallContext {
+        cancel,
+        on_output: Some(std::sync::Arc::new(move |chunk: &OutputChunk| {
+            if chunk.text.contains(marker) {
+                trigger.cancel();
+            }
+        })),
+    }
+}
+
+/// What a session result says after its shell was restarted.
+pub const RESTARTED: &str = "[the shell session had died and was restarted; the working directory and exported variables were restored]";
+
+/// A temp dir with a `sub` directory, canonicalized so that its paths read
+/// the way bash prints them.
+pub fn workspace() -> (TempDir, std::path::PathBuf) {
+    let dir = temp_dir();
+    let root = dir.path().canonicalize().expect("canonical");
+    std::fs::create_dir(root.join("sub")).expect("mkdir");
+    (dir, root)
+}
+
+/// The configuration of a test session starting in `dir`: a short kill
+/// grace.
+pub fn session_config(dir: &Path) -> bashtool_env_local::SessionConfig {
+    bashtool_env_local::SessionConfig {
+        local: LocalConfig {
+            working_directory: dir.to_path_buf(),
+            kill_grace: Duration::from_millis(500),
+            ..LocalConfig::default()
+        },
+        ..bashtool_env_local::SessionConfig::default()
+    }
+}
+
+/// A persistent session starting in `dir`.
+pub fn new_session(dir: &Path) -> bashtool_env_local::Session {
+    bashtool_env_local::Session::new(session_config(dir)).expect("session")
+}
+
+/// The tool on `session`, configured as persistent.
+pub fn session_tool(session: &bashtool_env_local::Session) -> bashtool_core::BashTool {
+    bashtool_core::BashTool::new(
+        bashtool_core::ToolConfig {
+            persistent_session: true,
+            ..bashtool_core::ToolConfig::default()
+        },
+        std::sync::Arc::new(session.clone()),
+    )
+}
+
+/// The telemetry line of a session standing in `path` (no git repository).
+pub fn cwd_line(path: &Path) -> String {
+    format!("[cwd: {}]", path.display())
 }

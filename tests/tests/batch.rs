@@ -2,39 +2,16 @@
 //! runs in the same shell, in order, each with its own timeout; a cancel
 //! stops the running one and skips the rest.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::Duration;
+use std::path::Path;
 
-use bashtool_core::{BashTool, CallContext, OutputChunk, ToolConfig, ToolResult};
-use bashtool_env_local::{LocalConfig, Session, SessionConfig};
+use bashtool_core::{BashTool, ToolResult};
+use bashtool_tests::{
+    RESTARTED, cancel_when_output_contains, new_session, session_tool, workspace,
+};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
-
-fn workspace() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let root = dir.path().canonicalize().expect("canonical");
-    std::fs::create_dir(root.join("sub")).expect("mkdir");
-    (dir, root)
-}
 
 fn tool_in(root: &Path) -> BashTool {
-    let session = Session::new(SessionConfig {
-        local: LocalConfig {
-            working_directory: root.to_path_buf(),
-            kill_grace: Duration::from_millis(500),
-            ..LocalConfig::default()
-        },
-        ..SessionConfig::default()
-    })
-    .expect("session");
-    BashTool::new(
-        ToolConfig {
-            persistent_session: true,
-            ..ToolConfig::default()
-        },
-        Arc::new(session),
-    )
+    session_tool(&new_session(root))
 }
 
 async fn call(tool: &BashTool, input: Value) -> ToolResult {
@@ -51,8 +28,6 @@ fn exit_codes(result: &ToolResult) -> Vec<Option<i32>> {
         .map(|item| item.exit_code)
         .collect()
 }
-
-const RESTARTED: &str = "[the shell session had died and was restarted; the working directory and exported variables were restored]";
 
 #[tokio::test]
 async fn batch_runs_every_command_in_the_same_session_despite_failures() {
@@ -137,16 +112,7 @@ async fn each_command_has_its_own_timeout_and_the_next_one_keeps_the_earlier_sta
 async fn cancel_mid_batch_stops_the_running_command_and_skips_the_rest() {
     let (_dir, root) = workspace();
     let tool = tool_in(&root);
-    let cancel = CancellationToken::new();
-    let trigger = cancel.clone();
-    let context = CallContext {
-        cancel: cancel.clone(),
-        on_output: Some(Arc::new(move |chunk: &OutputChunk| {
-            if chunk.text.contains("started") {
-                trigger.cancel();
-            }
-        })),
-    };
+    let context = cancel_when_output_contains("started");
     let result = tool
         .call_with(
             &json!({"commands": ["export KEEP=1; echo one", "echo started; sleep 300", "echo three"]}),

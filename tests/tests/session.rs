@@ -2,39 +2,18 @@
 //! would: state carries over between calls, and no command can break the
 //! session.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bashtool_core::{BashTool, CallContext, OutputChunk, ToolConfig, ToolResult};
-use bashtool_env_local::{LocalConfig, Session, SessionConfig};
+use bashtool_env_local::Session;
+use bashtool_tests::{
+    RESTARTED, cancel_when_output_contains, cwd_line, new_session, pids_in, session_config,
+    session_tool, survivors_after, workspace,
+};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-
-fn session_config(dir: &Path) -> SessionConfig {
-    SessionConfig {
-        local: LocalConfig {
-            working_directory: dir.to_path_buf(),
-            kill_grace: Duration::from_millis(500),
-            ..LocalConfig::default()
-        },
-        ..SessionConfig::default()
-    }
-}
-
-fn new_session(dir: &Path) -> Session {
-    Session::new(session_config(dir)).expect("session")
-}
-
-fn tool_for(session: &Session) -> BashTool {
-    BashTool::new(
-        ToolConfig {
-            persistent_session: true,
-            ..ToolConfig::default()
-        },
-        Arc::new(session.clone()),
-    )
-}
 
 async fn run(tool: &BashTool, command: &str) -> ToolResult {
     tool.call(json!({ "command": command })).await
@@ -44,47 +23,17 @@ async fn call(tool: &BashTool, input: Value) -> ToolResult {
     tool.call(input).await
 }
 
-/// A temp dir with a `sub` directory, as a path bash prints the same way.
-fn workspace() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let root = dir.path().canonicalize().expect("canonical");
-    std::fs::create_dir(root.join("sub")).expect("mkdir");
-    (dir, root)
-}
+/// How long killed processes get to disappear.
+const GONE: Duration = Duration::from_secs(10);
 
-fn pid_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(") ")
-            .is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
-    })
-}
-
-/// Waits for every pid to be gone, up to a deadline.
+/// Whether every pid is gone before [`GONE`] passes.
 async fn wait_gone(pids: &[u32]) -> bool {
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        if pids.iter().all(|&pid| !pid_alive(pid)) {
-            return true;
-        }
-        if tokio::time::Instant::now() >= deadline {
-            return false;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    survivors_after(pids, GONE).await.is_empty()
 }
 
-fn pids_in(text: &str) -> Vec<u32> {
-    text.lines()
-        .filter_map(|line| line.strip_prefix("pid "))
-        .map(|pid| pid.trim().parse().expect("pid"))
-        .collect()
+fn tool_for(session: &Session) -> BashTool {
+    session_tool(session)
 }
-
-fn cwd_line(path: &Path) -> String {
-    format!("[cwd: {}]", path.display())
-}
-
-const RESTARTED: &str = "[the shell session had died and was restarted; the working directory and exported variables were restored]";
 
 #[tokio::test]
 async fn cwd_variables_functions_aliases_and_options_persist() {
@@ -280,16 +229,7 @@ async fn cancel_stops_the_running_command() {
     let session = new_session(&root);
     let tool = tool_for(&session);
     run(&tool, "y=still").await;
-    let cancel = CancellationToken::new();
-    let trigger = cancel.clone();
-    let context = CallContext {
-        cancel: cancel.clone(),
-        on_output: Some(Arc::new(move |chunk: &OutputChunk| {
-            if chunk.text.contains("started") {
-                trigger.cancel();
-            }
-        })),
-    };
+    let context = cancel_when_output_contains("started");
     let result = tool
         .call_with(
             &json!({"command": "echo pid $$; sleep 300 & echo pid $!; echo started; wait"}),
@@ -378,6 +318,34 @@ async fn a_command_that_reads_stdin_gets_eof() {
     assert_eq!(
         result.text(),
         format!("stdout:\nread 1\nexit code 0\n{}", cwd_line(&root))
+    );
+}
+
+#[tokio::test]
+async fn state_changed_by_a_user_function_survives_a_crash() {
+    // `enter` holds no state word, so only the rule that a defined function
+    // makes every later call snapshot keeps its `cd` and `export`.
+    let (_dir, root) = workspace();
+    let session = new_session(&root);
+    let tool = tool_for(&session);
+    run(&tool, "enter() { cd sub; export ENTERED=yes; }").await;
+    run(&tool, "enter").await;
+    run(&tool, "true").await;
+    let pid = session.shell_pid().await.expect("running");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill");
+    assert!(wait_gone(&[pid]).await);
+    let next = run(&tool, "pwd; echo $ENTERED").await;
+    assert_eq!(
+        next.text(),
+        format!(
+            "stdout:\n{}\nyes\nexit code 0\n{}\n{RESTARTED}",
+            root.join("sub").display(),
+            cwd_line(&root.join("sub"))
+        )
     );
 }
 

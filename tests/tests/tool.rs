@@ -254,11 +254,26 @@ async fn sink_receives_every_chunk_in_order() {
 
 #[tokio::test(start_paused = true)]
 async fn abort_before_completion_returns_the_output_so_far_and_ignores_the_late_result() {
+    /// Fires when the handler's future is done, i.e. it returned its late
+    /// result; on the current-thread runtime the invocation task applies it
+    /// before this test runs again.
+    struct SignalOnDrop(Option<oneshot::Sender<()>>);
+    impl Drop for SignalOnDrop {
+        fn drop(&mut self) {
+            if let Some(sender) = self.0.take() {
+                let _ = sender.send(());
+            }
+        }
+    }
     let emitted = Arc::new(Notify::new());
     let emitted_by_handler = Arc::clone(&emitted);
+    let (returned, handler_returned) = oneshot::channel::<()>();
+    let returned = Arc::new(std::sync::Mutex::new(Some(returned)));
     let exec = ScriptedExec::new(move |_command, options| {
         let emitted = Arc::clone(&emitted_by_handler);
+        let returned = returned.lock().expect("lock").take();
         async move {
+            let _signal = SignalOnDrop(returned);
             options.emit(Stream::Stdout, "partial\n");
             emitted.notify_one();
             options.cancel.cancelled().await;
@@ -282,8 +297,9 @@ async fn abort_before_completion_returns_the_output_so_far_and_ignores_the_late_
     assert_eq!(result.text(), expected);
     assert!(result.is_error);
     assert!(result.details.cancelled);
-    // Let the handler finish; the state must not change.
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    handler_returned
+        .await
+        .expect("the handler returned its late result");
     assert_eq!(invocation.result().await, result);
 }
 
