@@ -92,6 +92,25 @@ impl ToolInput {
     }
 }
 
+/// The command text of a raw, maybe invalid input: `command`, or the
+/// batch joined by lines (what the details of a valid call would say).
+pub(crate) fn raw_command(input: &Value) -> String {
+    if let Some(command) = input.get("command").and_then(Value::as_str) {
+        return command.to_owned();
+    }
+    input
+        .get("commands")
+        .and_then(Value::as_array)
+        .map(|commands| {
+            commands
+                .iter()
+                .filter_map(Value::as_str)
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
+        .unwrap_or_default()
+}
+
 /// Why an input was rejected: the field and what is allowed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]

@@ -40,6 +40,8 @@ pub enum InvocationMsg {
 struct Shared {
     state: Mutex<InvocationState>,
     output_config: OutputConfig,
+    /// The command as the input named it, for the abort result's details.
+    command: String,
     done: watch::Sender<bool>,
 }
 
@@ -76,6 +78,7 @@ impl Invocation {
                 output: OutputBuffer::new(&output_config),
             }),
             output_config,
+            command: crate::input::raw_command(&input),
             done: done_sender,
         });
         let cancel = CancellationToken::new();
@@ -147,8 +150,13 @@ impl Invocation {
         let mut done = self.done.clone();
         // The sender lives in `shared`, which we hold, so this cannot fail.
         let _ = done.wait_for(|finished| *finished).await;
-        self.tool_result()
-            .unwrap_or_else(|| aborted_result(&OutputBuffer::default(), &self.shared.output_config))
+        self.tool_result().unwrap_or_else(|| {
+            aborted_result(
+                &OutputBuffer::default(),
+                &self.shared.output_config,
+                &self.shared.command,
+            )
+        })
     }
 }
 
@@ -169,7 +177,7 @@ fn update(shared: &Shared, msg: InvocationMsg) {
     output.finish();
     let result = match msg {
         InvocationMsg::Finish(result) => result,
-        InvocationMsg::Abort => aborted_result(&output, &shared.output_config),
+        InvocationMsg::Abort => aborted_result(&output, &shared.output_config, &shared.command),
     };
     *state = InvocationState::Done { output, result };
     drop(state);
@@ -177,11 +185,11 @@ fn update(shared: &Shared, msg: InvocationMsg) {
 }
 
 /// The result of an aborted call: the output so far and the abort notice.
-fn aborted_result(output: &OutputBuffer, config: &OutputConfig) -> ToolResult {
+fn aborted_result(output: &OutputBuffer, config: &OutputConfig, command: &str) -> ToolResult {
     let formatted = format_output(output, config);
     let mut text = formatted.text;
     text.push_str("[command aborted by the user; its process tree was stopped]");
-    let mut result = ToolResult::refused("", "aborted", text);
+    let mut result = ToolResult::refused(command, "aborted", text);
     result.details.cancelled = true;
     result.details.total_lines = output.total_lines();
     result.details.total_bytes = output.total_bytes();

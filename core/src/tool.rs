@@ -89,12 +89,9 @@ impl BashTool {
         let input = match validate_input(input, &self.config) {
             Ok(input) => input,
             Err(error) => {
-                let command = input
-                    .get("command")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
+                let command = crate::input::raw_command(input);
                 let mut result = ToolResult::refused(
-                    command,
+                    &command,
                     "invalid_input",
                     format!("invalid input: {}", error.message),
                 );

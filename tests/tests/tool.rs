@@ -297,6 +297,7 @@ async fn abort_before_completion_returns_the_output_so_far_and_ignores_the_late_
     assert_eq!(result.text(), expected);
     assert!(result.is_error);
     assert!(result.details.cancelled);
+    assert_eq!(result.details.command, "sleep 100");
     handler_returned
         .await
         .expect("the handler returned its late result");
