@@ -123,6 +123,9 @@ pub struct LocalConfig {
     pub output: OutputConfig,
     /// Background jobs keep running when the `LocalExec` is dropped.
     pub keep_jobs_on_drop: bool,
+    /// Steps applied to every process this environment starts (a sandbox,
+    /// limits), in order; see [`crate::SpawnWrapper`].
+    pub wrappers: crate::Wrappers,
 }
 
 impl Default for LocalConfig {
@@ -139,6 +142,7 @@ impl Default for LocalConfig {
             max_log_bytes: DEFAULT_MAX_LOG_BYTES,
             output: OutputConfig::default(),
             keep_jobs_on_drop: false,
+            wrappers: Vec::new(),
         }
     }
 }

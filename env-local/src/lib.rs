@@ -47,6 +47,7 @@ mod posix_spawn;
 mod reader;
 mod session;
 mod spawn;
+mod wrap;
 
 pub use clean::{StreamCleaner, clean_text, collapse_carriage_returns};
 pub use config::{
@@ -66,3 +67,4 @@ pub use session::{Session, SessionConfig};
 pub use spawn::{
     ExitStatus, MAX_INLINE_SCRIPT, Output, RootProcess, SpawnRequest, Spawned, resolve_cwd, spawn,
 };
+pub use wrap::{Launch, SpawnWrapper, Wrappers, apply_wrappers, need_pre_exec};

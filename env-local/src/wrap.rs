@@ -1,0 +1,78 @@
+//! The spawn wrapper seam: how a sandbox, resource limits or a parent-death
+//! signal reach every process env-local starts (stateless calls, the
+//! session's shell, background and interactive jobs).
+//!
+//! A wrapper may do two things, both optional:
+//! - rewrite what is launched ([`SpawnWrapper::wrap`]), in the parent, before
+//!   the fork: prefix the program line (`bwrap … --`), add or remove
+//!   variables, change the directory;
+//! - run a step in the child between fork and exec
+//!   ([`SpawnWrapper::pre_exec`]): restrict itself with Landlock, install a
+//!   seccomp filter, set rlimits or a parent-death signal.
+//!
+//! Wrappers apply in the order they are listed in
+//! [`crate::LocalConfig::wrappers`]. When no wrapper needs a step in the
+//! child, env-local keeps its fast path (`posix_spawn`, a vfork-style clone);
+//! a step in the child needs a real `fork`, which costs the page-table copy.
+
+use std::ffi::OsString;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use bashtool_core::ExecError;
+
+/// What is about to be launched, as wrappers see and may change it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launch {
+    /// The program line; `argv[0]` is looked up in `PATH` when relative.
+    pub argv: Vec<OsString>,
+    /// The child's whole environment.
+    pub env: Vec<(OsString, OsString)>,
+    /// The child's working directory.
+    pub cwd: PathBuf,
+}
+
+/// One step of how every process is launched.
+pub trait SpawnWrapper: Send + Sync + fmt::Debug {
+    /// Rewrites what is launched. Runs in the parent before the fork; may
+    /// allocate and fail (the call then fails with this error and nothing
+    /// runs: a sandbox that cannot be applied is never silently skipped).
+    fn wrap(&self, launch: &mut Launch) -> Result<(), ExecError> {
+        let _ = launch;
+        Ok(())
+    }
+
+    /// True when [`SpawnWrapper::pre_exec`] must run in the child.
+    fn needs_pre_exec(&self) -> bool {
+        false
+    }
+
+    /// Runs in the child after the fork and before exec, after the child
+    /// has its own session and its stdio. It must be async-signal-safe: no
+    /// allocation, no locks, only system calls on data prepared beforehand
+    /// (the parent may have other threads holding the allocator's lock).
+    /// An error aborts the launch; the parent sees it as a spawn failure.
+    fn pre_exec(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The wrappers of an environment, in the order they apply.
+pub type Wrappers = Vec<Arc<dyn SpawnWrapper>>;
+
+/// Applies every wrapper's rewrite to `launch`, in order.
+pub fn apply_wrappers(
+    wrappers: &[Arc<dyn SpawnWrapper>],
+    launch: &mut Launch,
+) -> Result<(), ExecError> {
+    for wrapper in wrappers {
+        wrapper.wrap(launch)?;
+    }
+    Ok(())
+}
+
+/// True when some wrapper needs a step in the child (no `posix_spawn`).
+pub fn need_pre_exec(wrappers: &[Arc<dyn SpawnWrapper>]) -> bool {
+    wrappers.iter().any(|wrapper| wrapper.needs_pre_exec())
+}
