@@ -193,6 +193,30 @@ impl CommandResult {
     }
 }
 
+/// The sandbox an environment enforces, as the model is told about it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SandboxInfo {
+    /// `read-only` or `workspace-write` (`off` is reported as no sandbox).
+    pub mode: String,
+    /// `on` or `off`.
+    pub network: String,
+    /// The roots a command may write to.
+    pub writable: Vec<PathBuf>,
+}
+
+/// What an environment says about itself: where commands run, what
+/// contains them, what tools it has. The spec's description and each
+/// result's details are built from it, so the model is told what is real.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct EnvironmentInfo {
+    /// Where commands run: `local`, `remote: ssh devbox`, `mock`.
+    pub name: String,
+    /// The sandbox in force; `None` when commands run unconfined.
+    pub sandbox: Option<SandboxInfo>,
+    /// Programs worth recommending that exist there (`rg`, `fd`).
+    pub tools: Vec<String>,
+}
+
 /// Runs commands. Implemented by `bashtool-env-local` (real processes) and
 /// `bashtool-env-mock` (scripted).
 ///
@@ -211,6 +235,12 @@ impl CommandResult {
 pub trait CommandExec: Send + Sync {
     async fn spawn(&self, command: &str, options: SpawnOptions)
     -> Result<CommandResult, ExecError>;
+
+    /// Where and how commands run. Called when the tool is built and for
+    /// each result; keep it cheap (compute once, return a clone).
+    fn environment(&self) -> EnvironmentInfo {
+        EnvironmentInfo::default()
+    }
 }
 
 /// Asked before a command runs (seed 000's `confirm_fn`). `false` refuses it

@@ -36,8 +36,9 @@ pub use config::{
 };
 pub use error::{Error, ExecError};
 pub use exec::{
-    Approval, ApproveAll, BackgroundJob, CommandExec, CommandResult, ExecMode, MockApproval,
-    MockCommandExec, OutputChunk, OutputSink, ShellState, SpawnOptions, Stream,
+    Approval, ApproveAll, BackgroundJob, CommandExec, CommandResult, EnvironmentInfo, ExecMode,
+    MockApproval, MockCommandExec, OutputChunk, OutputSink, SandboxInfo, ShellState, SpawnOptions,
+    Stream,
 };
 pub use input::{
     BOTH_COMMAND_FIELDS, Commands, InputError, Mode, NO_COMMAND_FIELD, ToolInput,
