@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use bashtool_core::{PolicyConfig, policy};
+use bashtool_core::PolicyConfig;
 
 use crate::Effort;
 use crate::stats::{Samples, human, spread};
@@ -26,7 +26,10 @@ fn time_check(script: &str, iterations: usize) -> Duration {
     let config = PolicyConfig::default();
     let start = Instant::now();
     for _ in 0..iterations {
-        let _ = std::hint::black_box(policy::check(std::hint::black_box(script), &config));
+        let _ = std::hint::black_box(bashtool_core::check_policy(
+            std::hint::black_box(script),
+            &config,
+        ));
     }
     start.elapsed() / u32::try_from(iterations).unwrap_or(1)
 }

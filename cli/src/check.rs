@@ -4,7 +4,7 @@ use std::io::{Read as _, Write as _};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use bashtool_core::{PolicyConfig, policy};
+use bashtool_core::{PolicyConfig, check_policy};
 use clap::Args;
 use serde_json::json;
 
@@ -34,7 +34,7 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             .context("reading the script from stdin (it must be UTF-8)")?;
         script
     };
-    let verdict = policy::check(&script, &PolicyConfig::default());
+    let verdict = check_policy(&script, &PolicyConfig::default());
     let mut stdout = std::io::stdout().lock();
     if args.json {
         let value = match &verdict {

@@ -63,9 +63,14 @@ impl ToolArgs {
     }
 
     pub fn local_config(&self, tool: &ToolConfig) -> anyhow::Result<LocalConfig> {
+        let _ = tool;
+        let state = bashtool_env_local::default_state_dir()?;
         let mut local = LocalConfig {
             working_directory: self.working_directory()?,
-            output: tool.output.clone(),
+            // Jobs started here outlive this process: other `bashtool`
+            // processes find them in the records.
+            job_records: Some(state),
+            keep_jobs_on_drop: true,
             ..LocalConfig::default()
         };
         if let Some(grace) = self.kill_grace {

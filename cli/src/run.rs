@@ -12,7 +12,6 @@ use serde_json::{Map, Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::exit;
-use crate::jobs::records::{JobRecord, JobStore};
 use crate::options::ToolArgs;
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -125,10 +124,7 @@ fn print_chunk(chunk: &OutputChunk) {
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let input = tool_input(args)?;
     let mut config = args.tool.tool_config()?;
-    let mut local = args.tool.local_config(&config)?;
-    // A background job started from a terminal must outlive this process:
-    // `bashtool jobs` finds it afterwards.
-    local.keep_jobs_on_drop = matches!(args.mode, Some(ModeArg::Background));
+    let local = args.tool.local_config(&config)?;
     let exec = crate::session::Exec::new(args.tool.session.as_deref(), &mut config, local)?;
     let live = !args.json && !args.model_text;
     let runtime = tokio::runtime::Runtime::new()?;
@@ -152,17 +148,6 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         }
         result
     });
-    if let (Some(pid), Some(output_file)) = (result.details.pid, &result.details.output_file) {
-        let record = JobRecord::new(
-            pid,
-            &result.details.command,
-            output_file.into(),
-            result.details.working_directory.clone(),
-        );
-        if let Err(error) = JobStore::new(JobStore::default_dir()).add(record) {
-            eprintln!("bashtool: warning: the job is not recorded for `bashtool jobs`: {error:#}");
-        }
-    }
     let mut stdout = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer(&mut stdout, &result)?;

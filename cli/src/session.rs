@@ -26,16 +26,12 @@ pub fn snapshot_path(name: &str) -> anyhow::Result<PathBuf> {
                 .all(|character| character.is_ascii_alphanumeric() || "._-".contains(character)),
         "--session {name:?}: use 1 to {MAX_NAME_CHARS} letters, digits, '.', '_' or '-'"
     );
-    let state_dir = if let Some(dir) = std::env::var_os("BASHTOOL_STATE_DIR") {
-        PathBuf::from(dir)
-    } else if let Some(dir) = std::env::var_os("XDG_STATE_HOME") {
-        PathBuf::from(dir).join("bashtool")
-    } else if let Some(home) = std::env::var_os("HOME") {
-        PathBuf::from(home).join(".local/state/bashtool")
-    } else {
-        std::env::temp_dir().join("bashtool-state")
-    };
-    Ok(state_dir.join("sessions").join(format!("{name}.sh")))
+    // No fallback to a shared directory: a snapshot is sourced at start, so
+    // one planted by another user would run as us.
+    let sessions = bashtool_env_local::default_state_dir()?.join("sessions");
+    bashtool_env_local::ensure_private_dir(&sessions)
+        .with_context(|| format!("preparing {}", sessions.display()))?;
+    Ok(sessions.join(format!("{name}.sh")))
 }
 
 /// The environment of one CLI invocation.

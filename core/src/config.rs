@@ -76,6 +76,9 @@ pub struct InputFields {
     pub timeout: bool,
     pub working_directory: bool,
     pub environment: bool,
+    /// `mode: "interactive"` (a terminal, and `write` in the jobs tool).
+    /// Off unless the environment supports it.
+    pub interactive: bool,
 }
 
 impl Default for InputFields {
@@ -87,6 +90,7 @@ impl Default for InputFields {
             timeout: true,
             working_directory: true,
             environment: true,
+            interactive: false,
         }
     }
 }
@@ -113,6 +117,9 @@ pub struct ToolConfig {
     pub shell_telemetry: bool,
     pub output: OutputConfig,
     pub policy: PolicyConfig,
+    /// The `bash_jobs` tool is offered beside this one: hints about
+    /// background jobs point to it instead of shell commands.
+    pub jobs_tool: bool,
 }
 
 impl Default for ToolConfig {
@@ -129,6 +136,7 @@ impl Default for ToolConfig {
             shell_telemetry: true,
             output: OutputConfig::default(),
             policy: PolicyConfig::default(),
+            jobs_tool: false,
         }
     }
 }

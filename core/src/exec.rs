@@ -10,8 +10,9 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 
+use crate::environment::EnvironmentInfo;
 use crate::error::ExecError;
-use crate::output::OutputBuffer;
+use crate::output::{OutputBuffer, OutputCapture};
 
 /// Which stream a piece of output came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -70,8 +71,11 @@ pub struct SpawnOptions {
     /// Cancelled by the caller (abort, client cancel, Ctrl-C): the environment
     /// stops the whole process tree and returns what it has, `cancelled: true`.
     pub cancel: CancellationToken,
-    /// Live output, in arrival order.
-    pub on_output: Option<OutputSink>,
+    /// Core's end of the output. The environment pushes raw bytes into it as
+    /// they arrive, may attach its log writer, and returns
+    /// [`OutputCapture::finish`] as [`CommandResult::output`]. Core cleans,
+    /// bounds and forwards the text to the live sink the capture was made with.
+    pub output: OutputCapture,
     pub mode: ExecMode,
 }
 
@@ -83,7 +87,7 @@ impl fmt::Debug for SpawnOptions {
             .field("timeout", &self.timeout)
             .field("env", &self.env)
             .field("cancelled", &self.cancel.is_cancelled())
-            .field("on_output", &self.on_output.is_some())
+            .field("output", &self.output)
             .field("mode", &self.mode)
             .finish()
     }
@@ -110,8 +114,16 @@ impl SpawnOptions {
         self
     }
 
+    /// A capture with the default output settings that sends the cleaned
+    /// text to `sink` as it arrives.
     pub fn on_output(mut self, sink: OutputSink) -> Self {
-        self.on_output = Some(sink);
+        self.output = OutputCapture::new(&crate::config::OutputConfig::default(), Some(sink));
+        self
+    }
+
+    /// Where the output goes (made by the tool from its `ToolConfig`).
+    pub fn output(mut self, capture: OutputCapture) -> Self {
+        self.output = capture;
         self
     }
 
@@ -119,23 +131,17 @@ impl SpawnOptions {
         self.mode = mode;
         self
     }
-
-    /// Sends a chunk to the sink, if there is one.
-    pub fn emit(&self, stream: Stream, text: &str) {
-        if let Some(sink) = &self.on_output {
-            sink(&OutputChunk {
-                stream,
-                text: text.to_owned(),
-            });
-        }
-    }
 }
 
 /// A job started with [`ExecMode::Background`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BackgroundJob {
-    pub pid: u32,
-    pub output_file: PathBuf,
+    /// The job's id for the jobs port (`bash_jobs`): opaque to the tool.
+    pub id: String,
+    /// Its root process where the environment runs it, if it has one.
+    pub pid: Option<u32>,
+    /// Where the environment keeps its full output (a path on its host).
+    pub output_file: Option<PathBuf>,
 }
 
 /// Where a persistent shell stands after a call (seed 002's prompt as telemetry).
@@ -193,30 +199,6 @@ impl CommandResult {
     }
 }
 
-/// The sandbox an environment enforces, as the model is told about it.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct SandboxInfo {
-    /// `read-only` or `workspace-write` (`off` is reported as no sandbox).
-    pub mode: String,
-    /// `on` or `off`.
-    pub network: String,
-    /// The roots a command may write to.
-    pub writable: Vec<PathBuf>,
-}
-
-/// What an environment says about itself: where commands run, what
-/// contains them, what tools it has. The spec's description and each
-/// result's details are built from it, so the model is told what is real.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-pub struct EnvironmentInfo {
-    /// Where commands run: `local`, `remote: ssh devbox`, `mock`.
-    pub name: String,
-    /// The sandbox in force; `None` when commands run unconfined.
-    pub sandbox: Option<SandboxInfo>,
-    /// Programs worth recommending that exist there (`rg`, `fd`).
-    pub tools: Vec<String>,
-}
-
 /// Runs commands. Implemented by `bashtool-env-local` (real processes) and
 /// `bashtool-env-mock` (scripted).
 ///
@@ -230,7 +212,7 @@ pub struct EnvironmentInfo {
 /// - Dropping the returned future stops the command's process tree too.
 /// - Calls are independent: many may run at once on one environment, except
 ///   on a session, which runs them one at a time in arrival order.
-#[mockall::automock]
+#[cfg_attr(feature = "mock", mockall::automock)]
 #[async_trait::async_trait]
 pub trait CommandExec: Send + Sync {
     async fn spawn(&self, command: &str, options: SpawnOptions)
@@ -240,24 +222,5 @@ pub trait CommandExec: Send + Sync {
     /// each result; keep it cheap (compute once, return a clone).
     fn environment(&self) -> EnvironmentInfo {
         EnvironmentInfo::default()
-    }
-}
-
-/// Asked before a command runs (seed 000's `confirm_fn`). `false` refuses it
-/// and nothing runs.
-#[mockall::automock]
-#[async_trait::async_trait]
-pub trait Approval: Send + Sync {
-    async fn approve(&self, command: &str) -> bool;
-}
-
-/// The default approval: every command is approved.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ApproveAll;
-
-#[async_trait::async_trait]
-impl Approval for ApproveAll {
-    async fn approve(&self, _command: &str) -> bool {
-        true
     }
 }

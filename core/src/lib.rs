@@ -1,11 +1,14 @@
 //! `bashtool-core`: the pure part of a bash tool for LLM agents.
 //!
-//! It holds the tool's spec (generated from [`ToolConfig`]), input
+//! It holds the tools' specs (generated from [`ToolConfig`]), input
 //! validation, the safety policy on the bash AST, the call's state machine,
-//! the bounded [`OutputBuffer`] and the model-facing shortening, and the
-//! ports an environment implements ([`CommandExec`], [`Approval`]). It does
-//! not spawn processes, touch files or read clocks: `bashtool-env-local` runs
-//! real commands, `bashtool-env-mock` scripted ones.
+//! output cleaning, the bounded [`OutputBuffer`] and the model-facing
+//! shortening, the two tools ([`BashTool`] and the `bash_jobs`
+//! [`JobsTool`]), and the ports an environment implements: [`CommandExec`]
+//! (run a command), [`Jobs`] (background and interactive jobs) and
+//! [`Approval`]. It does not spawn processes, touch files or read clocks:
+//! `bashtool-env-local` runs real commands, `bashtool-env-remote` runs them
+//! on another machine, `bashtool-env-mock` scripts them for tests.
 //!
 //! ```no_run
 //! # async fn demo(exec: std::sync::Arc<dyn bashtool_core::CommandExec>) {
@@ -16,37 +19,68 @@
 //! println!("{}", result.text());
 //! # }
 //! ```
+//!
+//! An environment receives each command's output through the
+//! [`OutputCapture`] in [`SpawnOptions::output`]: it pushes raw bytes, and
+//! core cleans and bounds them with the tool's own [`OutputConfig`].
 
+#![warn(missing_docs)]
+
+#[cfg(not(target_os = "linux"))]
+compile_error!("bashtool supports Linux only: it relies on Linux process groups, /proc and pidfds");
+
+mod approval;
 mod config;
+mod environment;
 mod error;
 mod exec;
 mod input;
 mod invocation;
-pub mod output;
-pub mod policy;
+mod jobs;
+mod output;
+mod policy;
 mod registry;
 mod report;
 mod result;
 mod spec;
 mod tool;
 
+#[cfg(feature = "mock")]
+pub use approval::MockApproval;
+pub use approval::{Approval, ApproveAll};
 pub use config::{
     CHARACTERS_PER_TOKEN, HEAD_PERCENT, InputFields, MAX_BATCH_COMMANDS, MAX_CHARS_PER_LINE,
     MAX_COMMAND_BYTES, MAX_OUTPUT_TOKENS, OutputConfig, SALIENT_PERCENT, Shortening, ToolConfig,
 };
+pub use environment::{EnvironmentInfo, SandboxInfo};
 pub use error::{Error, ExecError};
+#[cfg(feature = "mock")]
+pub use exec::MockCommandExec;
 pub use exec::{
-    Approval, ApproveAll, BackgroundJob, CommandExec, CommandResult, EnvironmentInfo, ExecMode,
-    MockApproval, MockCommandExec, OutputChunk, OutputSink, SandboxInfo, ShellState, SpawnOptions,
-    Stream,
+    BackgroundJob, CommandExec, CommandResult, ExecMode, OutputChunk, OutputSink, ShellState,
+    SpawnOptions, Stream,
 };
 pub use input::{
     BOTH_COMMAND_FIELDS, Commands, InputError, Mode, NO_COMMAND_FIELD, ToolInput,
     is_valid_variable_name, validate_input,
 };
 pub use invocation::{Invocation, InvocationMsg, InvocationState};
-pub use output::{OutputBuffer, OutputLine, abbreviate_line, format_output};
-pub use policy::{PolicyConfig, Rule, Violation};
+#[cfg(feature = "mock")]
+pub use jobs::MockJobs;
+pub use jobs::{
+    DEFAULT_TAIL_LINES, DEFAULT_WAIT_SECS, DEFAULT_YIELD_SECS, JOBS_TOOL_NAME, JobError, JobInfo,
+    JobInput, JobOutput, JobState, Jobs, JobsTool, MAX_TAIL_LINES, MAX_WAIT_SECS, ReadFrom,
+    human_runtime, info_line, jobs_tool_spec, state_text,
+};
+pub use output::{
+    FormattedOutput, OMISSION_MARKER_EXAMPLE, OutputBuffer, OutputCapture, OutputLine,
+    StreamCleaner, abbreviate_line, clean_text, collapse_carriage_returns, format_bytes,
+    format_output, format_output_with_budget,
+};
+pub use policy::{
+    DEFAULT_DENY_PATTERNS, GIT_ADD_MESSAGE, GIT_PUSH_FORCE_MESSAGE, PolicyConfig,
+    RM_CRITICAL_MESSAGE, Rule, Violation, check as check_policy,
+};
 pub use registry::{CreateToolContext, TOOL_NAMES, Tool, create_tool, tool_specs};
 pub use result::{BatchItemDetails, Content, Details, ToolResult};
 pub use spec::{ToolSpec, description, input_schema, tool_spec};

@@ -3,6 +3,7 @@
 use std::fmt::Write as _;
 
 use crate::config::ToolConfig;
+use crate::environment::EnvironmentInfo;
 use crate::exec::{BackgroundJob, CommandResult, ShellState};
 use crate::output::{FormattedOutput, format_bytes, format_output_with_budget};
 use crate::result::{BatchItemDetails, Details};
@@ -57,14 +58,21 @@ fn slow_hint(config: &ToolConfig) -> String {
     }
 }
 
-/// The line that tells the model where the full output is.
-fn log_line(result: &CommandResult) -> Option<String> {
+/// The line that tells the model where the full output is. The path is on
+/// the environment's host, and the commands suggested run with this tool in
+/// that same environment; `rg` only where the environment has it.
+fn log_line(result: &CommandResult, environment: &EnvironmentInfo) -> Option<String> {
     let log_file = result.log_file.as_ref()?;
+    let search = if environment.tools.iter().any(|tool| tool == "rg") {
+        "rg -n PATTERN"
+    } else {
+        "grep -n PATTERN"
+    };
     Some(format!(
-        "[output shortened: the full output ({} lines, {}) is in {}; read parts of it with sed -n 'FROM,TOp' or search it with rg]",
+        "[output shortened: the full output ({} lines, {}) is in {path}; read parts of it with sed -n 'FROM,TOp' {path} or search it with {search} {path}]",
         result.output.total_lines(),
         format_bytes(result.output.total_bytes()),
-        log_file.display()
+        path = log_file.display()
     ))
 }
 
@@ -73,6 +81,7 @@ pub(crate) fn command_section(
     result: &CommandResult,
     timeout_secs: Option<u64>,
     config: &ToolConfig,
+    environment: &EnvironmentInfo,
     budget: usize,
 ) -> Section {
     let FormattedOutput {
@@ -91,21 +100,40 @@ pub(crate) fn command_section(
         let _ = writeln!(text, "[{error}; no log file]");
     }
     text.push_str(&status_line(result, timeout_secs, config));
-    if truncated && let Some(line) = log_line(result) {
+    if truncated && let Some(line) = log_line(result, environment) {
         text.push('\n');
         text.push_str(&line);
     }
     Section { text, truncated }
 }
 
-/// Seed 003's answer for a background job.
-pub(crate) fn background_text(job: &BackgroundJob) -> String {
-    format!(
-        "Started in the background.\n<pid>{pid}</pid>\n<output_file>{file}</output_file>\n<reminder>Read its output with: tail -n 50 {file}. \
-         When it ends, its exit status is appended to that file. To stop it: kill -TERM -- -{pid}</reminder>",
-        pid = job.pid,
-        file = job.output_file.display()
-    )
+/// Seed 003's answer for a background job. With the jobs tool the model is
+/// pointed to it (it works in every environment and never hits a reused
+/// pid); without it, to shell commands that run in the job's environment.
+pub(crate) fn background_text(job: &BackgroundJob, config: &ToolConfig) -> String {
+    let mut text = format!("Started in the background as job {}.\n", job.id);
+    if let Some(pid) = job.pid {
+        let _ = writeln!(text, "<pid>{pid}</pid>");
+    }
+    if let Some(file) = &job.output_file {
+        let _ = writeln!(text, "<output_file>{}</output_file>", file.display());
+    }
+    if config.jobs_tool {
+        let _ = write!(
+            text,
+            "<reminder>Read its output with bash_jobs {{\"action\": \"read\", \"job\": \"{id}\"}}; wait for it with action \"wait\"; \
+             stop it (and everything it started) with action \"stop\".</reminder>",
+            id = job.id
+        );
+    } else if let (Some(pid), Some(file)) = (job.pid, &job.output_file) {
+        let _ = write!(
+            text,
+            "<reminder>Read its output with: tail -n 50 {file}. When it ends, its exit status is appended to that file. \
+             To stop it: kill -TERM -- -{pid}</reminder>",
+            file = file.display()
+        );
+    }
+    text.trim_end().to_owned()
 }
 
 /// Seed 002's prompt as telemetry: where the shell stands now.
@@ -152,11 +180,13 @@ pub(crate) fn command_details(
         total_lines: result.output.total_lines(),
         total_bytes: result.output.total_bytes(),
         timeout_seconds: if result.timed_out { timeout_secs } else { None },
-        pid: result.background.as_ref().map(|job| job.pid),
+        pid: result.background.as_ref().and_then(|job| job.pid),
         output_file: result
             .background
             .as_ref()
-            .map(|job| job.output_file.display().to_string()),
+            .and_then(|job| job.output_file.as_ref())
+            .map(|file| file.display().to_string()),
+        job: result.background.as_ref().map(|job| job.id.clone()),
         shell: result.shell.clone(),
         notes: result.notes.clone(),
         ..Details::default()

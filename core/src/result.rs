@@ -2,7 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::environment::SandboxInfo;
 use crate::exec::ShellState;
+use crate::jobs::JobInfo;
 use crate::policy::Rule;
 
 /// A piece of content for the model.
@@ -78,6 +80,25 @@ pub struct Details {
     pub notes: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub batch: Option<Vec<BatchItemDetails>>,
+    /// The job a background or interactive call started, or a jobs call is
+    /// about.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub job: Option<String>,
+    /// That job's state: `running`, `awaiting_input`, `exited`, ...
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub state: Option<String>,
+    /// Where the next read of that job's output continues.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub next_cursor: Option<u64>,
+    /// Every job (the jobs tool's `list`).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub jobs: Option<Vec<JobInfo>>,
+    /// Where the command ran: `local`, `remote: ssh devbox`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub environment: Option<String>,
+    /// The sandbox the command ran in.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub sandbox: Option<SandboxInfo>,
 }
 
 /// The result of one tool call.

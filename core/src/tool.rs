@@ -6,11 +6,13 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::approval::{Approval, ApproveAll};
 use crate::config::ToolConfig;
 use crate::error::ExecError;
-use crate::exec::{Approval, ApproveAll, CommandExec, ExecMode, OutputSink, SpawnOptions};
+use crate::exec::{CommandExec, ExecMode, OutputSink, SpawnOptions};
 use crate::input::{Commands, Mode, ToolInput, validate_input};
 use crate::invocation::Invocation;
+use crate::output::OutputCapture;
 use crate::policy;
 use crate::report::{
     background_text, batch_item, command_details, command_section, share_budget, telemetry_line,
@@ -123,13 +125,15 @@ impl BashTool {
         }
     }
 
+    /// The options of one command; each gets its own output capture, with
+    /// this tool's output settings.
     fn spawn_options(&self, input: &ToolInput, context: &CallContext) -> SpawnOptions {
         SpawnOptions {
             cwd: input.working_directory.clone(),
             timeout: input.effective_timeout(&self.config),
             env: input.environment.clone(),
             cancel: context.cancel.clone(),
-            on_output: context.on_output.clone(),
+            output: OutputCapture::new(&self.config.output, context.on_output.clone()),
             mode: if input.mode == Mode::Background {
                 ExecMode::Background
             } else {
@@ -150,10 +154,13 @@ impl BashTool {
             Ok(result) => result,
             Err(error) => return exec_error_result(command, &error),
         };
+        let environment = self.exec.environment();
         if let Some(job) = &result.background {
-            let details = command_details(command, &result, None, false);
+            let mut details = command_details(command, &result, None, false);
+            details.environment = environment_name(&environment);
+            details.sandbox.clone_from(&environment.sandbox);
             return ToolResult {
-                content: vec![Content::text(background_text(job))],
+                content: vec![Content::text(background_text(job, &self.config))],
                 is_error: false,
                 details,
             };
@@ -162,6 +169,7 @@ impl BashTool {
             &result,
             timeout_secs,
             &self.config,
+            &environment,
             self.config.output.budget_chars(),
         );
         let mut text = section.text;
@@ -171,10 +179,13 @@ impl BashTool {
             text.push('\n');
             text.push_str(&telemetry_line(shell));
         }
+        let mut details = command_details(command, &result, timeout_secs, section.truncated);
+        details.environment = environment_name(&environment);
+        details.sandbox = environment.sandbox;
         ToolResult {
             content: vec![Content::text(text)],
             is_error: !result.success(),
-            details: command_details(command, &result, timeout_secs, section.truncated),
+            details,
         }
     }
 
@@ -210,6 +221,7 @@ impl BashTool {
             })
             .collect();
         let shares = share_budget(&needs, self.config.output.budget_chars());
+        let environment = self.exec.environment();
         let total = commands.len();
         let mut sections = Vec::with_capacity(total);
         let mut items: Vec<BatchItemDetails> = Vec::with_capacity(total);
@@ -221,8 +233,13 @@ impl BashTool {
             let header = format!("[{}/{total}] $ {command}", index + 1);
             match outcome {
                 Outcome::Ran(result) => {
-                    let section =
-                        command_section(result, timeout_secs, &self.config, shares[index]);
+                    let section = command_section(
+                        result,
+                        timeout_secs,
+                        &self.config,
+                        &environment,
+                        shares[index],
+                    );
                     sections.push(format!("{header}\n{}", section.text));
                     let details = command_details(command, result, timeout_secs, section.truncated);
                     items.push(batch_item(&details));
@@ -268,6 +285,8 @@ impl BashTool {
             total_bytes: items.iter().map(|item| item.total_bytes).sum(),
             shell,
             batch: Some(items),
+            environment: environment_name(&environment),
+            sandbox: environment.sandbox.clone(),
             ..Details::default()
         };
         ToolResult {
@@ -276,6 +295,11 @@ impl BashTool {
             details,
         }
     }
+}
+
+/// The environment's name for the details; an unnamed one is left out.
+fn environment_name(environment: &crate::environment::EnvironmentInfo) -> Option<String> {
+    (!environment.name.is_empty()).then(|| environment.name.clone())
 }
 
 /// The details of a batch command that did not run: the environment could

@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use bashtool_core::{OutputBuffer, OutputConfig};
+use bashtool_core::OutputCapture;
 
 use crate::{LogDir, LogHandle, LogWriter};
 
@@ -63,12 +63,8 @@ pub(crate) struct CallLog {
 }
 
 impl CallLog {
-    /// The call's output buffer, logging lazily into `logs`.
-    pub(crate) fn open(
-        logs: &Arc<LogDir>,
-        config: &OutputConfig,
-        command: &str,
-    ) -> (Self, OutputBuffer) {
+    /// Attaches a log that is created lazily in `logs` to `output`.
+    pub(crate) fn open(logs: &Arc<LogDir>, output: &OutputCapture, command: &str) -> Self {
         let handle = Arc::new(Mutex::new(None));
         let writer = LazyLog {
             logs: Arc::clone(logs),
@@ -77,8 +73,8 @@ impl CallLog {
             writer: None,
             handle: Arc::clone(&handle),
         };
-        let buffer = OutputBuffer::with_log(config, Box::new(writer), command);
-        (Self { handle }, buffer)
+        output.attach_log(Box::new(writer), command);
+        Self { handle }
     }
 
     fn with_handle<T>(&self, read: impl FnOnce(&LogHandle) -> Option<T>) -> Option<T> {
@@ -109,13 +105,14 @@ mod tests {
     fn creates_the_file_only_when_there_is_output() {
         let dir = tempfile::tempdir().expect("temp dir");
         let logs = Arc::new(LogDir::new(dir.path().to_path_buf(), 10, 1 << 20));
-        let config = OutputConfig::default();
-        let (silent, mut buffer) = CallLog::open(&logs, &config, "cd /");
-        buffer.finish();
+        let output = OutputCapture::default();
+        let silent = CallLog::open(&logs, &output, "cd /");
+        output.finish();
         assert_eq!(silent.path(), None);
-        let (noisy, mut buffer) = CallLog::open(&logs, &config, "echo hi");
-        buffer.push(Stream::Stdout, "hi\n");
-        buffer.finish();
+        let output = OutputCapture::default();
+        let noisy = CallLog::open(&logs, &output, "echo hi");
+        output.push(Stream::Stdout, b"hi\n");
+        output.finish();
         let path = noisy.path().expect("log file");
         assert_eq!(
             std::fs::read_to_string(path).expect("read"),

@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use bashtool_core::OutputConfig;
+use std::sync::Arc;
+
+use crate::containment::{ContainmentStrategy, SessionAndMarker};
 
 /// Default grace between SIGTERM and SIGKILL.
 pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
@@ -119,13 +121,16 @@ pub struct LocalConfig {
     pub max_log_files: usize,
     /// Most bytes of log files kept in total; also the cap of one log file.
     pub max_log_bytes: u64,
-    /// Retention windows of the output buffer (the model's budget).
-    pub output: OutputConfig,
     /// Background jobs keep running when the `LocalExec` is dropped.
     pub keep_jobs_on_drop: bool,
     /// Steps applied to every process this environment starts (a sandbox,
     /// limits), in order; see [`crate::SpawnWrapper`].
     pub wrappers: crate::Wrappers,
+    /// How each command's process tree is tracked and stopped.
+    pub containment: Arc<dyn ContainmentStrategy>,
+    /// Where background jobs are recorded for other processes (`bashtool
+    /// jobs`). `None`: not recorded.
+    pub job_records: Option<PathBuf>,
 }
 
 impl Default for LocalConfig {
@@ -140,9 +145,10 @@ impl Default for LocalConfig {
             log_dir: None,
             max_log_files: DEFAULT_MAX_LOG_FILES,
             max_log_bytes: DEFAULT_MAX_LOG_BYTES,
-            output: OutputConfig::default(),
             keep_jobs_on_drop: false,
             wrappers: Vec::new(),
+            containment: Arc::new(SessionAndMarker),
+            job_records: None,
         }
     }
 }

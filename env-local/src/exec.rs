@@ -5,20 +5,21 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bashtool_core::{
-    BackgroundJob, CommandExec, CommandResult, ExecError, ExecMode, OutputBuffer, SpawnOptions,
+    BackgroundJob, CommandExec, CommandResult, EnvironmentInfo, ExecError, ExecMode, JobError,
+    JobInfo, JobInput, JobOutput, Jobs, ReadFrom, SpawnOptions,
 };
 use nix::sys::signal::Signal;
 use tokio_util::sync::CancellationToken;
 
 use crate::call_log::CallLog;
 use crate::config::LocalConfig;
-use crate::jobs::JobTable;
-use crate::kill::{
-    ProcessInfo, ProcessTree, RunMarker, group_is_empty, kill_survivors, signal_process,
-};
+use crate::containment::Containment;
+use crate::jobs::{JobStore, JobTable, StartedJob, supervised_argv};
+use crate::kill::{ProcessInfo, RunMarker, group_is_empty, kill_survivors, signal_process};
 use crate::logs::LogDir;
 use crate::reader::OutputPump;
-use crate::spawn::{self, ExitStatus, Output, RootProcess, SpawnRequest};
+use crate::spawn::{self, ChildIo, ExitStatus, RootProcess, Sink, SpawnRequest};
+use crate::wrap::Launch;
 
 /// After the command's main process exits, how long we wait for the pipes
 /// to close. Data written before the exit is already in the pipes; what keeps
@@ -44,6 +45,11 @@ struct Inner {
     config: LocalConfig,
     logs: Arc<LogDir>,
     jobs: JobTable,
+    environment: EnvironmentInfo,
+    /// SIGKILLs scheduled for leftovers that ignored SIGTERM; shutdown waits
+    /// for them, so a short-lived process (`bashtool call`) cannot exit
+    /// before they land.
+    escalations: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
 }
 
 /// How the wait for a foreground command ended.
@@ -56,7 +62,7 @@ enum Ending {
 
 /// Stops a command's tree if its call is dropped before it finished.
 struct KillOnDrop {
-    tree: ProcessTree,
+    tree: Arc<dyn Containment>,
     root: Option<RootProcess>,
 }
 
@@ -65,7 +71,7 @@ impl Drop for KillOnDrop {
         if let Some(root) = self.root.take() {
             // The root is unreaped, so the group id is still ours. No grace
             // here: a dropped future cannot wait.
-            self.tree.kill_now(true);
+            self.tree.kill_now();
             drop(root);
         }
     }
@@ -78,9 +84,21 @@ impl LocalExec {
             config.max_log_files,
             config.max_log_bytes,
         ));
-        let jobs = JobTable::new(config.kill_grace, config.keep_jobs_on_drop);
+        let store = config.job_records.clone().map(JobStore::new);
+        let jobs = JobTable::new(config.kill_grace, config.keep_jobs_on_drop, store);
+        let environment = EnvironmentInfo {
+            name: "local".to_owned(),
+            sandbox: None,
+            tools: crate::tools::available_tools(),
+        };
         Self {
-            inner: Arc::new(Inner { config, logs, jobs }),
+            inner: Arc::new(Inner {
+                config,
+                logs,
+                jobs,
+                environment,
+                escalations: std::sync::Mutex::new(Vec::new()),
+            }),
         }
     }
 
@@ -98,10 +116,21 @@ impl LocalExec {
     }
 
     /// Stops every background job (unless they are configured to outlive
-    /// the environment, in which case it does nothing).
+    /// the environment), and waits for the SIGKILLs scheduled for leftovers
+    /// that ignored SIGTERM.
     pub async fn shutdown(&self) {
         if !self.inner.config.keep_jobs_on_drop {
             self.inner.jobs.stop_all().await;
+        }
+        let pending: Vec<tokio::task::JoinHandle<()>> = std::mem::take(
+            &mut *self
+                .inner
+                .escalations
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        );
+        for handle in pending {
+            let _ = handle.await;
         }
     }
 
@@ -115,20 +144,15 @@ impl LocalExec {
         let cwd = spawn::resolve_cwd(&config.working_directory, options.cwd.as_deref())?;
         let marker = RunMarker::new();
         let request = SpawnRequest::from_config(config, command, &cwd, &options.env, &marker);
-        let spawned = spawn::spawn(&request, Output::Pipes)?;
-        let tree = ProcessTree::new(spawned.root.pid(), Some(marker.clone()));
+        let spawned = spawn::spawn(&request, spawn::Output::Pipes)?;
+        let tree = config.containment.contain(spawned.root.pid(), &marker);
         let mut guard = KillOnDrop {
-            tree: tree.clone(),
+            tree: Arc::clone(&tree),
             root: Some(spawned.root),
         };
         let mut notes = Vec::new();
-        let (log, output) = CallLog::open(&self.inner.logs, &config.output, command);
-        let mut pump = OutputPump::new(
-            spawned.stdout,
-            spawned.stderr,
-            output,
-            options.on_output.clone(),
-        );
+        let log = CallLog::open(&self.inner.logs, &options.output, command);
+        let mut pump = OutputPump::new(spawned.stdout, spawned.stderr, options.output.clone());
         let root = guard.root.as_ref().ok_or_else(|| ExecError::Other {
             message: "internal error: the command's process handle is missing".to_owned(),
         })?;
@@ -151,11 +175,11 @@ impl LocalExec {
                     if root.reap_now() && group_is_empty(root.pid()) {
                         Leftovers::default()
                     } else {
-                        stop_leftovers(&tree).await
+                        stop_leftovers(tree.as_ref(), root.pid()).await
                     }
                 }
                 Ending::TimedOut | Ending::Cancelled => {
-                    tree.terminate(config.kill_grace, true).await;
+                    tree.terminate(config.kill_grace).await;
                     Leftovers::default()
                 }
             };
@@ -175,7 +199,15 @@ impl LocalExec {
             if leftovers.survivors.is_empty() {
                 root.try_reap();
             } else {
-                escalate_later(root, tree, leftovers.survivors.clone(), config.kill_grace);
+                let handle =
+                    escalate_later(root, tree, leftovers.survivors.clone(), config.kill_grace);
+                let mut escalations = self
+                    .inner
+                    .escalations
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                escalations.retain(|pending| !pending.is_finished());
+                escalations.extend(handle);
             }
         }
         if leftovers.count > 0 {
@@ -200,6 +232,10 @@ impl LocalExec {
         })
     }
 
+    /// Starts a detached job under its supervisor (see
+    /// [`crate::supervised_argv`]), output to a new file in the log
+    /// directory. The job outlives the call, and with
+    /// `keep_jobs_on_drop` this process too.
     fn run_background(
         &self,
         command: &str,
@@ -208,63 +244,94 @@ impl LocalExec {
         let started = Instant::now();
         let config = &self.inner.config;
         let cwd = spawn::resolve_cwd(&config.working_directory, options.cwd.as_deref())?;
-        let mut notes = Vec::new();
-        let (output_file, file) = match self.inner.logs.create_job_output(command) {
-            Ok(created) => created,
-            Err(error) => {
-                // The log directory is unusable: the job still needs a file.
-                let fallback = LogDir::new(
-                    std::env::temp_dir().join(format!("bashtool-jobs-{}", std::process::id())),
-                    1,
-                    u64::MAX,
-                );
-                let created = fallback.create_job_output(command).map_err(|fallback_error| {
-                    ExecError::Other {
-                        message: format!(
-                            "could not create an output file for the background job: {error}; {fallback_error}"
-                        ),
-                    }
-                })?;
-                notes.push(format!(
-                    "the log directory {} is unusable ({error}); the output file is elsewhere",
+        let (output_file, file) = self
+            .inner
+            .logs
+            .create_job_output(command)
+            .map_err(|error| ExecError::Other {
+                message: format!(
+                    "could not create an output file for the background job in {}: {error}",
                     self.inner.logs.path().display()
-                ));
-                created
-            }
-        };
+                ),
+            })?;
         let marker = RunMarker::new();
-        let request = SpawnRequest::from_config(config, command, &cwd, &options.env, &marker);
-        let spawned = match spawn::spawn(&request, Output::File(file)) {
+        let spawn_error = |source: std::io::Error| ExecError::Spawn {
+            program: config.shell.display().to_string(),
+            source,
+        };
+        // The supervisor removes a long command's script file when done:
+        // this process may be gone by then.
+        let script = if command.len() > spawn::MAX_INLINE_SCRIPT {
+            Some(
+                spawn::script_file(command)
+                    .and_then(|path| path.keep().map_err(|error| error.error))
+                    .map_err(&spawn_error)?,
+            )
+        } else {
+            None
+        };
+        let env = spawn::child_environment(
+            &[&config.env, &options.env],
+            config.non_interactive,
+            &marker,
+        );
+        let second = file.try_clone().map_err(&spawn_error)?;
+        let spawned = spawn::launch(
+            Launch {
+                argv: supervised_argv(&config.shell, command, script.as_deref()),
+                env,
+                cwd: cwd.clone(),
+            },
+            &config.wrappers,
+            ChildIo {
+                stdin_pipe: false,
+                stdout: Sink::Fd(file.into()),
+                stderr: Sink::Fd(second.into()),
+                extra: Vec::new(),
+            },
+            Some(&marker),
+        );
+        let spawned = match spawned {
             Ok(spawned) => spawned,
             Err(error) => {
                 let _ = std::fs::remove_file(&output_file);
+                if let Some(script) = &script {
+                    let _ = std::fs::remove_file(script);
+                }
                 return Err(error);
             }
         };
         let pid = spawned.root.pid();
-        let tree = ProcessTree::new(pid, Some(marker));
-        self.inner.jobs.add(
-            spawned.root,
+        let tree = config.containment.contain(pid, &marker);
+        let id = self.inner.jobs.add(StartedJob {
+            root: spawned.root,
             tree,
-            command,
-            output_file.clone(),
-            spawned.script_file,
-        );
-        let mut output = OutputBuffer::new(&config.output);
-        output.finish();
+            command: command.to_owned(),
+            output_file: output_file.clone(),
+            working_directory: Some(cwd.display().to_string()),
+        });
         Ok(CommandResult {
             exit_code: None,
             signal: None,
             duration: started.elapsed(),
             timed_out: false,
             cancelled: false,
-            output,
+            output: options.output.finish(),
             log_file: None,
-            notes,
-            background: Some(BackgroundJob { pid, output_file }),
+            notes: Vec::new(),
+            background: Some(BackgroundJob {
+                id,
+                pid: Some(pid),
+                output_file: Some(output_file),
+            }),
             shell: None,
             working_directory: Some(cwd),
         })
+    }
+
+    /// What this environment tells the model about itself.
+    pub fn environment_info(&self) -> EnvironmentInfo {
+        self.inner.environment.clone()
     }
 }
 
@@ -279,6 +346,56 @@ impl CommandExec for LocalExec {
             ExecMode::Foreground => self.run_foreground(command, options).await,
             ExecMode::Background => self.run_background(command, &options),
         }
+    }
+
+    fn environment(&self) -> EnvironmentInfo {
+        self.environment_info()
+    }
+}
+
+#[async_trait::async_trait]
+impl Jobs for LocalExec {
+    async fn list(&self) -> Vec<JobInfo> {
+        self.inner.jobs.list()
+    }
+
+    async fn read(
+        &self,
+        id: &str,
+        from: ReadFrom,
+        max_bytes: usize,
+    ) -> Result<JobOutput, JobError> {
+        self.inner.jobs.read(id, from, max_bytes).await
+    }
+
+    async fn wait(
+        &self,
+        id: &str,
+        timeout: Duration,
+        cancel: CancellationToken,
+    ) -> Result<JobInfo, JobError> {
+        self.inner.jobs.wait(id, timeout, cancel).await
+    }
+
+    async fn stop(&self, id: &str) -> Result<JobInfo, JobError> {
+        self.inner.jobs.stop(id).await
+    }
+
+    async fn write(
+        &self,
+        id: &str,
+        input: JobInput,
+        yield_after: Duration,
+    ) -> Result<JobOutput, JobError> {
+        let _ = (input, yield_after);
+        self.inner.jobs.get(id).map_or_else(
+            || Err(JobError::UnknownJob { id: id.to_owned() }),
+            |_| Err(JobError::NotInteractive { id: id.to_owned() }),
+        )
+    }
+
+    async fn stop_all(&self) {
+        self.inner.jobs.stop_all().await;
     }
 }
 
@@ -308,14 +425,15 @@ struct Leftovers {
 /// Stops what the command left running in its session (`sleep 30 &`).
 /// Escapees that called `setsid` are left alone after a normal exit: that
 /// is how one deliberately starts a daemon.
-async fn stop_leftovers(tree: &ProcessTree) -> Leftovers {
+async fn stop_leftovers(tree: &dyn Containment, root_pid: u32) -> Leftovers {
     let members = tree.members(false);
     if members.is_empty() {
         return Leftovers::default();
     }
-    tree.signal_group(Signal::SIGTERM);
+    // Root unreaped: the group id is still the command's.
+    let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(root_pid as i32), Signal::SIGTERM);
     for member in &members {
-        if Some(member.group) != tree.root_pid() {
+        if member.group != root_pid {
             signal_process(member, Signal::SIGTERM);
         }
     }
@@ -336,19 +454,23 @@ async fn stop_leftovers(tree: &ProcessTree) -> Leftovers {
 /// cannot be reused by another process meanwhile.
 fn escalate_later(
     root: RootProcess,
-    tree: ProcessTree,
+    tree: Arc<dyn Containment>,
     survivors: Vec<ProcessInfo>,
     grace: Duration,
-) {
+) -> Option<tokio::task::JoinHandle<()>> {
     let task = async move {
         tokio::time::sleep(grace).await;
-        tree.signal_group(Signal::SIGKILL);
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(root.pid() as i32),
+            Signal::SIGKILL,
+        );
         kill_survivors(&survivors, None);
+        drop(tree);
         drop(root);
     };
-    if let Ok(handle) = tokio::runtime::Handle::try_current() {
-        drop(handle.spawn(task));
-    }
+    tokio::runtime::Handle::try_current()
+        .ok()
+        .map(|handle| handle.spawn(task))
 }
 
 fn leftover_note(count: usize) -> String {
@@ -367,7 +489,7 @@ fn leftover_note(count: usize) -> String {
 fn finish_log(
     logs: &LogDir,
     log: &CallLog,
-    output: &OutputBuffer,
+    output: &bashtool_core::OutputBuffer,
     notes: &mut Vec<String>,
 ) -> Option<PathBuf> {
     let path = log.path()?;

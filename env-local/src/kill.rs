@@ -38,7 +38,7 @@ pub const MARKER_VARIABLE: &str = "BASHTOOL_RUN_ID";
 const POLL_INTERVAL: Duration = Duration::from_millis(10);
 /// How long to wait for SIGKILL to take effect before giving up on a
 /// process (one in uninterruptible sleep may take a while).
-const KILL_WAIT: Duration = Duration::from_secs(1);
+const KILL_WAIT: Duration = Duration::from_secs(5);
 
 /// A unique `BASHTOOL_RUN_ID=<id>` for one command. Put [`RunMarker::value`]
 /// into the command's environment under [`MARKER_VARIABLE`].
@@ -335,29 +335,45 @@ impl ProcessTree {
     }
 
     /// Stops the whole tree: SIGTERM, up to `grace` for it to end, then
-    /// SIGKILL. Returns how many processes besides the root were found.
-    /// The root must not be reaped before this returns.
+    /// SIGKILL, repeated until nothing is left (a process forking as fast as
+    /// it can, a fork bomb, keeps adding members while a single sweep runs).
+    /// Returns how many processes besides the root were found. The root must
+    /// not be reaped before this returns.
     pub async fn terminate(&self, grace: Duration, escapees: bool) -> usize {
         let mut found: HashSet<u32> = HashSet::new();
         let first = self.signal_all(Signal::SIGTERM, escapees);
         found.extend(first.iter().map(|info| info.pid));
-        if self.wait_gone(grace, escapees, &mut found).await {
+        if self
+            .wait_gone(grace, escapees, Signal::SIGTERM, &mut found)
+            .await
+        {
             return found.len();
         }
         self.signal_all(Signal::SIGKILL, escapees);
-        self.wait_gone(KILL_WAIT, escapees, &mut found).await;
+        self.wait_gone(KILL_WAIT, escapees, Signal::SIGKILL, &mut found)
+            .await;
         found.len()
     }
 
-    /// Waits until the root and every member are gone, or `limit`. New
-    /// members found meanwhile get SIGTERM too.
-    async fn wait_gone(&self, limit: Duration, escapees: bool, found: &mut HashSet<u32>) -> bool {
+    /// Waits until the root and every member are gone, or `limit`. Members
+    /// found meanwhile get `signal`; with SIGKILL the group is killed again
+    /// on every round, so that children forked during a sweep die too.
+    async fn wait_gone(
+        &self,
+        limit: Duration,
+        escapees: bool,
+        signal: Signal,
+        found: &mut HashSet<u32>,
+    ) -> bool {
         let deadline = Instant::now() + limit;
         loop {
+            if signal == Signal::SIGKILL {
+                self.signal_group(Signal::SIGKILL);
+            }
             let members = self.members(escapees);
             for member in &members {
-                if found.insert(member.pid) {
-                    signal_process(member, Signal::SIGTERM);
+                if found.insert(member.pid) || signal == Signal::SIGKILL {
+                    signal_process(member, signal);
                 }
             }
             if members.is_empty() && !self.root_alive() {

@@ -8,7 +8,9 @@
 //! output pipe, stops the whole process tree (setsid escapees included) on
 //! timeout and cancel, keeps memory bounded whatever the output size, and
 //! streams every call's cleaned output to a log file. Background jobs run
-//! detached with their output in a file, in a [`JobTable`].
+//! detached under a supervisor that records how they ended, with their
+//! output in a file; [`LocalExec`] implements the [`bashtool_core::Jobs`]
+//! port over them.
 //!
 //! It is not a sandbox: commands run with the caller's rights.
 //!
@@ -31,15 +33,18 @@
 //! (see `docs/sessions.md`).
 //!
 //! The pieces are public for environments built on top (a persistent
-//! session): [`spawn()`] starts a command, [`OutputPump`] reads its pipes,
-//! [`StreamCleaner`] cleans text, [`ProcessTree`] finds and stops a tree,
-//! [`LogDir`] manages log files.
+//! session, a server): [`launch()`] starts any process through the
+//! [`SpawnWrapper`]s (the sandbox seam), [`OutputPump`] reads its pipes into
+//! core's capture, [`ContainmentStrategy`] tracks and stops a tree,
+//! [`LogDir`] manages log files, [`JobTable`] and [`RecordedJobs`] implement
+//! the jobs port in this process and across processes.
 
 mod call_log;
-mod clean;
 mod config;
+mod containment;
 mod error;
 mod exec;
+mod fork_exec;
 mod jobs;
 mod kill;
 mod logs;
@@ -47,16 +52,21 @@ mod posix_spawn;
 mod reader;
 mod session;
 mod spawn;
+mod state_dir;
+mod tools;
 mod wrap;
 
-pub use clean::{StreamCleaner, clean_text, collapse_carriage_returns};
 pub use config::{
     DEFAULT_KILL_GRACE, DEFAULT_MAX_LOG_BYTES, DEFAULT_MAX_LOG_FILES, LocalConfig, NO_EDITOR,
     NON_INTERACTIVE_ENV,
 };
+pub use containment::{Containment, ContainmentStrategy, SessionAndMarker};
 pub use error::Error;
 pub use exec::{DRAIN_AFTER_EXIT, FINAL_DRAIN, LEFTOVER_WAIT, LocalExec};
-pub use jobs::{JobInfo, JobOutput, JobRead, JobStatus, JobTable, MAX_JOB_READ};
+pub use jobs::{
+    FINAL_LINE_PREFIX, JobRecord, JobStore, JobTable, RecordedJobs, Window, parse_final_line,
+    read_after, read_last_lines, supervised_argv,
+};
 pub use kill::{
     MARKER_VARIABLE, ProcessInfo, ProcessTree, RunMarker, all_processes, is_alive, kill_survivors,
     process_info, signal_process,
@@ -65,6 +75,9 @@ pub use logs::{LogDir, LogHandle, LogWriter};
 pub use reader::OutputPump;
 pub use session::{Session, SessionConfig};
 pub use spawn::{
-    ExitStatus, MAX_INLINE_SCRIPT, Output, RootProcess, SpawnRequest, Spawned, resolve_cwd, spawn,
+    ChildIo, ExitStatus, MAX_INLINE_SCRIPT, Output, RootProcess, Sink, SpawnRequest, Spawned,
+    child_environment, launch, resolve_cwd, spawn,
 };
+pub use state_dir::{default_state_dir, ensure_private_dir, verify_private};
+pub use tools::available_tools;
 pub use wrap::{Launch, SpawnWrapper, Wrappers, apply_wrappers, need_pre_exec};

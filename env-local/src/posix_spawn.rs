@@ -11,23 +11,18 @@
 
 use std::ffi::{CString, OsStr, OsString};
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-/// Where the child's stdout and stderr go.
-pub(crate) enum Target<'a> {
-    /// New pipes; the read ends are returned.
-    Pipes,
-    /// Both to these files (a background job's output file).
-    Files(&'a OwnedFd, &'a OwnedFd),
-}
-
-/// A started child.
-pub(crate) struct Child {
-    pub pid: u32,
-    pub stdout: Option<OwnedFd>,
-    pub stderr: Option<OwnedFd>,
+/// The descriptors the child gets: each `(source, target)` is duplicated
+/// onto `target`; stdin is `/dev/null` unless given. Every source must be
+/// close-on-exec and differ from every target (see [`ChildFds::new`]).
+pub(crate) struct ChildFds {
+    pub stdin: Option<RawFd>,
+    pub stdout: RawFd,
+    pub stderr: RawFd,
+    pub extra: Vec<(RawFd, RawFd)>,
 }
 
 fn c_string(text: &OsStr) -> io::Result<CString> {
@@ -74,63 +69,65 @@ fn check(code: libc::c_int) -> io::Result<()> {
     }
 }
 
-fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-    // CLOEXEC: only the dup2'd copies (fds 1 and 2) reach the child.
-    nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(io::Error::from)
+/// The argv, environment and directory of a launch as C strings, prepared
+/// before any fork (nothing may allocate in a forked child).
+pub(crate) struct CLaunch {
+    pub argv: Vec<CString>,
+    pub env: Vec<CString>,
+    pub cwd: CString,
+}
+
+impl CLaunch {
+    pub(crate) fn new(
+        argv: &[OsString],
+        env: &[(OsString, OsString)],
+        cwd: &Path,
+    ) -> io::Result<Self> {
+        let argv: Vec<CString> = argv
+            .iter()
+            .map(|arg| c_string(arg))
+            .collect::<io::Result<_>>()?;
+        if argv.is_empty() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "no program to run",
+            ));
+        }
+        let env: Vec<CString> = env
+            .iter()
+            .map(|(key, value)| {
+                let mut pair = key.clone();
+                pair.push("=");
+                pair.push(value);
+                c_string(&pair)
+            })
+            .collect::<io::Result<_>>()?;
+        Ok(Self {
+            argv,
+            env,
+            cwd: c_string(cwd.as_os_str())?,
+        })
+    }
 }
 
 /// Spawns `argv[0]` (looked up in `PATH`) with exactly `env` as its
-/// environment, in `cwd`.
-pub(crate) fn spawn(
-    argv: &[OsString],
-    env: &[(OsString, OsString)],
-    cwd: &Path,
-    target: &Target<'_>,
-) -> io::Result<Child> {
-    let argv: Vec<CString> = argv
+/// environment, in `cwd`, as the leader of a new session.
+pub(crate) fn spawn(launch: &CLaunch, fds: &ChildFds) -> io::Result<u32> {
+    let program = &launch.argv[0];
+    let cwd = &launch.cwd;
+    let mut argv_pointers: Vec<*mut libc::c_char> = launch
+        .argv
         .iter()
-        .map(|arg| c_string(arg))
-        .collect::<io::Result<_>>()?;
-    let program = argv
-        .first()
-        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no program to run"))?;
-    let env: Vec<CString> = env
-        .iter()
-        .map(|(key, value)| {
-            let mut pair = key.clone();
-            pair.push("=");
-            pair.push(value);
-            c_string(&pair)
-        })
-        .collect::<io::Result<_>>()?;
-    let cwd = c_string(cwd.as_os_str())?;
-    let mut argv_pointers: Vec<*mut libc::c_char> =
-        argv.iter().map(|arg| arg.as_ptr().cast_mut()).collect();
+        .map(|arg| arg.as_ptr().cast_mut())
+        .collect();
     argv_pointers.push(std::ptr::null_mut());
-    let mut env_pointers: Vec<*mut libc::c_char> =
-        env.iter().map(|pair| pair.as_ptr().cast_mut()).collect();
+    let mut env_pointers: Vec<*mut libc::c_char> = launch
+        .env
+        .iter()
+        .map(|pair| pair.as_ptr().cast_mut())
+        .collect();
     env_pointers.push(std::ptr::null_mut());
-
-    let (stdout, stderr, child_out, child_err): (Option<OwnedFd>, Option<OwnedFd>, RawFd, RawFd);
-    let pipes;
-    match target {
-        Target::Pipes => {
-            let (out_read, out_write) = pipe()?;
-            let (err_read, err_write) = pipe()?;
-            child_out = out_write.as_raw_fd();
-            child_err = err_write.as_raw_fd();
-            stdout = Some(out_read);
-            stderr = Some(err_read);
-            pipes = Some((out_write, err_write));
-        }
-        Target::Files(out, err) => {
-            child_out = out.as_raw_fd();
-            child_err = err.as_raw_fd();
-            stdout = None;
-            stderr = None;
-            pipes = None;
-        }
-    }
+    let (child_out, child_err) = (fds.stdout, fds.stderr);
 
     let mut pid: libc::pid_t = 0;
     // SAFETY: every pointer handed to libc points into a CString, a Vec or a
@@ -144,13 +141,20 @@ pub(crate) fn spawn(
         let mut attributes = Attributes(std::mem::zeroed());
         check(libc::posix_spawnattr_init(&raw mut attributes.0))?;
 
-        check(libc::posix_spawn_file_actions_addopen(
-            &raw mut actions.0,
-            0,
-            c"/dev/null".as_ptr(),
-            libc::O_RDONLY,
-            0,
-        ))?;
+        match fds.stdin {
+            Some(stdin) => check(libc::posix_spawn_file_actions_adddup2(
+                &raw mut actions.0,
+                stdin,
+                0,
+            ))?,
+            None => check(libc::posix_spawn_file_actions_addopen(
+                &raw mut actions.0,
+                0,
+                c"/dev/null".as_ptr(),
+                libc::O_RDONLY,
+                0,
+            ))?,
+        }
         check(libc::posix_spawn_file_actions_adddup2(
             &raw mut actions.0,
             child_out,
@@ -161,6 +165,13 @@ pub(crate) fn spawn(
             child_err,
             2,
         ))?;
+        for &(source, target) in &fds.extra {
+            check(libc::posix_spawn_file_actions_adddup2(
+                &raw mut actions.0,
+                source,
+                target,
+            ))?;
+        }
         check(libc::posix_spawn_file_actions_addchdir_np(
             &raw mut actions.0,
             cwd.as_ptr(),
@@ -201,11 +212,5 @@ pub(crate) fn spawn(
             env_pointers.as_ptr(),
         ))?;
     }
-    // The child has its copies; ours must close, or EOF never comes.
-    drop(pipes);
-    Ok(Child {
-        pid: u32::try_from(pid).map_err(|_| io::Error::other("posix_spawn gave a negative pid"))?,
-        stdout,
-        stderr,
-    })
+    u32::try_from(pid).map_err(|_| io::Error::other("posix_spawn gave a negative pid"))
 }

@@ -1,16 +1,15 @@
 //! Reading a command's output: both pipes, concurrently, in arrival order,
-//! through the cleaner into the bounded [`OutputBuffer`] (which streams
-//! every line to the log file) and the live sink.
+//! as raw bytes into core's [`OutputCapture`] (which cleans them, keeps the
+//! bounded windows, streams every line to the log file and feeds the live
+//! sink).
 //!
 //! Both pipes are read at once because a command blocked writing a full
 //! stderr pipe while we wait on stdout would deadlock us both.
 
-use bashtool_core::{OutputBuffer, OutputChunk, OutputSink, Stream};
+use bashtool_core::{OutputBuffer, OutputCapture, Stream};
 use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 use tokio_util::sync::CancellationToken;
-
-use crate::clean::StreamCleaner;
 
 /// Bytes read at a time.
 const READ_SIZE: usize = 256 * 1024;
@@ -22,15 +21,12 @@ struct Source {
     stream: Stream,
     pipe: Option<pipe::Receiver>,
     buffer: Vec<u8>,
-    cleaner: StreamCleaner,
 }
 
-/// Reads a command's stdout and stderr into an [`OutputBuffer`].
+/// Reads a command's stdout and stderr into an [`OutputCapture`].
 pub struct OutputPump {
     sources: [Source; 2],
-    scratch: String,
-    output: OutputBuffer,
-    sink: Option<OutputSink>,
+    output: OutputCapture,
 }
 
 impl std::fmt::Debug for OutputPump {
@@ -46,8 +42,7 @@ impl OutputPump {
     pub fn new(
         stdout: Option<pipe::Receiver>,
         stderr: Option<pipe::Receiver>,
-        output: OutputBuffer,
-        sink: Option<OutputSink>,
+        output: OutputCapture,
     ) -> Self {
         let source = |stream, pipe: Option<pipe::Receiver>| Source {
             stream,
@@ -57,16 +52,13 @@ impl OutputPump {
                 Vec::new()
             },
             pipe,
-            cleaner: StreamCleaner::new(),
         };
         Self {
             sources: [
                 source(Stream::Stdout, stdout),
                 source(Stream::Stderr, stderr),
             ],
-            scratch: String::new(),
             output,
-            sink,
         }
     }
 
@@ -116,20 +108,8 @@ impl OutputPump {
     }
 
     fn deliver(&mut self, index: usize, length: usize) {
-        let source = &mut self.sources[index];
-        let text = source
-            .cleaner
-            .clean(&source.buffer[..length], &mut self.scratch);
-        if text.is_empty() {
-            return;
-        }
-        self.output.push(source.stream, text);
-        if let Some(sink) = &self.sink {
-            sink(&OutputChunk {
-                stream: source.stream,
-                text: text.to_owned(),
-            });
-        }
+        let source = &self.sources[index];
+        self.output.push(source.stream, &source.buffer[..length]);
     }
 
     fn close(&mut self, index: usize) {
@@ -138,10 +118,7 @@ impl OutputPump {
             return;
         }
         // A character cut off by the end of the stream becomes U+FFFD.
-        source.cleaner.finish(&mut self.scratch);
-        if !self.scratch.is_empty() {
-            self.output.push(source.stream, &self.scratch);
-        }
+        self.output.end_stream(source.stream);
         source.buffer = Vec::new();
     }
 
@@ -149,8 +126,7 @@ impl OutputPump {
     pub fn finish(mut self) -> OutputBuffer {
         self.close(0);
         self.close(1);
-        self.output.finish();
-        self.output
+        self.output.finish()
     }
 }
 

@@ -5,8 +5,9 @@
 use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::io::Write;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bashtool_core::ExecError;
@@ -16,8 +17,10 @@ use tokio::io::unix::AsyncFd;
 use tokio::net::unix::pipe;
 
 use crate::config::{LocalConfig, NON_INTERACTIVE_ENV};
+use crate::fork_exec;
 use crate::kill::{MARKER_VARIABLE, RunMarker, open_pidfd};
-use crate::posix_spawn;
+use crate::posix_spawn::{self, CLaunch, ChildFds};
+use crate::wrap::{Launch, SpawnWrapper, apply_wrappers, need_pre_exec};
 
 /// Longest command passed as an argument. Linux refuses a single argument
 /// over 128 KiB (`MAX_ARG_STRLEN`, E2BIG); longer scripts go through a file.
@@ -35,6 +38,51 @@ pub enum Output {
     File(std::fs::File),
 }
 
+/// Where one of the child's output streams goes.
+#[derive(Debug)]
+pub enum Sink {
+    /// A new pipe; the read end is returned.
+    Pipe,
+    /// This file (or anything else with a descriptor).
+    Fd(OwnedFd),
+    /// `/dev/null`.
+    Null,
+}
+
+/// The child's standard streams and extra descriptors.
+#[derive(Debug)]
+pub struct ChildIo {
+    /// A pipe whose write end is returned (`true`), or `/dev/null`.
+    pub stdin_pipe: bool,
+    pub stdout: Sink,
+    pub stderr: Sink,
+    /// Descriptors the child gets at fixed numbers (a session's control
+    /// pipe at 3): `(descriptor, number)`.
+    pub extra: Vec<(OwnedFd, RawFd)>,
+}
+
+impl ChildIo {
+    fn from_output(output: Output) -> std::io::Result<Self> {
+        Ok(match output {
+            Output::Pipes => Self {
+                stdin_pipe: false,
+                stdout: Sink::Pipe,
+                stderr: Sink::Pipe,
+                extra: Vec::new(),
+            },
+            Output::File(file) => {
+                let second = file.try_clone()?;
+                Self {
+                    stdin_pipe: false,
+                    stdout: Sink::Fd(OwnedFd::from(file)),
+                    stderr: Sink::Fd(OwnedFd::from(second)),
+                    extra: Vec::new(),
+                }
+            }
+        })
+    }
+}
+
 /// What to run. Built by the caller from its config and the call.
 #[derive(Debug, Clone)]
 pub struct SpawnRequest<'a> {
@@ -46,6 +94,8 @@ pub struct SpawnRequest<'a> {
     pub env: Vec<&'a BTreeMap<String, String>>,
     pub non_interactive: bool,
     pub marker: &'a RunMarker,
+    /// Applied to the launch, in order.
+    pub wrappers: &'a [Arc<dyn SpawnWrapper>],
 }
 
 impl<'a> SpawnRequest<'a> {
@@ -64,6 +114,7 @@ impl<'a> SpawnRequest<'a> {
             env: vec![&config.env, call_env],
             non_interactive: config.non_interactive,
             marker,
+            wrappers: &config.wrappers,
         }
     }
 }
@@ -72,6 +123,7 @@ impl<'a> SpawnRequest<'a> {
 #[derive(Debug)]
 pub struct Spawned {
     pub root: RootProcess,
+    pub stdin: Option<pipe::Sender>,
     pub stdout: Option<pipe::Receiver>,
     pub stderr: Option<pipe::Receiver>,
     /// The script file of a long command; deleted when dropped, so keep it
@@ -93,7 +145,44 @@ pub fn resolve_cwd(base: &Path, cwd: Option<&Path>) -> Result<PathBuf, ExecError
     }
 }
 
-/// Starts the command.
+/// The environment of a child: ours, then the non-interactive defaults,
+/// the configured and per-call variables, and the run marker (later wins).
+pub fn child_environment(
+    layers: &[&BTreeMap<String, String>],
+    non_interactive: bool,
+    marker: &RunMarker,
+) -> Vec<(OsString, OsString)> {
+    let mut env: BTreeMap<OsString, OsString> = std::env::vars_os().collect();
+    if non_interactive {
+        for (key, value) in NON_INTERACTIVE_ENV {
+            env.insert(OsString::from(key), OsString::from(value));
+        }
+    }
+    for variables in layers {
+        for (key, value) in *variables {
+            env.insert(OsString::from(key), OsString::from(value));
+        }
+    }
+    env.insert(
+        OsString::from(MARKER_VARIABLE),
+        OsString::from(marker.value()),
+    );
+    env.into_iter().collect()
+}
+
+/// The script file of a command too long for one argument.
+pub(crate) fn script_file(command: &str) -> std::io::Result<tempfile::TempPath> {
+    let mut file = tempfile::Builder::new()
+        .prefix("bashtool-script-")
+        .suffix(".sh")
+        .tempfile()?;
+    file.write_all(command.as_bytes())?;
+    file.flush()?;
+    Ok(file.into_temp_path())
+}
+
+/// Starts the command: `shell shell_args command` (or, for a long command,
+/// a `.` of its script file), through [`launch`].
 pub fn spawn(request: &SpawnRequest<'_>, output: Output) -> Result<Spawned, ExecError> {
     let program = request.shell.display().to_string();
     let spawn_error = |source: std::io::Error| ExecError::Spawn {
@@ -103,15 +192,7 @@ pub fn spawn(request: &SpawnRequest<'_>, output: Output) -> Result<Spawned, Exec
     let mut argv: Vec<OsString> = vec![request.shell.as_os_str().to_owned()];
     argv.extend(request.shell_args.iter().map(OsString::from));
     let script_file = if request.command.len() > MAX_INLINE_SCRIPT {
-        let mut file = tempfile::Builder::new()
-            .prefix("bashtool-script-")
-            .suffix(".sh")
-            .tempfile()
-            .map_err(&spawn_error)?;
-        file.write_all(request.command.as_bytes())
-            .and_then(|()| file.flush())
-            .map_err(&spawn_error)?;
-        let path = file.into_temp_path();
+        let path = script_file(request.command).map_err(&spawn_error)?;
         // `.` runs the file in the same shell, like `-c` would; `$0` is the file.
         argv.push(OsString::from(". \"$0\""));
         argv.push(path.as_os_str().to_owned());
@@ -120,61 +201,140 @@ pub fn spawn(request: &SpawnRequest<'_>, output: Output) -> Result<Spawned, Exec
         argv.push(OsString::from(request.command));
         None
     };
-    // Our environment, then the non-interactive defaults, the configured and
-    // per-call variables, and the run marker: later ones win.
-    let mut env: BTreeMap<OsString, OsString> = std::env::vars_os().collect();
-    if request.non_interactive {
-        for (key, value) in NON_INTERACTIVE_ENV {
-            env.insert(OsString::from(key), OsString::from(value));
-        }
-    }
-    for variables in &request.env {
-        for (key, value) in *variables {
-            env.insert(OsString::from(key), OsString::from(value));
-        }
-    }
-    env.insert(
-        OsString::from(MARKER_VARIABLE),
-        OsString::from(request.marker.value()),
-    );
-    let env: Vec<(OsString, OsString)> = env.into_iter().collect();
-    let files;
-    let target = match output {
-        Output::Pipes => posix_spawn::Target::Pipes,
-        Output::File(file) => {
-            let second = file.try_clone().map_err(&spawn_error)?;
-            files = (OwnedFd::from(file), OwnedFd::from(second));
-            posix_spawn::Target::Files(&files.0, &files.1)
-        }
-    };
-    let child = posix_spawn::spawn(&argv, &env, request.cwd, &target).map_err(|source| {
+    let env = child_environment(&request.env, request.non_interactive, request.marker);
+    let io = ChildIo::from_output(output).map_err(&spawn_error)?;
+    let mut spawned = launch(
+        Launch {
+            argv,
+            env,
+            cwd: request.cwd.to_path_buf(),
+        },
+        request.wrappers,
+        io,
+        Some(request.marker),
+    )?;
+    spawned.script_file = script_file;
+    Ok(spawned)
+}
+
+/// The one way env-local starts a process (stateless calls, the session's
+/// shell, background jobs): applies the wrappers' rewrites, then starts the
+/// program as the leader of a new session with `io`, through `posix_spawn`
+/// or, when a wrapper needs a step in the child, through `fork`.
+pub fn launch(
+    mut launch: Launch,
+    wrappers: &[Arc<dyn SpawnWrapper>],
+    io: ChildIo,
+    marker: Option<&RunMarker>,
+) -> Result<Spawned, ExecError> {
+    apply_wrappers(wrappers, &mut launch)?;
+    let program = launch
+        .argv
+        .first()
+        .map(|program| program.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let spawn_error = |source: std::io::Error| {
         if source.kind() == std::io::ErrorKind::NotFound {
             ExecError::ShellNotFound {
                 program: program.clone(),
             }
         } else {
-            spawn_error(source)
-        }
-    })?;
-    let pid = child.pid;
-    let root = RootProcess::new(pid);
-    let stdout = child.stdout.map(receiver);
-    let stderr = child.stderr.map(receiver);
-    let (stdout, stderr) = match (stdout.transpose(), stderr.transpose()) {
-        (Ok(stdout), Ok(stderr)) => (stdout, stderr),
-        (Err(error), _) | (_, Err(error)) => {
-            // Cannot happen with pipes in practice; don't leave a process.
-            crate::kill::ProcessTree::new(pid, Some(request.marker.clone())).kill_now(true);
-            drop(root);
-            return Err(spawn_error(error));
+            ExecError::Spawn {
+                program: program.clone(),
+                source,
+            }
         }
     };
-    Ok(Spawned {
-        root,
-        stdout,
-        stderr,
-        script_file,
-    })
+    let c_launch = CLaunch::new(&launch.argv, &launch.env, &launch.cwd).map_err(&spawn_error)?;
+    // Pipes are close-on-exec: only the copies made in the child survive.
+    let new_pipe =
+        || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from);
+    let (stdin_read, stdin_write) = if io.stdin_pipe {
+        let (read, write) = new_pipe().map_err(&spawn_error)?;
+        (Some(read), Some(write))
+    } else {
+        (None, None)
+    };
+    let null = || {
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open("/dev/null")
+            .map(OwnedFd::from)
+    };
+    let mut reads: [Option<OwnedFd>; 2] = [None, None];
+    let mut writes: Vec<OwnedFd> = Vec::with_capacity(2);
+    for (index, sink) in [io.stdout, io.stderr].into_iter().enumerate() {
+        let fd = match sink {
+            Sink::Pipe => {
+                let (read, write) = new_pipe().map_err(&spawn_error)?;
+                reads[index] = Some(read);
+                write
+            }
+            Sink::Fd(fd) => fd,
+            Sink::Null => null().map_err(&spawn_error)?,
+        };
+        writes.push(fd);
+    }
+    // A source that already sits at its target number would keep its
+    // close-on-exec flag through a dup2 onto itself: move it away first.
+    let extra: Vec<(OwnedFd, RawFd)> = io
+        .extra
+        .into_iter()
+        .map(|(fd, target)| {
+            if fd.as_raw_fd() == target {
+                nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(64))
+                    // SAFETY: F_DUPFD_CLOEXEC returned a new descriptor we own.
+                    .map(|raw| {
+                        #[allow(unsafe_code)]
+                        unsafe {
+                            <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw)
+                        }
+                    })
+                    .map(|moved| (moved, target))
+                    .map_err(std::io::Error::from)
+            } else {
+                Ok((fd, target))
+            }
+        })
+        .collect::<std::io::Result<_>>()
+        .map_err(&spawn_error)?;
+    let fds = ChildFds {
+        stdin: stdin_read.as_ref().map(AsRawFd::as_raw_fd),
+        stdout: writes[0].as_raw_fd(),
+        stderr: writes[1].as_raw_fd(),
+        extra: extra
+            .iter()
+            .map(|(fd, target)| (fd.as_raw_fd(), *target))
+            .collect(),
+    };
+    let pid = if need_pre_exec(wrappers) {
+        fork_exec::spawn(&c_launch, &fds, wrappers)
+    } else {
+        posix_spawn::spawn(&c_launch, &fds)
+    }
+    .map_err(&spawn_error)?;
+    // The child has its copies; ours must close, or EOF never comes.
+    drop((stdin_read, writes, extra));
+    let root = RootProcess::new(pid);
+    let [stdout, stderr] = reads;
+    let stdout = stdout.map(receiver).transpose();
+    let stderr = stderr.map(receiver).transpose();
+    let stdin = stdin_write.map(pipe::Sender::from_owned_fd).transpose();
+    match (stdin, stdout, stderr) {
+        (Ok(stdin), Ok(stdout), Ok(stderr)) => Ok(Spawned {
+            root,
+            stdin,
+            stdout,
+            stderr,
+            script_file: None,
+        }),
+        (Err(error), _, _) | (_, Err(error), _) | (_, _, Err(error)) => {
+            // Cannot happen with pipes in practice; don't leave a process.
+            crate::kill::ProcessTree::new(pid, marker.cloned()).kill_now(true);
+            drop(root);
+            Err(spawn_error(error))
+        }
+    }
 }
 
 fn receiver(fd: OwnedFd) -> std::io::Result<pipe::Receiver> {
@@ -223,7 +383,7 @@ pub struct RootProcess {
 }
 
 impl RootProcess {
-    fn new(pid: u32) -> Self {
+    pub(crate) fn new(pid: u32) -> Self {
         // Race-free: our unreaped child cannot be replaced by another process.
         let pidfd = open_pidfd(pid).ok().and_then(|fd| {
             // Outside a runtime, registering would panic: poll instead.

@@ -28,11 +28,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bashtool_core::{
-    BackgroundJob, CommandExec, CommandResult, ExecError, ExecMode, OutputBuffer, OutputConfig,
-    ShellState, SpawnOptions, Stream,
+    BackgroundJob, CommandExec, CommandResult, EnvironmentInfo, ExecError, ExecMode, ShellState,
+    SpawnOptions, Stream,
 };
 
-pub use bashtool_core::MockCommandExec;
+mod jobs;
+
+pub use jobs::ScriptedJobs;
+
+pub use bashtool_core::{MockCommandExec, MockJobs};
 
 /// What a scripted command does.
 #[derive(Debug, Clone, Default)]
@@ -105,10 +109,12 @@ impl Reply {
         self
     }
 
-    pub fn background(mut self, pid: u32, output_file: impl Into<PathBuf>) -> Self {
+    /// Started in the background as job `id`.
+    pub fn background(mut self, id: &str, pid: u32, output_file: impl Into<PathBuf>) -> Self {
         self.background = Some(BackgroundJob {
-            pid,
-            output_file: output_file.into(),
+            id: id.to_owned(),
+            pid: Some(pid),
+            output_file: Some(output_file.into()),
         });
         self
     }
@@ -210,10 +216,18 @@ impl CommandExec for ScriptedExec {
             });
         (self.handler)(command.to_owned(), options).await
     }
+
+    fn environment(&self) -> EnvironmentInfo {
+        EnvironmentInfo {
+            name: "mock".to_owned(),
+            sandbox: None,
+            tools: Vec::new(),
+        }
+    }
 }
 
-/// Plays a reply like an environment would: chunks through the sink and into
-/// the retained output, then the delay, raced against timeout and cancel.
+/// Plays a reply like an environment would: chunks as raw bytes into core's
+/// output capture, then the delay, raced against timeout and cancel.
 pub async fn play(reply: Reply, options: SpawnOptions) -> Result<CommandResult, ExecError> {
     if let Some(message) = reply.error {
         return Err(ExecError::Other { message });
@@ -223,10 +237,9 @@ pub async fn play(reply: Reply, options: SpawnOptions) -> Result<CommandResult, 
             path: options.cwd.clone().unwrap_or_default(),
         });
     }
-    let mut output = OutputBuffer::new(&OutputConfig::default());
+    // Into core's capture, as raw bytes, like a real environment.
     for (stream, text) in &reply.chunks {
-        options.emit(*stream, text);
-        output.push(*stream, text);
+        options.output.push(*stream, text.as_bytes());
     }
     let finish = async {
         if reply.never {
@@ -252,7 +265,7 @@ pub async fn play(reply: Reply, options: SpawnOptions) -> Result<CommandResult, 
         () = deadline => (true, false),
         () = finish => (false, false),
     };
-    output.finish();
+    let output = options.output.finish();
     let ended_early = timed_out || cancelled;
     Ok(CommandResult {
         exit_code: if ended_early { None } else { reply.exit_code },

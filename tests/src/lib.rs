@@ -12,6 +12,8 @@ use bashtool_env_local::{LocalConfig, LocalExec};
 
 pub use tempfile::TempDir;
 
+pub mod contract;
+
 pub fn temp_dir() -> TempDir {
     tempfile::tempdir().expect("create a temp dir")
 }
@@ -62,9 +64,23 @@ pub fn text(result: &CommandResult) -> String {
         .join("\n")
 }
 
-/// A process exists and is not a zombie.
+/// A process exists and is not a zombie, read from `/proc` by the test
+/// itself (never by the code under test).
+pub fn process_alive(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    // The state follows the command name, which ends at the last `)`.
+    let state = stat
+        .rfind(')')
+        .and_then(|end| stat.get(end + 2..end + 3))
+        .unwrap_or("X");
+    !matches!(state, "Z" | "X" | "x")
+}
+
+/// Same as [`process_alive`].
 pub fn pid_alive(pid: u32) -> bool {
-    bashtool_env_local::is_alive(pid)
+    process_alive(pid)
 }
 
 /// A script that starts `count` grandchildren (`sh` that execs `sleep 300`,

@@ -1,181 +1,32 @@
-//! Background jobs: detached, output to a file, real exit status appended,
-//! and a job table to list, read, wait for and stop them.
+//! Background jobs beyond the contract suite: what the model is told, the
+//! `bash_jobs` tool over real jobs, jobs that outlive the process that
+//! started them, and the records other processes read.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use bashtool_core::{BashTool, CommandExec, CommandResult, ExecMode, SpawnOptions, ToolConfig};
-use bashtool_env_local::{Error, JobRead, JobStatus, LocalConfig, LocalExec};
-use bashtool_tests::{
-    ESCAPEE, kill_all, local_exec, pid_alive, pids_in, survivors_after, temp_dir, test_config,
-    wait_until,
+use bashtool_core::{
+    BashTool, CommandExec, CommandResult, ExecMode, JobState, Jobs, JobsTool, SpawnOptions,
+    ToolConfig,
 };
+use bashtool_env_local::{JobStore, LocalConfig, LocalExec, RecordedJobs};
+use bashtool_tests::{kill_all, local_exec, process_alive, survivors_after, temp_dir, test_config};
+use tokio_util::sync::CancellationToken;
 
 const WAIT: Duration = Duration::from_secs(10);
 
 async fn start(exec: &LocalExec, command: &str) -> CommandResult {
     exec.spawn(command, SpawnOptions::default().mode(ExecMode::Background))
         .await
-        .expect("the job starts")
-}
-
-fn output_of(result: &CommandResult) -> String {
-    let job = result.background.as_ref().expect("a background job");
-    std::fs::read_to_string(&job.output_file).expect("read the output file")
-}
-
-#[tokio::test]
-async fn returns_at_once_with_pid_and_output_file() {
-    let dir = temp_dir();
-    let exec = local_exec(dir.path());
-    let started = Instant::now();
-    let result = start(&exec, "echo hello; sleep 300").await;
-    assert!(started.elapsed() < Duration::from_secs(1));
-    let job = result.background.clone().expect("a job");
-    assert!(pid_alive(job.pid));
-    // A group leader, so `kill -TERM -- -<pid>` stops it all.
-    let info = bashtool_env_local::process_info(job.pid).expect("running");
-    assert_eq!(info.group, job.pid);
-    assert!(wait_until(WAIT, || output_of(&result) == "hello\n").await);
-    let stopped = exec.jobs().stop(job.pid).await.expect("known job");
-    assert_eq!(
-        stopped.status,
-        JobStatus::Signaled {
-            signal: "SIGTERM".to_owned()
-        }
-    );
-    assert_eq!(
-        output_of(&result),
-        "hello\n[background job killed by signal SIGTERM]\n"
-    );
-}
-
-#[tokio::test]
-async fn appends_the_real_exit_status() {
-    let dir = temp_dir();
-    let exec = local_exec(dir.path());
-    for (command, code, expected) in [
-        ("false", 1, "[background job exited with code 1]\n"),
-        (
-            "echo a; exit 7",
-            7,
-            "a\n[background job exited with code 7]\n",
-        ),
-        // Ends in `&`: the seed's `; echo $?` suffix broke on this.
-        (
-            "printf x; true &",
-            0,
-            "x\n[background job exited with code 0]\n",
-        ),
-        // Ends in a comment: `; echo $?` would have been commented out.
-        (
-            "echo c; false # a comment",
-            1,
-            "c\n[background job exited with code 1]\n",
-        ),
-    ] {
-        let result = start(&exec, command).await;
-        let pid = result.background.as_ref().expect("job").pid;
-        let info = exec.jobs().wait(pid, WAIT).await.expect("known job");
-        assert_eq!(info.status, JobStatus::Exited { code }, "{command}");
-        assert_eq!(output_of(&result), expected, "{command}");
-    }
-}
-
-#[tokio::test]
-async fn the_table_lists_reads_and_waits() {
-    let dir = temp_dir();
-    let exec = local_exec(dir.path());
-    let result = start(
-        &exec,
-        "for i in 1 2 3 4 5; do echo line $i; done; printf '\\033[31mred\\033[0m\\n'; sleep 0.2",
-    )
-    .await;
-    let pid = result.background.as_ref().expect("job").pid;
-    let listed = exec.jobs().list();
-    assert_eq!(listed.len(), 1);
-    assert_eq!(listed[0].pid, pid);
-    assert_eq!(listed[0].status, JobStatus::Running);
-    let info = exec.jobs().wait(pid, WAIT).await.expect("known");
-    assert_eq!(info.status, JobStatus::Exited { code: 0 });
-    let tail = exec
-        .jobs()
-        .output(pid, JobRead::Tail { lines: 2 })
-        .await
-        .expect("read");
-    assert_eq!(tail.text, "red\n[background job exited with code 0]\n");
-    let first = exec
-        .jobs()
-        .output(pid, JobRead::Since { offset: 0 })
-        .await
-        .expect("read");
-    assert!(first.text.starts_with("line 1\nline 2\n"), "{}", first.text);
-    let rest = exec
-        .jobs()
-        .output(
-            pid,
-            JobRead::Since {
-                offset: first.next_offset,
-            },
-        )
-        .await
-        .expect("read");
-    assert_eq!(rest.text, "");
-    assert_eq!(rest.status, JobStatus::Exited { code: 0 });
-    let json = serde_json::to_value(exec.jobs().get(pid).expect("known")).expect("json");
-    assert_eq!(
-        json["status"],
-        serde_json::json!({"state": "exited", "code": 0})
-    );
-}
-
-#[tokio::test]
-async fn wait_returns_at_the_timeout_with_the_job_running() {
-    let dir = temp_dir();
-    let exec = local_exec(dir.path());
-    let pid = start(&exec, "sleep 300").await.background.expect("job").pid;
-    let info = exec
-        .jobs()
-        .wait(pid, Duration::from_millis(100))
-        .await
-        .expect("known");
-    assert_eq!(info.status, JobStatus::Running);
-    exec.shutdown().await;
-    assert!(!pid_alive(pid));
-}
-
-#[tokio::test]
-async fn unknown_jobs_are_an_error() {
-    let dir = temp_dir();
-    let exec = local_exec(dir.path());
-    let error = exec.jobs().stop(1).await.expect_err("unknown");
-    assert!(matches!(error, Error::UnknownJob { pid: 1 }));
-    assert_eq!(exec.jobs().get(1), None);
-}
-
-#[tokio::test]
-async fn stop_reaches_grandchildren_and_escapees() {
-    let dir = temp_dir();
-    let exec = local_exec(dir.path());
-    let result = start(
-        &exec,
-        &format!("( sh -c 'echo pid:$$; exec sleep 300' & wait ) &\n{ESCAPEE}\nwait"),
-    )
-    .await;
-    let pid = result.background.as_ref().expect("job").pid;
-    assert!(wait_until(WAIT, || pids_in(&output_of(&result)).len() == 2).await);
-    let pids = pids_in(&output_of(&result));
-    exec.jobs().stop(pid).await.expect("known");
-    let survivors = survivors_after(&pids, WAIT).await;
-    kill_all(&survivors);
-    assert_eq!(survivors, Vec::<u32>::new());
+        .expect("starts")
 }
 
 #[tokio::test]
 async fn dropping_the_environment_stops_its_jobs() {
     let dir = temp_dir();
     let exec = local_exec(dir.path());
-    let pid = start(&exec, "sleep 300").await.background.expect("job").pid;
+    let job = start(&exec, "sleep 300").await.background.expect("job");
+    let pid = job.pid.expect("pid");
     drop(exec);
     let survivors = survivors_after(&[pid], WAIT).await;
     kill_all(&survivors);
@@ -183,43 +34,135 @@ async fn dropping_the_environment_stops_its_jobs() {
 }
 
 #[tokio::test]
-async fn jobs_can_be_configured_to_outlive_the_environment() {
+async fn a_kept_job_outlives_its_environment_and_still_records_its_status() {
     let dir = temp_dir();
+    let gate = dir.path().join("gate");
+    nix::unistd::mkfifo(&gate, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
     let exec = LocalExec::new(LocalConfig {
         keep_jobs_on_drop: true,
         ..test_config(dir.path())
     });
-    let pid = start(&exec, "sleep 300").await.background.expect("job").pid;
+    let command = format!("read _ < '{}'; echo done; exit 7", gate.display());
+    let job = start(&exec, &command).await.background.expect("job");
+    let pid = job.pid.expect("pid");
+    let output_file = job.output_file.expect("output file");
     exec.shutdown().await;
     drop(exec);
-    assert!(pid_alive(pid));
-    kill_all(&[pid]);
+    assert!(process_alive(pid), "the job outlived its environment");
+    // Only now let the job end: nobody in this process waits for it.
+    std::fs::write(&gate, "go\n").expect("open the gate");
+    let ended = bashtool_tests::wait_until(WAIT, || {
+        std::fs::read_to_string(&output_file)
+            .is_ok_and(|text| text.ends_with("[background job exited with code 7]\n"))
+    })
+    .await;
+    assert!(
+        ended,
+        "{:?}",
+        std::fs::read_to_string(&output_file).unwrap_or_default()
+    );
 }
 
 #[tokio::test]
-async fn the_model_gets_pid_output_file_and_how_to_stop() {
+async fn other_processes_see_recorded_jobs_and_stop_them() {
+    let dir = temp_dir();
+    let records = dir.path().join("state");
+    let exec = LocalExec::new(LocalConfig {
+        job_records: Some(records.clone()),
+        keep_jobs_on_drop: true,
+        ..test_config(dir.path())
+    });
+    let job = start(&exec, "echo hello; sleep 300")
+        .await
+        .background
+        .expect("job");
+    let pid = job.pid.expect("pid");
+    drop(exec);
+    let recorded = RecordedJobs::new(JobStore::new(records), Duration::from_secs(1));
+    let listed = recorded.list().await;
+    assert_eq!(listed.len(), 1);
+    assert_eq!(
+        (listed[0].id.as_str(), listed[0].state),
+        (job.id.as_str(), JobState::Running)
+    );
+    let stopped = recorded.stop(&job.id).await.expect("known");
+    assert_eq!(
+        (stopped.state, stopped.signal.as_deref()),
+        (JobState::Signaled, Some("SIGTERM"))
+    );
+    let survivors = survivors_after(&[pid], WAIT).await;
+    kill_all(&survivors);
+    assert_eq!(survivors, Vec::<u32>::new());
+    let output = recorded
+        .read(&job.id, bashtool_core::ReadFrom::Cursor(0), 10_000)
+        .await
+        .expect("read");
+    assert_eq!(
+        output.text,
+        "hello\n\n[background job killed by signal SIGTERM]\n"
+    );
+}
+
+#[tokio::test]
+async fn the_model_is_pointed_to_the_jobs_tool_and_it_works() {
+    let dir = temp_dir();
+    let exec = local_exec(dir.path());
+    let config = ToolConfig {
+        jobs_tool: true,
+        ..ToolConfig::default()
+    };
+    let tool = BashTool::new(config.clone(), Arc::new(exec.clone()));
+    let jobs = JobsTool::new(config, Arc::new(exec.clone()));
+    let result = tool
+        .call(serde_json::json!({"command": "echo ready; sleep 300", "mode": "background"}))
+        .await;
+    assert!(!result.is_error);
+    let id = result.details.job.clone().expect("job id");
+    let pid = result.details.pid.expect("pid");
+    let text = result.text();
+    assert!(
+        text.starts_with(&format!(
+            "Started in the background as job {id}.\n<pid>{pid}</pid>\n"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "bash_jobs {{\"action\": \"read\", \"job\": \"{id}\"}}"
+        )),
+        "{text}"
+    );
+    let stopped = jobs
+        .call(&serde_json::json!({"action": "stop", "job": id}))
+        .await;
+    assert!(!stopped.is_error, "{}", stopped.text());
+    assert_eq!(stopped.details.state.as_deref(), Some("signaled"));
+    let survivors = survivors_after(&[pid], WAIT).await;
+    kill_all(&survivors);
+    assert_eq!(survivors, Vec::<u32>::new());
+    let waited = Jobs::wait(&exec, &id, WAIT, CancellationToken::new())
+        .await
+        .expect("known");
+    assert_eq!(waited.signal.as_deref(), Some("SIGTERM"));
+}
+
+#[tokio::test]
+async fn without_the_jobs_tool_the_reminder_is_a_shell_command_that_works() {
     let dir = temp_dir();
     let exec = local_exec(dir.path());
     let tool = BashTool::new(ToolConfig::default(), Arc::new(exec.clone()));
     let result = tool
         .call(serde_json::json!({"command": "sleep 300", "mode": "background"}))
         .await;
-    assert!(!result.is_error);
     let pid = result.details.pid.expect("pid");
     let text = result.text();
-    assert!(text.contains(&format!("<pid>{pid}</pid>")), "{text}");
     assert!(text.contains(&format!("kill -TERM -- -{pid}")), "{text}");
-    // The reminder's command works.
     let status = std::process::Command::new("kill")
         .args(["-TERM", "--", &format!("-{pid}")])
         .status()
         .expect("kill runs");
     assert!(status.success());
-    let info = exec.jobs().wait(pid, WAIT).await.expect("known");
-    assert_eq!(
-        info.status,
-        JobStatus::Signaled {
-            signal: "SIGTERM".to_owned()
-        }
-    );
+    let survivors = survivors_after(&[pid], WAIT).await;
+    kill_all(&survivors);
+    assert_eq!(survivors, Vec::<u32>::new());
 }

@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use bashtool_core::policy::{GIT_ADD_MESSAGE, GIT_PUSH_FORCE_MESSAGE, RM_CRITICAL_MESSAGE};
 use bashtool_core::{BashTool, CommandResult, MockCommandExec, OutputBuffer, Rule, ToolConfig};
+use bashtool_core::{GIT_ADD_MESSAGE, GIT_PUSH_FORCE_MESSAGE, RM_CRITICAL_MESSAGE};
 use serde_json::json;
 
 /// A tool whose environment must never be asked to run anything.

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use bashtool_core::output::format_output;
+use bashtool_core::format_output;
 use bashtool_core::{OutputBuffer, OutputConfig, Shortening, Stream};
 
 /// Text outside the line budget: the first stream header and the markers

@@ -184,13 +184,13 @@ async fn streaming_output_is_observable_while_the_command_runs() {
         let released = Arc::clone(&released);
         let emitted = Arc::clone(&emitted_by_handler);
         async move {
-            options.emit(Stream::Stdout, "first li");
-            options.emit(Stream::Stdout, "ne\nsecond");
+            options.output.push(Stream::Stdout, "first li".as_bytes());
+            options.output.push(Stream::Stdout, "ne\nsecond".as_bytes());
             emitted.notify_one();
             if let Some(gate) = released.lock().await.take() {
                 let _ = gate.await;
             }
-            options.emit(Stream::Stdout, " line\n");
+            options.output.push(Stream::Stdout, " line\n".as_bytes());
             Ok(CommandResult::exited(
                 0,
                 OutputBuffer::from_text(
@@ -274,7 +274,7 @@ async fn abort_before_completion_returns_the_output_so_far_and_ignores_the_late_
         let returned = returned.lock().expect("lock").take();
         async move {
             let _signal = SignalOnDrop(returned);
-            options.emit(Stream::Stdout, "partial\n");
+            options.output.push(Stream::Stdout, "partial\n".as_bytes());
             emitted.notify_one();
             options.cancel.cancelled().await;
             // The late completion says something else; it must be ignored.
@@ -423,8 +423,9 @@ async fn mockall_mock_reports_spawn_errors() {
 
 #[tokio::test(start_paused = true)]
 async fn background_returns_pid_and_output_file() {
-    let exec =
-        ScriptedExec::replying(|_| Reply::new().background(4242, "/tmp/bashtool/job-4242.log"));
+    let exec = ScriptedExec::replying(|_| {
+        Reply::new().background("j42", 4242, "/tmp/bashtool/job-4242.log")
+    });
     let result = call(
         &exec,
         json!({"command": "npm run dev", "mode": "background"}),
@@ -432,13 +433,14 @@ async fn background_returns_pid_and_output_file() {
     .await;
     assert_eq!(
         result.text(),
-        "Started in the background.\n<pid>4242</pid>\n<output_file>/tmp/bashtool/job-4242.log</output_file>\n\
+        "Started in the background as job j42.\n<pid>4242</pid>\n<output_file>/tmp/bashtool/job-4242.log</output_file>\n\
          <reminder>Read its output with: tail -n 50 /tmp/bashtool/job-4242.log. When it ends, its exit status is appended to that file. \
          To stop it: kill -TERM -- -4242</reminder>"
     );
     assert!(!result.is_error);
     assert!(result.details.success);
     assert_eq!(result.details.pid, Some(4242));
+    assert_eq!(result.details.job.as_deref(), Some("j42"));
     assert_eq!(
         result.details.output_file.as_deref(),
         Some("/tmp/bashtool/job-4242.log")

@@ -1,9 +1,7 @@
 //! `bashtool mcp`: the bash tool as an MCP server over stdio.
 
 mod config;
-mod env_jobs;
 mod gate;
-pub mod jobs_tool;
 mod order;
 mod progress;
 mod server;
@@ -15,16 +13,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
-use bashtool_core::{BashTool, CommandExec, Shortening, ToolConfig};
+use bashtool_core::{BashTool, CommandExec, Jobs, JobsTool, Shortening, ToolConfig};
 use bashtool_env_local::{LocalConfig, LocalExec, Session, SessionConfig};
 use clap::Args;
 use rmcp::ServiceExt as _;
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::jobs::records::JobStore;
 use crate::options::{ToolArgs, seconds};
 use config::FileConfig;
-use env_jobs::LocalJobs;
 use order::ArrivalOrder;
 use server::{Backend, BashServer};
 
@@ -182,8 +178,8 @@ fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
     let keep_jobs = args.keep_jobs || file.keep_jobs.unwrap_or(false);
     let mut local = LocalConfig {
         working_directory: cwd,
-        output: tool.output.clone(),
         keep_jobs_on_drop: keep_jobs,
+        job_records: Some(bashtool_env_local::default_state_dir()?),
         ..LocalConfig::default()
     };
     file.apply_to_local(&mut local)?;
@@ -271,9 +267,9 @@ pub fn run(args: &McpArgs) -> anyhow::Result<ExitCode> {
 
 async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
     let grace = settings.local.kill_grace + SHUTDOWN_MARGIN;
-    let (exec, jobs, session): (Arc<dyn CommandExec>, _, _) = if settings.stateless {
+    let (exec, jobs, session): (Arc<dyn CommandExec>, Arc<dyn Jobs>, _) = if settings.stateless {
         let exec = LocalExec::new(settings.local);
-        (Arc::new(exec.clone()), LocalJobs::Exec(exec), None)
+        (Arc::new(exec.clone()), Arc::new(exec), None)
     } else {
         let config = SessionConfig {
             local: settings.local,
@@ -283,17 +279,18 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
         let session = Session::new(config).context("creating the session")?;
         (
             Arc::new(session.clone()),
-            LocalJobs::Session(session.clone()),
+            Arc::new(session.clone()),
             Some(session),
         )
     };
     // Calls into the session must reach it in the order they arrived.
     let order = session.is_some().then(ArrivalOrder::default);
+    let mut tool_config = settings.tool;
+    tool_config.jobs_tool = true;
     let backend = Backend {
-        tool: BashTool::new(settings.tool, exec),
+        tool: BashTool::new(tool_config.clone(), exec),
         order: order.clone(),
-        jobs: Some(Arc::new(jobs)),
-        job_store: Some(JobStore::new(JobStore::default_dir())),
+        jobs: Some(JobsTool::new(tool_config, jobs)),
     };
     let server = BashServer::new(backend, settings.progress_interval);
     let (transport, input_closed) = gate::spawn(tokio::io::stdin(), tokio::io::stdout(), order);

@@ -9,7 +9,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bashtool_core::{BashTool, CallContext, Content, Details, ToolResult};
+use bashtool_core::{
+    BashTool, CallContext, Content, Details, JOBS_TOOL_NAME, JobsTool, ToolResult,
+};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -21,11 +23,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::gate::id_key;
-use super::jobs_tool::{self, JobControl};
 use super::order::ArrivalOrder;
 use super::progress::Progress;
 use super::tools;
-use crate::jobs::records::{JobRecord, JobStore};
 
 /// What the server runs commands with.
 pub struct Backend {
@@ -33,9 +33,7 @@ pub struct Backend {
     /// Set when all calls go into one persistent session.
     pub order: Option<ArrivalOrder>,
     /// Set when the environment keeps background jobs the model can reach.
-    pub jobs: Option<Arc<dyn JobControl>>,
-    /// Where background jobs are recorded for `bashtool jobs`.
-    pub job_store: Option<JobStore>,
+    pub jobs: Option<JobsTool>,
 }
 
 /// The MCP server. Cheap to clone.
@@ -60,8 +58,8 @@ const INSTRUCTIONS: &str = "Run shell commands with the bash tool: output comes 
 impl BashServer {
     pub fn new(backend: Backend, progress_interval: Duration) -> Self {
         let mut tools = vec![tools::bash_tool(backend.tool.config())];
-        if backend.jobs.is_some() {
-            tools.push(jobs_tool::tool());
+        if let Some(jobs) = &backend.jobs {
+            tools.push(tools::jobs_tool(&jobs.spec()));
         }
         Self {
             inner: Arc::new(Inner {
@@ -135,25 +133,6 @@ impl BashServer {
             on_output: progress.as_ref().map(Progress::sink),
         };
         let result = inner.backend.tool.call_with(&input, call).await;
-        if let (Some(store), Some(pid), Some(output_file)) = (
-            &inner.backend.job_store,
-            result.details.pid,
-            &result.details.output_file,
-        ) {
-            let record = JobRecord::new(
-                pid,
-                &result.details.command,
-                output_file.into(),
-                result.details.working_directory.clone(),
-            );
-            let store = store.clone();
-            // Best effort: the job runs whether or not `bashtool jobs` sees it.
-            tokio::task::spawn_blocking(move || {
-                if let Err(error) = store.add(record) {
-                    tracing::warn!(%error, "job not recorded");
-                }
-            });
-        }
         drop(turn);
         drop(progress);
         drop(follow);
@@ -167,20 +146,16 @@ impl BashServer {
     ) -> Result<CallToolResult, ErrorData> {
         let inner = &self.inner;
         let Some(jobs) = &inner.backend.jobs else {
-            return Err(unknown_tool(jobs_tool::NAME, &inner.tools));
+            return Err(unknown_tool(JOBS_TOOL_NAME, &inner.tools));
         };
         let _running = inner.calls.token();
-        let output = &inner.backend.tool.config().output;
-        let call = jobs_tool::call(
-            jobs,
-            arguments,
-            output.max_line_chars,
-            output.budget_chars(),
-        );
+        let input = Value::Object(arguments.unwrap_or_default());
         // A `wait` may take minutes: the client's cancel and the server's
         // shutdown end it (the job itself keeps running).
+        let cancel = inner.shutdown.child_token();
+        let call = jobs.call_with(&input, cancel);
         tokio::select! {
-            result = call => Ok(result),
+            result = call => Ok(tools::call_result(&result)),
             () = context.ct.cancelled() => Ok(CallToolResult::error(vec![
                 rmcp::model::ContentBlock::text("[cancelled]"),
             ])),
@@ -259,7 +234,7 @@ impl ServerHandler for BashServer {
         let name = request.name.as_ref();
         if name == self.inner.backend.tool.config().name {
             Ok(self.call_bash(request.arguments, context).await.into())
-        } else if name == jobs_tool::NAME {
+        } else if name == JOBS_TOOL_NAME {
             Ok(self.call_jobs(request.arguments, &context).await?.into())
         } else {
             Err(unknown_tool(name, &self.inner.tools))

@@ -28,6 +28,24 @@ pub fn bash_tool(config: &ToolConfig) -> Tool {
     tool
 }
 
+/// The `bash_jobs` tool as `tools/list` shows it: it reads and stops the
+/// jobs this server started, nothing outside (not open-world).
+pub fn jobs_tool(spec: &bashtool_core::ToolSpec) -> Tool {
+    let mut tool = Tool::new(
+        spec.name.clone(),
+        spec.description.clone(),
+        object(spec.input_schema.clone()),
+    )
+    .with_raw_output_schema(Arc::new(object(details_schema())));
+    tool.annotations = Some(
+        ToolAnnotations::new()
+            .read_only(false)
+            .destructive(true)
+            .open_world(false),
+    );
+    tool
+}
+
 /// The MCP-format definition printed by `bashtool schema --format mcp`.
 pub fn bash_tool_json(config: &ToolConfig) -> Value {
     serde_json::to_value(bash_tool(config)).unwrap_or(Value::Null)

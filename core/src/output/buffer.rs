@@ -184,9 +184,15 @@ impl OutputBuffer {
     /// reported by [`OutputBuffer::log_error`]; they never fail the command.
     pub fn with_log(config: &OutputConfig, log: Box<dyn Write + Send>, command: &str) -> Self {
         let mut buffer = Self::new(config);
-        buffer.log = Some(log);
-        buffer.log_write(&format!("$ {command}\n"));
+        buffer.set_log(log, command);
         buffer
+    }
+
+    /// Starts logging to `log` (see [`OutputBuffer::with_log`]). Output
+    /// pushed before this is not in the log.
+    pub fn set_log(&mut self, log: Box<dyn Write + Send>, command: &str) {
+        self.log = Some(log);
+        self.log_write(&format!("$ {command}\n"));
     }
 
     /// A finished buffer holding `text` as stdout (for tests and mocks).

@@ -1,10 +1,14 @@
 //! Output: the bounded line buffer, shortening and formatting for the model.
 
 mod buffer;
+mod capture;
+pub(crate) mod clean;
 mod format;
 pub mod salient;
 
 pub use buffer::{OutputBuffer, OutputLine};
+pub use capture::OutputCapture;
+pub use clean::{StreamCleaner, clean_text, collapse_carriage_returns};
 pub use format::{
     FormattedOutput, OMISSION_MARKER_EXAMPLE, abbreviate_line, format_bytes, format_output,
     format_output_with_budget,

@@ -34,14 +34,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use bashtool_core::{
-    CommandExec, CommandResult, ExecError, ExecMode, OutputBuffer, ShellState, SpawnOptions, Stream,
+    CommandExec, CommandResult, ExecError, ExecMode, OutputCapture, ShellState, SpawnOptions,
+    Stream,
 };
 use tokio::io::AsyncReadExt as _;
 use tokio::net::unix::pipe;
 
-use crate::{
-    JobTable, LocalConfig, LocalExec, LogDir, NON_INTERACTIVE_ENV, RunMarker, StreamCleaner,
-};
+use crate::{JobTable, LocalConfig, LocalExec, LogDir, NON_INTERACTIVE_ENV, RunMarker};
 use protocol::Record;
 use shell::{Shell, ShellSpec};
 
@@ -200,8 +199,6 @@ struct CallPipe {
     path: PathBuf,
     receiver: pipe::Receiver,
     sender: Option<pipe::Sender>,
-    cleaner: StreamCleaner,
-    scratch: String,
     stream: Stream,
     /// EOF was seen after the last command: free of other writers.
     clean: bool,
@@ -229,8 +226,6 @@ impl CallPipe {
             path,
             receiver,
             sender: Some(sender),
-            cleaner: StreamCleaner::new(),
-            scratch: String::new(),
             stream,
             clean: false,
             buffer: vec![0_u8; READ_BUFFER],
@@ -253,30 +248,22 @@ impl CallPipe {
         Self::create(path(), stream)
     }
 
-    fn push(&mut self, bytes: &[u8], output: &mut OutputBuffer, options: &SpawnOptions) {
-        let text = self.cleaner.clean(bytes, &mut self.scratch);
-        if !text.is_empty() {
-            options.emit(self.stream, text);
-            output.push(self.stream, text);
-        }
+    /// Hands raw bytes to core's capture, which cleans and bounds them.
+    fn push(&self, bytes: &[u8], output: &OutputCapture) {
+        output.push(self.stream, bytes);
     }
 
     /// Reads what is in the pipe without waiting. Returns true if some
     /// process still holds the write end (no EOF).
-    fn drain(&mut self, output: &mut OutputBuffer, options: &SpawnOptions) -> bool {
+    fn drain(&mut self, output: &OutputCapture) -> bool {
         self.sender = None;
         let mut buffer = std::mem::take(&mut self.buffer);
-        let held = self.drain_with(&mut buffer, output, options);
+        let held = self.drain_with(&mut buffer, output);
         self.buffer = buffer;
         held
     }
 
-    fn drain_with(
-        &mut self,
-        buffer: &mut [u8],
-        output: &mut OutputBuffer,
-        options: &SpawnOptions,
-    ) -> bool {
+    fn drain_with(&mut self, buffer: &mut [u8], output: &OutputCapture) -> bool {
         for _ in 0..MAX_DRAIN_READS {
             // read(2) itself, not `try_read`: tokio answers WouldBlock from
             // its cached readiness without asking the kernel, which would
@@ -286,7 +273,7 @@ impl CallPipe {
                     self.clean = true;
                     return false;
                 }
-                Ok(count) => self.push(&buffer[..count], output, options),
+                Ok(count) => self.push(&buffer[..count], output),
                 Err(nix::errno::Errno::EAGAIN) => return true,
                 Err(nix::errno::Errno::EINTR) => {}
                 Err(_) => return false,
@@ -295,13 +282,9 @@ impl CallPipe {
         true
     }
 
-    fn finish(&mut self, output: &mut OutputBuffer, options: &SpawnOptions) {
+    fn finish(&self, output: &OutputCapture) {
         // A character cut off by the end of the output becomes U+FFFD.
-        self.cleaner.finish(&mut self.scratch);
-        if !self.scratch.is_empty() {
-            options.emit(self.stream, &self.scratch);
-            output.push(self.stream, &self.scratch);
-        }
+        output.end_stream(self.stream);
     }
 }
 
@@ -360,6 +343,11 @@ impl Session {
     /// (`mode: "background"`).
     pub fn jobs(&self) -> &JobTable {
         self.inner.background.jobs()
+    }
+
+    /// The environment that runs this session's background jobs.
+    pub fn background(&self) -> &LocalExec {
+        &self.inner.background
     }
 
     /// The pid of the shell behind the session, if one is running.
@@ -447,6 +435,7 @@ impl Session {
             env,
             clear_env: restore.is_some(),
             startup,
+            wrappers: &config.wrappers,
         })
         .await?;
         let restarted = state.had_shell;
@@ -508,8 +497,8 @@ impl Session {
             },
         });
         std::fs::write(inner.dir.path.join(driver::CALL_SCRIPT), line).map_err(io_error)?;
-        let (log, mut output) =
-            crate::call_log::CallLog::open(&inner.logs, &inner.config.local.output, command);
+        let output = &options.output;
+        let log = crate::call_log::CallLog::open(&inner.logs, output, command);
 
         let mut shell = state.shell.take().ok_or_else(|| ExecError::Other {
             message: "the session shell is not running".to_owned(),
@@ -530,16 +519,14 @@ impl Session {
                 })?;
         }
 
-        let ending = wait_for_end(
-            &mut shell,
-            id,
-            &mut stdout,
-            &mut stderr,
-            &mut output,
-            options,
-        )
-        .await;
+        let mut dropped = procs::KillCallOnDrop {
+            shell_pid: shell.pid,
+            marker: marker.clone(),
+            armed: true,
+        };
+        let ending = wait_for_end(&mut shell, id, &mut stdout, &mut stderr, options).await;
 
+        dropped.armed = false;
         let grace = inner.config.local.kill_grace;
         let mut notes = Vec::new();
         let mut exit_code = None;
@@ -549,22 +536,22 @@ impl Session {
             Ending::Status { status, jobs, cwd } => {
                 exit_code = Some(status);
                 state.cwd = cwd;
-                let held_out = stdout.drain(&mut output, options);
-                let held_err = stderr.drain(&mut output, options);
+                let held_out = stdout.drain(output);
+                let held_err = stderr.drain(output);
                 if !jobs.is_empty() || held_out || held_err {
                     let leftovers = procs::leftovers(shell.pid, &marker);
                     let stopped = procs::stop(&leftovers, grace).await;
                     if stopped > 0 {
                         notes.push(leftover_note(stopped));
                     }
-                    stdout.drain(&mut output, options);
-                    stderr.drain(&mut output, options);
+                    stdout.drain(output);
+                    stderr.drain(output);
                 }
                 state.shell = Some(shell);
             }
             Ending::ShellExited(status) => {
-                stdout.drain(&mut output, options);
-                stderr.drain(&mut output, options);
+                stdout.drain(output);
+                stderr.drain(output);
                 if let Some(status) = status {
                     exit_code = status.code();
                     signal = status.signal().map(signal_name);
@@ -587,17 +574,17 @@ impl Session {
                 // (run on SIGTERM) saves the state it reached.
                 procs::stop_shell_tree(shell.pid, &marker, grace).await;
                 shell.wait().await;
-                stdout.drain(&mut output, options);
-                stderr.drain(&mut output, options);
+                stdout.drain(output);
+                stderr.drain(output);
                 notes.push(
                     "the session's shell was stopped with the command; the next call starts a new shell with the state saved last"
                         .to_owned(),
                 );
             }
         }
-        stdout.finish(&mut output, options);
-        stderr.finish(&mut output, options);
-        output.finish();
+        stdout.finish(output);
+        stderr.finish(output);
+        let output = output.finish();
         notes.extend(log.truncation_note());
         state.spare_stdout = Some(stdout);
         state.spare_stderr = Some(stderr);
@@ -688,6 +675,53 @@ impl CommandExec for Session {
             ExecMode::Foreground => self.run_foreground(command, &options).await,
         }
     }
+
+    fn environment(&self) -> bashtool_core::EnvironmentInfo {
+        self.inner.background.environment_info()
+    }
+}
+
+/// The session's background jobs, run by its [`LocalExec`].
+#[async_trait::async_trait]
+impl bashtool_core::Jobs for Session {
+    async fn list(&self) -> Vec<bashtool_core::JobInfo> {
+        bashtool_core::Jobs::list(&self.inner.background).await
+    }
+
+    async fn read(
+        &self,
+        id: &str,
+        from: bashtool_core::ReadFrom,
+        max_bytes: usize,
+    ) -> Result<bashtool_core::JobOutput, bashtool_core::JobError> {
+        bashtool_core::Jobs::read(&self.inner.background, id, from, max_bytes).await
+    }
+
+    async fn wait(
+        &self,
+        id: &str,
+        timeout: std::time::Duration,
+        cancel: tokio_util::sync::CancellationToken,
+    ) -> Result<bashtool_core::JobInfo, bashtool_core::JobError> {
+        bashtool_core::Jobs::wait(&self.inner.background, id, timeout, cancel).await
+    }
+
+    async fn stop(&self, id: &str) -> Result<bashtool_core::JobInfo, bashtool_core::JobError> {
+        bashtool_core::Jobs::stop(&self.inner.background, id).await
+    }
+
+    async fn write(
+        &self,
+        id: &str,
+        input: bashtool_core::JobInput,
+        yield_after: std::time::Duration,
+    ) -> Result<bashtool_core::JobOutput, bashtool_core::JobError> {
+        bashtool_core::Jobs::write(&self.inner.background, id, input, yield_after).await
+    }
+
+    async fn stop_all(&self) {
+        bashtool_core::Jobs::stop_all(&self.inner.background).await;
+    }
 }
 
 /// Reads the call's output until its status arrives, the shell exits, the
@@ -697,7 +731,6 @@ async fn wait_for_end(
     id: u64,
     stdout: &mut CallPipe,
     stderr: &mut CallPipe,
-    output: &mut OutputBuffer,
     options: &SpawnOptions,
 ) -> Ending {
     let mut out_buffer = std::mem::take(&mut stdout.buffer);
@@ -707,7 +740,6 @@ async fn wait_for_end(
         id,
         (stdout, &mut out_buffer),
         (stderr, &mut err_buffer),
-        output,
         options,
     )
     .await;
@@ -721,9 +753,9 @@ async fn wait_for_end_with(
     id: u64,
     (stdout, out_buffer): (&mut CallPipe, &mut [u8]),
     (stderr, err_buffer): (&mut CallPipe, &mut [u8]),
-    output: &mut OutputBuffer,
     options: &SpawnOptions,
 ) -> Ending {
+    let output = &options.output;
     let deadline = options
         .timeout
         .map(|timeout| tokio::time::Instant::now() + timeout);
@@ -748,15 +780,14 @@ async fn wait_for_end_with(
             }
             read = stdout.receiver.read(out_buffer), if out_open => match read {
                 Ok(0) | Err(_) => out_open = false,
-                Ok(count) => stdout.push(&out_buffer[..count], output, options),
+                Ok(count) => stdout.push(&out_buffer[..count], output),
             },
             read = stderr.receiver.read(err_buffer), if err_open => match read {
                 Ok(0) | Err(_) => err_open = false,
-                Ok(count) => stderr.push(&err_buffer[..count], output, options),
+                Ok(count) => stderr.push(&err_buffer[..count], output),
             },
-            status = shell.child.wait(), if shell.reaped.is_none() => {
-                shell.reaped = status.as_ref().ok().copied();
-                return Ending::ShellExited(status.ok());
+            () = shell.root.exited(), if shell.reaped.is_none() => {
+                return Ending::ShellExited(shell.wait().await);
             }
             () = sleep => return Ending::TimedOut,
             () = options.cancel.cancelled() => return Ending::Cancelled,

@@ -130,3 +130,20 @@ pub(crate) fn kill_group_now(shell_pid: u32) {
 pub(crate) fn kill_tree_now(shell_pid: u32) {
     ProcessTree::new(shell_pid, None).kill_now(false);
 }
+
+/// Stops a call's whole tree, setsid escapees included, if the call is
+/// dropped before it ended (its future cancelled): the shell's own `Drop`
+/// knows only its session, not the call's marker.
+pub(crate) struct KillCallOnDrop {
+    pub shell_pid: u32,
+    pub marker: RunMarker,
+    pub armed: bool,
+}
+
+impl Drop for KillCallOnDrop {
+    fn drop(&mut self) {
+        if self.armed {
+            ProcessTree::new(self.shell_pid, Some(self.marker.clone())).kill_now(true);
+        }
+    }
+}

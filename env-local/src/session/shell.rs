@@ -1,15 +1,19 @@
 //! The long-lived bash behind a session: how it is started, and the control
 //! pipe on which it reports.
 
-use std::os::fd::AsRawFd;
+use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::Path;
-use std::process::{ExitStatus, Stdio};
+use std::process::ExitStatus;
+use std::sync::Arc;
 
 use bashtool_core::ExecError;
 use nix::fcntl::OFlag;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
-use tokio::process::{Child, ChildStdin};
+
+use crate::spawn::{ChildIo, RootProcess, Sink};
+use crate::wrap::{Launch, SpawnWrapper};
 
 use super::procs;
 use super::protocol::{Record, take_records};
@@ -24,15 +28,18 @@ pub(crate) struct ShellSpec<'a> {
     pub clear_env: bool,
     /// Lines written to the shell's stdin before any call.
     pub startup: String,
+    /// The environment's spawn wrappers (a sandbox applies to the shell and
+    /// so to every command it runs).
+    pub wrappers: &'a [Arc<dyn SpawnWrapper>],
 }
 
 /// A running shell. Dropping it kills its process group.
 pub(crate) struct Shell {
-    pub child: Child,
+    pub root: RootProcess,
     pub pid: u32,
-    stdin: ChildStdin,
+    stdin: pipe::Sender,
     pub control: Control,
-    /// The child was waited for: its pid (and group id) may be reused, so
+    /// The shell was waited for: its pid (and group id) may be reused, so
     /// it must not be signalled any more.
     pub reaped: Option<ExitStatus>,
 }
@@ -40,67 +47,57 @@ pub(crate) struct Shell {
 impl Shell {
     pub(crate) async fn start(spec: ShellSpec<'_>) -> Result<Self, ExecError> {
         let program = spec.program.display().to_string();
-        let spawn_error = |source: std::io::Error| {
-            if source.kind() == std::io::ErrorKind::NotFound {
-                ExecError::ShellNotFound {
-                    program: program.clone(),
-                }
-            } else {
-                ExecError::Spawn {
-                    program: program.clone(),
-                    source,
-                }
-            }
-        };
         // Close-on-exec, so that no other child spawned meanwhile (another
         // session, a LocalExec call) inherits the write end and keeps the
         // pipe from reporting EOF when this shell dies.
         let (control_read, control_write) =
-            nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|errno| spawn_error(errno.into()))?;
-        let mut command = tokio::process::Command::new(spec.program);
-        command
-            .arg("--noprofile")
-            .arg("--norc")
-            .current_dir(spec.cwd)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        if spec.clear_env {
-            command.env_clear();
-        }
-        command.envs(spec.env);
-        let control_fd = control_write.as_raw_fd();
-        // SAFETY: between fork and exec we only call async-signal-safe
-        // functions (setsid, dup2, fcntl) on fds we own.
-        #[allow(unsafe_code)]
-        unsafe {
-            command.pre_exec(move || {
-                // Its own session and process group: a timeout can signal
-                // the whole group, and nothing can open a terminal to prompt.
-                if libc::setsid() < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if control_fd == 3 {
-                    // dup2 onto itself would keep close-on-exec set.
-                    if libc::fcntl(3, libc::F_SETFD, 0) < 0 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                } else if libc::dup2(control_fd, 3) < 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let mut child = command.spawn().map_err(spawn_error)?;
-        // Only the shell may hold the write end: EOF then means it is gone.
-        drop(control_write);
-        let pid = child.id().unwrap_or_default();
-        let stdin = child.stdin.take().ok_or_else(|| ExecError::Other {
+            nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|errno| ExecError::Spawn {
+                program: program.clone(),
+                source: errno.into(),
+            })?;
+        let mut env: BTreeMap<OsString, OsString> = if spec.clear_env {
+            BTreeMap::new()
+        } else {
+            std::env::vars_os().collect()
+        };
+        env.extend(
+            spec.env
+                .into_iter()
+                .map(|(key, value)| (OsString::from(key), OsString::from(value))),
+        );
+        // Its own session and process group (a timeout can signal the whole
+        // group, and nothing can open a terminal to prompt); statuses on fd
+        // 3; its own output to /dev/null (each call has its own FIFOs).
+        let spawned = crate::spawn::launch(
+            Launch {
+                argv: vec![
+                    spec.program.as_os_str().to_owned(),
+                    OsString::from("--noprofile"),
+                    OsString::from("--norc"),
+                ],
+                env: env.into_iter().collect(),
+                cwd: spec.cwd.to_path_buf(),
+            },
+            spec.wrappers,
+            ChildIo {
+                stdin_pipe: true,
+                stdout: Sink::Null,
+                stderr: Sink::Null,
+                extra: vec![(control_write, 3)],
+            },
+            None,
+        )?;
+        let spawn_error = |source: std::io::Error| ExecError::Spawn {
+            program: program.clone(),
+            source,
+        };
+        let pid = spawned.root.pid();
+        let stdin = spawned.stdin.ok_or_else(|| ExecError::Other {
             message: "the session shell has no stdin".to_owned(),
         })?;
         let control = pipe::Receiver::from_owned_fd(control_read).map_err(spawn_error)?;
         let mut shell = Self {
-            child,
+            root: spawned.root,
             pid,
             stdin,
             control: Control {
@@ -109,7 +106,10 @@ impl Shell {
             },
             reaped: None,
         };
-        shell.send(&spec.startup).await.map_err(spawn_error)?;
+        shell
+            .send(&spec.startup)
+            .await
+            .map_err(|source| ExecError::Spawn { program, source })?;
         Ok(shell)
     }
 
@@ -124,22 +124,35 @@ impl Shell {
         if self.reaped.is_some() {
             return true;
         }
-        match self.child.try_wait() {
-            Ok(Some(status)) => {
-                self.reaped = Some(status);
-                true
-            }
-            Ok(None) => false,
-            Err(_) => true,
+        if self.root.reap_now() {
+            self.reaped = Some(std_status(self.root.status()));
+            return true;
         }
+        false
+    }
+
+    /// Completes when the shell has exited, and reaps it. Cancel-safe.
+    pub(crate) async fn exited(&mut self) -> Option<ExitStatus> {
+        if self.reaped.is_none() {
+            self.root.exited().await;
+            self.has_exited();
+        }
+        self.reaped
     }
 
     /// Waits for the shell to exit and reaps it.
     pub(crate) async fn wait(&mut self) -> Option<ExitStatus> {
-        if self.reaped.is_none() {
-            self.reaped = self.child.wait().await.ok();
-        }
-        self.reaped
+        self.exited().await
+    }
+}
+
+/// Our exit status as the standard library's (`code()`, `signal()`).
+fn std_status(status: crate::spawn::ExitStatus) -> ExitStatus {
+    use std::os::unix::process::ExitStatusExt as _;
+    match status {
+        crate::spawn::ExitStatus::Code(code) => ExitStatus::from_raw((code & 0xff) << 8),
+        crate::spawn::ExitStatus::Signal(signal) => ExitStatus::from_raw(signal as i32),
+        crate::spawn::ExitStatus::Running => ExitStatus::from_raw(0xff << 8),
     }
 }
 

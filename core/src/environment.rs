@@ -1,0 +1,29 @@
+//! What an environment tells the tool about itself.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+
+/// The sandbox an environment enforces, as the model is told about it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SandboxInfo {
+    /// `read-only` or `workspace-write` (`off` is reported as no sandbox).
+    pub mode: String,
+    /// `on` or `off`.
+    pub network: String,
+    /// The roots a command may write to.
+    pub writable: Vec<PathBuf>,
+}
+
+/// What an environment says about itself: where commands run, what
+/// contains them, what tools it has. The spec's description and each
+/// result's details are built from it, so the model is told what is real.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct EnvironmentInfo {
+    /// Where commands run: `local`, `remote: ssh devbox`, `mock`.
+    pub name: String,
+    /// The sandbox in force; `None` when commands run unconfined.
+    pub sandbox: Option<SandboxInfo>,
+    /// Programs worth recommending that exist there (`rg`, `fd`).
+    pub tools: Vec<String>,
+}

@@ -1,0 +1,199 @@
+//! Core's end of a command's output. An environment hands over raw bytes as
+//! they arrive, per stream; the capture cleans them (UTF-8 reassembly,
+//! ANSI/OSC stripping), keeps the bounded windows of the tool's
+//! [`OutputConfig`], streams every line to the log writer the environment
+//! attached, and passes the cleaned text to the live sink. So every adapter
+//! gets the same cleaning and the same budget, and none holds an
+//! `OutputConfig` of its own.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use crate::config::OutputConfig;
+use crate::exec::{OutputChunk, OutputSink, Stream};
+use crate::output::buffer::{OutputBuffer, OutputLine};
+use crate::output::clean::StreamCleaner;
+
+/// Where one command's output goes. Cheap to clone: clones feed the same
+/// capture (an environment may read stdout and stderr on two tasks).
+#[derive(Clone)]
+pub struct OutputCapture {
+    inner: Arc<Mutex<CaptureState>>,
+}
+
+struct CaptureState {
+    buffer: OutputBuffer,
+    cleaners: [StreamCleaner; 2],
+    /// Cleaned text when it had to be rebuilt (escapes, invalid UTF-8).
+    scratch: String,
+    sink: Option<OutputSink>,
+}
+
+impl std::fmt::Debug for OutputCapture {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("OutputCapture")
+            .field("buffer", &self.lock().buffer)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for OutputCapture {
+    fn default() -> Self {
+        Self::new(&OutputConfig::default(), None)
+    }
+}
+
+fn index(stream: Stream) -> usize {
+    match stream {
+        Stream::Stdout => 0,
+        Stream::Stderr => 1,
+    }
+}
+
+impl OutputCapture {
+    /// A capture with `config`'s windows, sending cleaned text to `sink`.
+    pub fn new(config: &OutputConfig, sink: Option<OutputSink>) -> Self {
+        Self {
+            inner: Arc::new(Mutex::new(CaptureState {
+                buffer: OutputBuffer::new(config),
+                cleaners: [StreamCleaner::new(), StreamCleaner::new()],
+                scratch: String::new(),
+                sink,
+            })),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, CaptureState> {
+        // Every update is complete before the lock is released, except a
+        // panic inside the buffer, after which a partial line is the worst.
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Streams the full output to `log` from now on: `$ <command>`, then
+    /// every line with a `stdout:`/`stderr:` header where the stream
+    /// changes. Attach it before the first byte arrives.
+    pub fn attach_log(&self, log: Box<dyn Write + Send>, command: &str) {
+        self.lock().buffer.set_log(log, command);
+    }
+
+    /// Takes the next raw bytes of `stream`. They may end anywhere, in the
+    /// middle of a character or an escape sequence.
+    pub fn push(&self, stream: Stream, bytes: &[u8]) {
+        let mut guard = self.lock();
+        let state = &mut *guard;
+        let text = state.cleaners[index(stream)].clean(bytes, &mut state.scratch);
+        if text.is_empty() {
+            return;
+        }
+        state.buffer.push(stream, text);
+        if let Some(sink) = &state.sink {
+            sink(&OutputChunk {
+                stream,
+                text: text.to_owned(),
+            });
+        }
+    }
+
+    /// Takes text that is already clean (an environment that cleaned on its
+    /// side, a mock). Escapes in it are still removed.
+    pub fn push_text(&self, stream: Stream, text: &str) {
+        self.push(stream, text.as_bytes());
+    }
+
+    /// The stream ended: a character cut off at its end becomes U+FFFD.
+    pub fn end_stream(&self, stream: Stream) {
+        let mut guard = self.lock();
+        let state = &mut *guard;
+        state.scratch.clear();
+        state.cleaners[index(stream)].finish(&mut state.scratch);
+        if state.scratch.is_empty() {
+            return;
+        }
+        let text = std::mem::take(&mut state.scratch);
+        state.buffer.push(stream, &text);
+        if let Some(sink) = &state.sink {
+            sink(&OutputChunk { stream, text });
+        }
+    }
+
+    /// Ends both streams and returns the finished buffer. The capture is
+    /// empty afterwards (a second call returns an empty finished buffer).
+    pub fn finish(&self) -> OutputBuffer {
+        self.end_stream(Stream::Stdout);
+        self.end_stream(Stream::Stderr);
+        let mut state = self.lock();
+        let config = state.buffer.config().clone();
+        let mut buffer = std::mem::replace(&mut state.buffer, OutputBuffer::new(&config));
+        buffer.finish();
+        buffer
+    }
+
+    /// The retained lines so far and how many lines were dropped between
+    /// the head and the tail: what a UI shows while the command runs.
+    pub fn retained_lines(&self) -> (Vec<OutputLine>, u64) {
+        let state = self.lock();
+        let (lines, omitted) = state.buffer.retained();
+        (lines.into_iter().cloned().collect(), omitted)
+    }
+
+    /// Bytes and lines seen so far.
+    pub fn totals(&self) -> (u64, u64) {
+        let state = self.lock();
+        (state.buffer.total_bytes(), state.buffer.total_lines())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cleans_bytes_split_anywhere_and_keeps_arrival_order() {
+        let capture = OutputCapture::default();
+        let crab = "🦀".as_bytes();
+        capture.push(Stream::Stdout, b"\x1b[31");
+        capture.push(Stream::Stdout, b"mred\x1b[0m ");
+        capture.push(Stream::Stdout, &crab[..2]);
+        capture.push(Stream::Stderr, b"oops\n");
+        capture.push(Stream::Stdout, &crab[2..]);
+        capture.push(Stream::Stdout, b"\n");
+        let buffer = capture.finish();
+        let lines: Vec<(Stream, String)> = buffer
+            .retained()
+            .0
+            .into_iter()
+            .map(|line| (line.stream, line.text.clone()))
+            .collect();
+        assert_eq!(
+            lines,
+            vec![
+                (Stream::Stderr, "oops".to_owned()),
+                (Stream::Stdout, "red 🦀".to_owned()),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_character_cut_at_the_end_becomes_a_replacement() {
+        let capture = OutputCapture::default();
+        capture.push(Stream::Stdout, b"end\xe2\x82");
+        let buffer = capture.finish();
+        assert_eq!(buffer.retained().0[0].text, "end\u{FFFD}");
+    }
+
+    #[test]
+    fn the_sink_gets_cleaned_text() {
+        let seen = Arc::new(Mutex::new(String::new()));
+        let sink_seen = Arc::clone(&seen);
+        let sink: OutputSink = Arc::new(move |chunk: &OutputChunk| {
+            sink_seen
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push_str(&chunk.text);
+        });
+        let capture = OutputCapture::new(&OutputConfig::default(), Some(sink));
+        capture.push(Stream::Stdout, b"\x1b]0;title\x07hi\n");
+        assert_eq!(*seen.lock().unwrap_or_else(PoisonError::into_inner), "hi\n");
+    }
+}

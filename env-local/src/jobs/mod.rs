@@ -1,0 +1,17 @@
+//! Background jobs (seed 003's `mode: "background"`): detached from the
+//! call, run by a supervisor that records how they ended, output to a file,
+//! read by cursor; the [`bashtool_core::Jobs`] port over them, in this
+//! process ([`JobTable`]) and across processes ([`RecordedJobs`]).
+
+mod recorded;
+mod records;
+mod supervisor;
+mod table;
+mod window;
+
+pub use recorded::RecordedJobs;
+pub use records::{JobRecord, JobStore};
+pub use supervisor::{FINAL_LINE_PREFIX, parse_final_line, supervised_argv};
+pub use table::JobTable;
+pub(crate) use table::StartedJob;
+pub use window::{Window, read_after, read_last_lines};

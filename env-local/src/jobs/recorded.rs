@@ -1,0 +1,166 @@
+//! The jobs port over the on-disk records: the jobs that any bashtool
+//! process of this user started (`bashtool jobs`, a `call` after the `call`
+//! that started a job). Liveness comes from the pid and its start time,
+//! output from the output file, the ending from the supervisor's line.
+//!
+//! A job that is not our child is signalled only after a pidfd pins its
+//! supervisor and the start time proves it is still the job: a reused pid is
+//! never hit.
+
+use std::os::fd::{FromRawFd as _, OwnedFd};
+use std::time::Duration;
+
+use bashtool_core::{JobError, JobInfo, JobOutput, Jobs, ReadFrom};
+use nix::sys::signal::Signal;
+use tokio::io::unix::AsyncFd;
+use tokio_util::sync::CancellationToken;
+
+use crate::jobs::records::{JobRecord, JobStore};
+use crate::jobs::table::read_output_file;
+use crate::kill::{ProcessTree, process_info};
+
+/// The recorded jobs of a state directory.
+#[derive(Debug, Clone)]
+pub struct RecordedJobs {
+    store: JobStore,
+    kill_grace: Duration,
+}
+
+impl RecordedJobs {
+    /// The jobs recorded in `store`; `kill_grace` between SIGTERM and
+    /// SIGKILL when stopping one.
+    pub fn new(store: JobStore, kill_grace: Duration) -> Self {
+        Self { store, kill_grace }
+    }
+
+    fn record(&self, id: &str) -> Result<JobRecord, JobError> {
+        self.store
+            .load()
+            .map_err(|error| JobError::Environment {
+                message: error.to_string(),
+            })?
+            .into_iter()
+            .find(|record| record.id == id)
+            .ok_or_else(|| JobError::UnknownJob { id: id.to_owned() })
+    }
+
+    /// Forgets the jobs that have ended; returns how many.
+    pub fn prune(&self) -> Result<usize, JobError> {
+        let records = self.store.load().map_err(|error| JobError::Environment {
+            message: error.to_string(),
+        })?;
+        let ended: Vec<String> = records
+            .iter()
+            .filter(|record| !record.is_running())
+            .map(|record| record.id.clone())
+            .collect();
+        self.store
+            .remove(&ended)
+            .map_err(|error| JobError::Environment {
+                message: error.to_string(),
+            })?;
+        Ok(ended.len())
+    }
+}
+
+/// A pidfd on the job's supervisor if it is still the job (same start time).
+fn pin(record: &JobRecord) -> Option<OwnedFd> {
+    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
+    #[allow(unsafe_code)]
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, record.pid as libc::pid_t, 0) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: the kernel just gave us this fd and nobody else owns it.
+    #[allow(unsafe_code)]
+    let pidfd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
+    // Checked after opening: the fd now refers to whatever had the pid, and
+    // a matching start time proves that is the job.
+    let same = process_info(record.pid).is_some_and(|info| {
+        !info.zombie
+            && record
+                .start_ticks
+                .is_none_or(|ticks| ticks == info.start_time)
+    });
+    same.then_some(pidfd)
+}
+
+/// Waits until the pinned process exits, or `timeout`, or `cancel`.
+async fn wait_pinned(pidfd: OwnedFd, timeout: Duration, cancel: &CancellationToken) {
+    // SAFETY: the `OwnedFd` moves into the `AsyncFd`, which keeps it open
+    // and unchanged until it is dropped.
+    #[allow(unsafe_code)]
+    let registered =
+        unsafe { AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE) };
+    let Ok(readable) = registered else {
+        return;
+    };
+    tokio::select! {
+        _ = tokio::time::timeout(timeout, readable.readable()) => {}
+        () = cancel.cancelled() => {}
+    }
+}
+
+#[async_trait::async_trait]
+impl Jobs for RecordedJobs {
+    async fn list(&self) -> Vec<JobInfo> {
+        self.store
+            .load()
+            .unwrap_or_default()
+            .iter()
+            .map(JobRecord::info)
+            .collect()
+    }
+
+    async fn read(
+        &self,
+        id: &str,
+        from: ReadFrom,
+        max_bytes: usize,
+    ) -> Result<JobOutput, JobError> {
+        let record = self.record(id)?;
+        read_output_file(record.info(), &record.output_file, from, max_bytes).await
+    }
+
+    async fn wait(
+        &self,
+        id: &str,
+        timeout: Duration,
+        cancel: CancellationToken,
+    ) -> Result<JobInfo, JobError> {
+        let record = self.record(id)?;
+        if let Some(pidfd) = pin(&record) {
+            wait_pinned(pidfd, timeout, &cancel).await;
+        }
+        Ok(record.info())
+    }
+
+    async fn stop(&self, id: &str) -> Result<JobInfo, JobError> {
+        let record = self.record(id)?;
+        let Some(pidfd) = pin(&record) else {
+            return Ok(record.info());
+        };
+        // While the pinned supervisor lives, its group id cannot be reused:
+        // signalling the group reaches the job and nothing else.
+        let tree = ProcessTree::new(record.pid, None);
+        tree.signal_all(Signal::SIGTERM, false);
+        let cancel = CancellationToken::new();
+        let duplicate = pidfd.try_clone().map_err(|error| JobError::Environment {
+            message: format!("could not watch the job: {error}"),
+        })?;
+        wait_pinned(duplicate, self.kill_grace, &cancel).await;
+        if pin(&record).is_some() {
+            tree.signal_all(Signal::SIGKILL, false);
+            wait_pinned(pidfd, self.kill_grace, &cancel).await;
+        }
+        Ok(record.info())
+    }
+
+    async fn stop_all(&self) {
+        for job in self.list().await {
+            if job.state.is_running() {
+                let _ = self.stop(&job.id).await;
+            }
+        }
+    }
+}

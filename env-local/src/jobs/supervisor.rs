@@ -1,0 +1,110 @@
+//! The supervisor of a background job: a small shell that runs the command
+//! and appends how it ended to the job's output file.
+//!
+//! The status line must not depend on the process that started the job: a
+//! `bashtool call` or `run` exits right after starting it, and an MCP server
+//! may be killed. So the job's root process is this supervisor, in its own
+//! session (no terminal, no SIGHUP when the starter goes), with the output
+//! file as its stdout. It catches SIGTERM, SIGINT and SIGHUP with a handler
+//! (not by ignoring them: ignored signals would be inherited by the command,
+//! a handler is reset by exec), so a stop of the job's group ends the command
+//! while the supervisor lives on to record the signal; only SIGKILL, after the
+//! grace, ends it unrecorded, and then the in-process waiter (if any) writes
+//! the line instead.
+
+use std::ffi::OsString;
+use std::path::Path;
+
+/// The supervisor script. `$0` is the shell, `$1` the command (or, with `$2`
+/// set, a `.` of the script file `$2`, which it removes at the end).
+const SUPERVISOR: &str = r#"trap : TERM INT HUP
+if [ -n "$2" ]; then "$0" -c "$1" "$2"; else "$0" -c "$1"; fi
+__bt_status=$?
+[ -z "$2" ] || rm -f -- "$2"
+if [ "$__bt_status" -gt 128 ] && __bt_signal=$(kill -l "$__bt_status" 2>/dev/null); then
+  printf '\n[background job killed by signal SIG%s]\n' "$__bt_signal"
+else
+  printf '\n[background job exited with code %d]\n' "$__bt_status"
+fi
+exit "$__bt_status""#;
+
+/// The prefix of the line the supervisor appends.
+pub const FINAL_LINE_PREFIX: &str = "[background job ";
+
+/// The program line of a supervised job: `shell -c SUPERVISOR shell COMMAND
+/// [SCRIPT]`. With a script file, the command is `. "$0"`-style sourcing of
+/// it, as for long foreground commands.
+pub fn supervised_argv(shell: &Path, command: &str, script_file: Option<&Path>) -> Vec<OsString> {
+    let mut argv = vec![
+        shell.as_os_str().to_owned(),
+        OsString::from("-c"),
+        OsString::from(SUPERVISOR),
+        shell.as_os_str().to_owned(),
+    ];
+    match script_file {
+        Some(file) => {
+            argv.push(OsString::from(". \"$0\""));
+            argv.push(file.as_os_str().to_owned());
+        }
+        None => {
+            argv.push(OsString::from(command));
+            argv.push(OsString::new());
+        }
+    }
+    argv
+}
+
+/// How a job ended, from the last line of its output file: `(exit code,
+/// signal name)`.
+pub fn parse_final_line(tail: &str) -> Option<(Option<i32>, Option<String>)> {
+    let last = tail.lines().rev().find(|line| !line.trim().is_empty())?;
+    let inner = last.strip_prefix(FINAL_LINE_PREFIX)?.strip_suffix(']')?;
+    if let Some(code) = inner.strip_prefix("exited with code ") {
+        return Some((code.parse().ok(), None));
+    }
+    let signal = inner.strip_prefix("killed by signal ")?;
+    Some((None, Some(signal.to_owned())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_ending_from_the_last_line() {
+        assert_eq!(
+            parse_final_line("hi\n\n[background job exited with code 7]\n"),
+            Some((Some(7), None))
+        );
+        assert_eq!(
+            parse_final_line("[background job killed by signal SIGTERM]\n"),
+            Some((None, Some("SIGTERM".to_owned())))
+        );
+        assert_eq!(parse_final_line("still running\n"), None);
+    }
+
+    #[test]
+    fn the_supervisor_records_exit_codes_and_signals() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        for (command, expected) in [
+            (
+                "echo out; exit 7",
+                "out\n\n[background job exited with code 7]\n",
+            ),
+            (
+                "kill -TERM $$",
+                "\n[background job killed by signal SIGTERM]\n",
+            ),
+        ] {
+            let out = dir.path().join("out");
+            let argv = supervised_argv(Path::new("bash"), command, None);
+            let status = std::process::Command::new(&argv[0])
+                .args(&argv[1..])
+                .stdout(std::fs::File::create(&out).expect("create"))
+                .status()
+                .expect("run");
+            assert!(status.code().is_some());
+            assert_eq!(std::fs::read_to_string(&out).expect("read"), expected);
+        }
+    }
+}

@@ -1,0 +1,377 @@
+//! The background jobs of one environment, in this process.
+//!
+//! Each job's root process (its supervisor) stays our unreaped child until
+//! its waiter task sees it exit, so stopping its process group is always
+//! safe. The supervisor appends how the job ended to the output file; if it
+//! was killed before it could, the waiter does.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use bashtool_core::{JobError, JobInfo, JobOutput, JobState, ReadFrom};
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::containment::Containment;
+use crate::jobs::records::{JobRecord, JobStore};
+use crate::jobs::supervisor::FINAL_LINE_PREFIX;
+use crate::jobs::window::{Window, read_after, read_last_lines};
+use crate::spawn::{ExitStatus, RootProcess};
+
+/// Extra time [`JobTable::stop`] allows after the grace for SIGKILL to land.
+const STOP_SLACK: Duration = Duration::from_secs(2);
+
+/// How a job ended, as the waiter saw it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Ending {
+    Running,
+    Exited(i32),
+    Signaled(String),
+}
+
+impl Ending {
+    fn from_exit(status: ExitStatus) -> Self {
+        match status {
+            ExitStatus::Code(code) => Self::Exited(code),
+            ExitStatus::Signal(signal) => Self::Signaled(signal.as_str().to_owned()),
+            ExitStatus::Running => Self::Running,
+        }
+    }
+
+    fn is_running(&self) -> bool {
+        matches!(self, Self::Running)
+    }
+}
+
+#[derive(Debug)]
+struct Job {
+    id: String,
+    pid: u32,
+    command: String,
+    output_file: PathBuf,
+    started: Instant,
+    ended: Mutex<Option<Instant>>,
+    ending: watch::Sender<Ending>,
+    stop: CancellationToken,
+    tree: Arc<dyn Containment>,
+}
+
+impl Job {
+    fn info(&self) -> JobInfo {
+        let ended = *self.ended.lock().unwrap_or_else(PoisonError::into_inner);
+        let (state, exit_code, signal) = match &*self.ending.borrow() {
+            Ending::Running => (JobState::Running, None, None),
+            // The supervisor exits with the command's status; 128+n is how
+            // it reports a command killed by signal n.
+            Ending::Exited(code) => (JobState::Exited, Some(*code), None),
+            Ending::Signaled(signal) => (JobState::Signaled, None, Some(signal.clone())),
+        };
+        JobInfo {
+            id: self.id.clone(),
+            command: self.command.clone(),
+            state,
+            exit_code,
+            signal,
+            runtime_ms: (ended.unwrap_or_else(Instant::now) - self.started).as_millis() as u64,
+            pid: Some(self.pid),
+            output_file: Some(self.output_file.display().to_string()),
+            interactive: false,
+        }
+    }
+}
+
+/// The background jobs of one environment.
+#[derive(Debug)]
+pub struct JobTable {
+    jobs: Mutex<BTreeMap<String, Arc<Job>>>,
+    kill_grace: Duration,
+    keep_on_drop: bool,
+    store: Option<JobStore>,
+}
+
+/// What [`JobTable::add`] needs about a started job.
+pub(crate) struct StartedJob {
+    pub root: RootProcess,
+    pub tree: Arc<dyn Containment>,
+    pub command: String,
+    pub output_file: PathBuf,
+    pub working_directory: Option<String>,
+}
+
+/// A new job id: opaque, short, and unique across processes and time (the
+/// pid alone is reused).
+fn new_job_id(pid: u32) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_nanos() as u64);
+    let mut mixed = nanos ^ (u64::from(pid) << 32) ^ COUNTER.fetch_add(1, Ordering::Relaxed);
+    // splitmix64's finalizer: neighbouring inputs give unrelated ids.
+    mixed = (mixed ^ (mixed >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    mixed = (mixed ^ (mixed >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    mixed ^= mixed >> 31;
+    format!("j{:07x}", mixed & 0xfff_ffff)
+}
+
+impl JobTable {
+    pub(crate) fn new(kill_grace: Duration, keep_on_drop: bool, store: Option<JobStore>) -> Self {
+        Self {
+            jobs: Mutex::new(BTreeMap::new()),
+            kill_grace,
+            keep_on_drop,
+            store,
+        }
+    }
+
+    fn job(&self, id: &str) -> Result<Arc<Job>, JobError> {
+        self.jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(id)
+            .cloned()
+            .ok_or_else(|| JobError::UnknownJob { id: id.to_owned() })
+    }
+
+    /// Registers a started job, records it for other processes and starts
+    /// its waiter task. Returns its id.
+    pub(crate) fn add(&self, started: StartedJob) -> String {
+        let pid = started.root.pid();
+        let id = new_job_id(pid);
+        let (ending, _) = watch::channel(Ending::Running);
+        let job = Arc::new(Job {
+            id: id.clone(),
+            pid,
+            command: started.command,
+            output_file: started.output_file,
+            started: Instant::now(),
+            ended: Mutex::new(None),
+            ending,
+            stop: CancellationToken::new(),
+            tree: started.tree,
+        });
+        if let Some(store) = &self.store {
+            // Best effort: the job runs whether or not other processes see it.
+            let _ = store.add(JobRecord::new(
+                &id,
+                pid,
+                &job.command,
+                job.output_file.clone(),
+                started.working_directory,
+            ));
+        }
+        self.jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(id.clone(), Arc::clone(&job));
+        let guard = StopOnDrop {
+            job: Arc::clone(&job),
+            armed: !self.keep_on_drop,
+        };
+        tokio::spawn(watch_job(job, started.root, self.kill_grace, guard));
+        id
+    }
+
+    /// Every job of this table, oldest first.
+    pub fn list(&self) -> Vec<JobInfo> {
+        let mut jobs: Vec<Arc<Job>> = self
+            .jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect();
+        jobs.sort_by_key(|job| job.started);
+        jobs.iter().map(|job| job.info()).collect()
+    }
+
+    /// One job's info.
+    pub fn get(&self, id: &str) -> Option<JobInfo> {
+        self.job(id).ok().map(|job| job.info())
+    }
+
+    /// A window of a job's output (see [`bashtool_core::Jobs::read`]).
+    pub async fn read(
+        &self,
+        id: &str,
+        from: ReadFrom,
+        max_bytes: usize,
+    ) -> Result<JobOutput, JobError> {
+        let job = self.job(id)?;
+        // The state first: output read after it contains at least as much.
+        let info = job.info();
+        read_output_file(info, &job.output_file, from, max_bytes).await
+    }
+
+    /// Waits until the job ends, `timeout` passes or `cancel`; returns its
+    /// info either way.
+    pub async fn wait(
+        &self,
+        id: &str,
+        timeout: Duration,
+        cancel: CancellationToken,
+    ) -> Result<JobInfo, JobError> {
+        let job = self.job(id)?;
+        let mut ending = job.ending.subscribe();
+        tokio::select! {
+            _ = tokio::time::timeout(timeout, ending.wait_for(|ending| !ending.is_running())) => {}
+            () = cancel.cancelled() => {}
+        }
+        Ok(job.info())
+    }
+
+    /// Stops a job: SIGTERM to its whole tree, SIGKILL after the grace.
+    /// A job that already ended is left as it is.
+    pub async fn stop(&self, id: &str) -> Result<JobInfo, JobError> {
+        let job = self.job(id)?;
+        job.stop.cancel();
+        let mut ending = job.ending.subscribe();
+        let limit = self.kill_grace + STOP_SLACK;
+        let _ = tokio::time::timeout(limit, ending.wait_for(|ending| !ending.is_running())).await;
+        Ok(job.info())
+    }
+
+    /// Stops every running job, concurrently.
+    pub async fn stop_all(&self) {
+        let jobs: Vec<Arc<Job>> = self
+            .jobs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .filter(|job| job.ending.borrow().is_running())
+            .cloned()
+            .collect();
+        // Request every stop first, so the graces run at the same time.
+        for job in &jobs {
+            job.stop.cancel();
+        }
+        let deadline = tokio::time::Instant::now() + self.kill_grace + STOP_SLACK;
+        for job in &jobs {
+            let mut ending = job.ending.subscribe();
+            let _ =
+                tokio::time::timeout_at(deadline, ending.wait_for(|ending| !ending.is_running()))
+                    .await;
+        }
+    }
+}
+
+/// Reads a window of `path` for the job described by `info`.
+pub(crate) async fn read_output_file(
+    info: JobInfo,
+    path: &Path,
+    from: ReadFrom,
+    max_bytes: usize,
+) -> Result<JobOutput, JobError> {
+    let path = path.to_path_buf();
+    let window = tokio::task::spawn_blocking(move || -> std::io::Result<Window> {
+        match from {
+            ReadFrom::Cursor(cursor) => read_after(&path, cursor, max_bytes),
+            ReadFrom::Tail { lines } => read_last_lines(&path, lines, max_bytes),
+        }
+    })
+    .await
+    .unwrap_or_else(|join| Err(std::io::Error::other(join.to_string())))
+    .map_err(|error| JobError::Environment {
+        message: format!("could not read the job's output: {error}"),
+    })?;
+    Ok(JobOutput {
+        job: info,
+        text: window.text,
+        cursor: window.cursor,
+        next_cursor: window.next_cursor,
+        skipped: match from {
+            ReadFrom::Tail { .. } => window.cursor,
+            ReadFrom::Cursor(_) => 0,
+        },
+        more: window.more,
+        screen: None,
+        echo_off_input: false,
+        detection_note: None,
+    })
+}
+
+impl Drop for JobTable {
+    fn drop(&mut self) {
+        if self.keep_on_drop {
+            return;
+        }
+        let jobs = self.jobs.lock().unwrap_or_else(PoisonError::into_inner);
+        for job in jobs.values() {
+            if job.ending.borrow().is_running() {
+                // The waiter task escalates to SIGKILL after the grace; if the
+                // runtime is gone, its guard kills at once.
+                job.tree.signal_all(nix::sys::signal::Signal::SIGTERM);
+                job.stop.cancel();
+            }
+        }
+    }
+}
+
+/// Kills a job whose waiter task is dropped (runtime shutdown) before it
+/// ended, unless jobs are configured to outlive the environment.
+struct StopOnDrop {
+    job: Arc<Job>,
+    armed: bool,
+}
+
+impl Drop for StopOnDrop {
+    fn drop(&mut self) {
+        if self.armed && self.job.ending.borrow().is_running() {
+            self.job.tree.kill_now();
+        }
+    }
+}
+
+async fn watch_job(job: Arc<Job>, mut root: RootProcess, grace: Duration, mut guard: StopOnDrop) {
+    tokio::select! {
+        () = root.exited() => {}
+        () = job.stop.cancelled() => {
+            // Root unreaped here: signalling its group is safe.
+            job.tree.terminate(grace).await;
+        }
+    }
+    root.exited().await;
+    let ending = Ending::from_exit(root.status());
+    root.try_reap();
+    if let Ending::Signaled(signal) = &ending {
+        // The supervisor itself was killed (SIGKILL after the grace): it
+        // could not write the line, so we do.
+        append_final_line(
+            &job.output_file,
+            &format!("{FINAL_LINE_PREFIX}killed by signal {signal}]"),
+        );
+    }
+    *job.ended.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
+    guard.armed = false;
+    job.ending.send_replace(ending);
+}
+
+fn append_final_line(path: &Path, line: &str) {
+    let Ok(mut file) = std::fs::OpenOptions::new()
+        .read(true)
+        .append(true)
+        .open(path)
+    else {
+        return;
+    };
+    let mut last = [0u8; 1];
+    let ends_with_newline = file.seek(SeekFrom::End(-1)).is_err()
+        || (file.read_exact(&mut last).is_ok() && last[0] == b'\n');
+    let separator = if ends_with_newline { "" } else { "\n" };
+    let _ = writeln!(file, "{separator}{line}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn job_ids_are_short_and_distinct() {
+        let ids: std::collections::HashSet<String> = (0..1000).map(|_| new_job_id(42)).collect();
+        assert_eq!(ids.len(), 1000);
+        assert!(ids.iter().all(|id| id.len() == 8 && id.starts_with('j')));
+    }
+}
