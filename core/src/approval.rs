@@ -5,6 +5,7 @@
 #[cfg_attr(feature = "mock", mockall::automock)]
 #[async_trait::async_trait]
 pub trait Approval: Send + Sync {
+    /// True to let `command` run; false refuses it and nothing runs.
     async fn approve(&self, command: &str) -> bool;
 }
 

@@ -34,11 +34,17 @@ pub enum Shortening {
 /// The numbers of output formatting and shortening.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutputConfig {
+    /// The model's output budget in tokens (seed 001: 2000).
     pub max_output_tokens: usize,
+    /// Characters per token when turning the budget into characters.
     pub chars_per_token: usize,
+    /// Lines longer than this are abbreviated to their first and last part.
     pub max_line_chars: usize,
+    /// Share of the budget for the head when lines must be omitted (the tail gets the rest).
     pub head_percent: usize,
+    /// Plain head/tail (seed 001) or error-aware shortening.
     pub shortening: Shortening,
+    /// Share of the budget for error-like lines from the omitted middle (error-aware mode).
     pub salient_percent: usize,
     /// Extra substrings that mark a line as error-like (case-sensitive).
     pub extra_salient_patterns: Vec<String>,
@@ -70,11 +76,17 @@ impl OutputConfig {
 /// Which optional input fields the model is told about and may use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct InputFields {
+    /// `commands`: a batch run in order.
     pub commands: bool,
+    /// `mode`: default, slow (and background, interactive where enabled).
     pub mode: bool,
+    /// `mode: "background"`: detached jobs.
     pub background: bool,
+    /// `timeout`: seconds, overriding the mode's timeout.
     pub timeout: bool,
+    /// `working_directory`: where the command runs.
     pub working_directory: bool,
+    /// `environment`: variables added for the call.
     pub environment: bool,
     /// `mode: "interactive"` (a terminal, and `write` in the jobs tool).
     /// Off unless the environment supports it.
@@ -102,6 +114,7 @@ pub struct ToolConfig {
     pub name: String,
     /// Where commands run by default; shown to the model as `<pwd>`.
     pub working_directory: Option<PathBuf>,
+    /// Which optional input fields exist (the schema and description follow).
     pub fields: InputFields,
     /// Timeout of `mode: "default"`.
     pub default_timeout: Duration,
@@ -109,13 +122,16 @@ pub struct ToolConfig {
     pub slow_timeout: Duration,
     /// Largest `timeout` the model may ask for, in seconds.
     pub max_timeout_secs: u64,
+    /// Largest `command` in bytes.
     pub max_command_bytes: usize,
     /// State (cwd, variables, functions) persists between calls: the
     /// description tells the model which it has.
     pub persistent_session: bool,
     /// Show where the shell stands (cwd, git branch) after each call.
     pub shell_telemetry: bool,
+    /// The output budget and how output is shortened.
     pub output: OutputConfig,
+    /// The safety policy commands are checked against before they run.
     pub policy: PolicyConfig,
     /// The `bash_jobs` tool is offered beside this one: hints about
     /// background jobs point to it instead of shell commands.

@@ -6,25 +6,51 @@ use std::path::PathBuf;
 /// failed is not an error: it is a [`crate::CommandResult`] with its exit code.
 #[derive(Debug, thiserror::Error)]
 pub enum ExecError {
+    /// The working directory does not exist.
     #[error("working directory `{}` does not exist; pass an existing directory", path.display())]
-    MissingDirectory { path: PathBuf },
+    MissingDirectory {
+        /// The directory asked for.
+        path: PathBuf,
+    },
+    /// The working directory is a file.
     #[error("`{}` is not a directory; pass a directory as working_directory", path.display())]
-    NotADirectory { path: PathBuf },
+    NotADirectory {
+        /// The path asked for.
+        path: PathBuf,
+    },
+    /// The shell program is not installed.
     #[error("shell `{program}` was not found; install it or configure another shell")]
-    ShellNotFound { program: String },
+    ShellNotFound {
+        /// The program looked for.
+        program: String,
+    },
+    /// The process could not be started.
     #[error("could not start `{program}`: {source}")]
     Spawn {
+        /// The program that was to run.
         program: String,
+        /// What the system said.
         #[source]
         source: std::io::Error,
     },
+    /// Anything else the environment reports (a lost remote connection,
+    /// a sandbox the kernel cannot enforce).
     #[error("{message}")]
-    Other { message: String },
+    Other {
+        /// What went wrong and how to fix it.
+        message: String,
+    },
 }
 
 /// Errors of the tool registry.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// No tool has this name.
     #[error("unknown tool `{name}`; known tools: {known}")]
-    UnknownTool { name: String, known: String },
+    UnknownTool {
+        /// The name asked for.
+        name: String,
+        /// The names there are.
+        known: String,
+    },
 }

@@ -18,11 +18,14 @@ use crate::output::{OutputBuffer, OutputCapture};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Stream {
+    /// The command's standard output.
     Stdout,
+    /// The command's standard error.
     Stderr,
 }
 
 impl Stream {
+    /// `stdout` or `stderr`.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Stdout => "stdout",
@@ -41,7 +44,9 @@ impl fmt::Display for Stream {
 /// middle of a line; lines split across chunks are joined by [`OutputBuffer`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutputChunk {
+    /// Which stream it came from.
     pub stream: Stream,
+    /// The cleaned text.
     pub text: String,
 }
 
@@ -53,6 +58,7 @@ pub type OutputSink = Arc<dyn Fn(&OutputChunk) + Send + Sync>;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ExecMode {
+    /// Wait for the command, up to its timeout.
     #[default]
     Foreground,
     /// Return at once with a pid and an output file; the job runs on.
@@ -76,6 +82,7 @@ pub struct SpawnOptions {
     /// [`OutputCapture::finish`] as [`CommandResult::output`]. Core cleans,
     /// bounds and forwards the text to the live sink the capture was made with.
     pub output: OutputCapture,
+    /// Foreground (with the timeout) or background.
     pub mode: ExecMode,
 }
 
@@ -94,21 +101,25 @@ impl fmt::Debug for SpawnOptions {
 }
 
 impl SpawnOptions {
+    /// Runs the command in `cwd`.
     pub fn current_dir(mut self, cwd: impl Into<PathBuf>) -> Self {
         self.cwd = Some(cwd.into());
         self
     }
 
+    /// Stops the command's tree after `timeout`.
     pub fn timeout(mut self, timeout: Duration) -> Self {
         self.timeout = Some(timeout);
         self
     }
 
+    /// Adds a variable for this call.
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.insert(key.into(), value.into());
         self
     }
 
+    /// Stops the command's tree when `cancel` is cancelled.
     pub fn cancel(mut self, cancel: CancellationToken) -> Self {
         self.cancel = cancel;
         self
@@ -127,6 +138,7 @@ impl SpawnOptions {
         self
     }
 
+    /// Foreground or background.
     pub fn mode(mut self, mode: ExecMode) -> Self {
         self.mode = mode;
         self
@@ -147,7 +159,9 @@ pub struct BackgroundJob {
 /// Where a persistent shell stands after a call (seed 002's prompt as telemetry).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ShellState {
+    /// The shell's working directory.
     pub cwd: PathBuf,
+    /// The git branch checked out there, if any.
     pub git_branch: Option<String>,
     /// The shell behind the session died and was started anew for this call.
     pub restarted: bool,
@@ -157,19 +171,26 @@ pub struct ShellState {
 /// a normal result, not an error: the model needs the output.
 #[derive(Debug)]
 pub struct CommandResult {
+    /// The exit code; `None` when the command ended by a signal or did not end.
     pub exit_code: Option<i32>,
     /// Name of the signal that ended the command (`SIGKILL`), if any.
     pub signal: Option<String>,
+    /// How long the call took.
     pub duration: Duration,
+    /// The timeout stopped it.
     pub timed_out: bool,
+    /// The caller cancelled it.
     pub cancelled: bool,
     /// The retained output (bounded head/tail windows) and its totals.
     pub output: OutputBuffer,
+    /// The full log, where the environment keeps it (a path on its host).
     pub log_file: Option<PathBuf>,
     /// What the environment wants the model to know (leftover processes
     /// stopped, log file unavailable, ...). One line each.
     pub notes: Vec<String>,
+    /// Set when the command was started in the background.
     pub background: Option<BackgroundJob>,
+    /// Where a persistent shell stands after the call.
     pub shell: Option<ShellState>,
     /// The directory the command ran in, as the environment resolved it.
     pub working_directory: Option<PathBuf>,
@@ -215,6 +236,7 @@ impl CommandResult {
 #[cfg_attr(feature = "mock", mockall::automock)]
 #[async_trait::async_trait]
 pub trait CommandExec: Send + Sync {
+    /// Runs `command` as the contract above says.
     async fn spawn(&self, command: &str, options: SpawnOptions)
     -> Result<CommandResult, ExecError>;
 

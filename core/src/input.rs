@@ -18,13 +18,17 @@ pub const NO_COMMAND_FIELD: &str =
 /// `mode` as the model sends it (seed 003).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Mode {
+    /// The default timeout (30 s).
     #[default]
     Default,
+    /// The slow timeout (15 min) for builds and tests.
     Slow,
+    /// Detached: returns at once with a job.
     Background,
 }
 
 impl Mode {
+    /// The name in the input (`default`, `slow`, `background`).
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Default => "default",
@@ -37,11 +41,14 @@ impl Mode {
 /// One command or a batch (seed 002).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Commands {
+    /// One command.
     Single(String),
+    /// Several commands, run in order.
     Batch(Vec<String>),
 }
 
 impl Commands {
+    /// The commands in order.
     pub fn as_slice(&self) -> &[String] {
         match self {
             Self::Single(command) => std::slice::from_ref(command),
@@ -53,11 +60,15 @@ impl Commands {
 /// A validated tool call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolInput {
+    /// What to run.
     pub commands: Commands,
+    /// How long it may take, or detached.
     pub mode: Mode,
     /// Seconds, when the model set one.
     pub timeout: Option<u64>,
+    /// Where to run; `None`: the environment's default.
     pub working_directory: Option<PathBuf>,
+    /// Variables added for this call.
     pub environment: BTreeMap<String, String>,
 }
 
@@ -117,6 +128,7 @@ pub(crate) fn raw_command(input: &Value) -> String {
 pub struct InputError {
     /// The offending field, or `input` for the whole object.
     pub field: String,
+    /// What is wrong and what is allowed.
     pub message: String,
 }
 

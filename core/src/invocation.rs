@@ -18,11 +18,16 @@ use crate::tool::{BashTool, CallContext};
 #[derive(Debug)]
 #[allow(clippy::large_enum_variant)]
 pub enum InvocationState {
+    /// The command runs.
     Processing {
+        /// The output so far.
         output: OutputBuffer,
     },
+    /// The call ended (terminal: never changes again).
     Done {
+        /// The whole retained output.
         output: OutputBuffer,
+        /// The result the model gets.
         result: ToolResult,
     },
 }
@@ -70,7 +75,9 @@ impl std::fmt::Debug for Invocation {
 }
 
 impl Invocation {
-    pub(crate) fn start(tool: BashTool, input: Value) -> Self {
+    /// Starts a call of `tool` in a task and returns its state machine at
+    /// once. Needs a tokio runtime.
+    pub fn start(tool: BashTool, input: Value) -> Self {
         let output_config = tool.config().output.clone();
         let (done_sender, done) = watch::channel(false);
         let shared = Arc::new(Shared {
@@ -118,6 +125,7 @@ impl Invocation {
         self.update(InvocationMsg::Abort);
     }
 
+    /// True once the call ended.
     pub fn is_done(&self) -> bool {
         matches!(&*self.shared.lock(), InvocationState::Done { .. })
     }

@@ -15,13 +15,16 @@ pub const TOOL_NAMES: &[&str] = &["bash"];
 /// What a tool needs from its embedder.
 #[derive(Clone)]
 pub struct CreateToolContext {
+    /// The tool's configuration.
     pub config: ToolConfig,
+    /// The environment that runs the commands.
     pub exec: Arc<dyn CommandExec>,
 }
 
 /// A created tool.
 #[derive(Debug, Clone)]
 pub enum Tool {
+    /// The `bash` tool.
     Bash(BashTool),
 }
 

@@ -11,14 +11,20 @@ use crate::policy::Rule;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum Content {
-    Text { text: String },
+    /// Text for the model.
+    Text {
+        /// The text.
+        text: String,
+    },
 }
 
 impl Content {
+    /// Text content.
     pub fn text(text: impl Into<String>) -> Self {
         Self::Text { text: text.into() }
     }
 
+    /// The text of this content.
     pub fn as_text(&self) -> &str {
         match self {
             Self::Text { text } => text,
@@ -29,17 +35,29 @@ impl Content {
 /// Per-command details of a batch.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BatchItemDetails {
+    /// The command as the model sent it.
     pub command: String,
+    /// Its exit code, if it exited.
     pub exit_code: Option<i32>,
+    /// The signal that ended it.
     pub signal: Option<String>,
+    /// True when it ran to completion with exit code 0.
     pub success: bool,
+    /// The timeout stopped it.
     pub timed_out: bool,
+    /// It was cancelled.
     pub cancelled: bool,
+    /// It did not run: the batch was cancelled before it.
     pub skipped: bool,
+    /// How long it took.
     pub execution_time_ms: u64,
+    /// The full log (a path where the command ran).
     pub log_file: Option<String>,
+    /// The text was shortened.
     pub truncated: bool,
+    /// Lines of output in all.
     pub total_lines: u64,
+    /// Bytes of output in all.
     pub total_bytes: u64,
 }
 
@@ -47,22 +65,37 @@ pub struct BatchItemDetails {
 /// `structuredContent`.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Details {
+    /// The command as the model sent it.
     pub command: String,
+    /// Its exit code, if it exited.
     pub exit_code: Option<i32>,
+    /// The signal that ended it.
     pub signal: Option<String>,
+    /// True when it ran to completion with exit code 0.
     pub success: bool,
+    /// The timeout stopped it.
     pub timed_out: bool,
+    /// It was cancelled.
     pub cancelled: bool,
+    /// How long it took.
     pub execution_time_ms: u64,
+    /// Where it ran.
     pub working_directory: Option<String>,
+    /// The full log (a path where the command ran).
     pub log_file: Option<String>,
+    /// The text was shortened.
     pub truncated: bool,
+    /// Lines of output in all.
     pub total_lines: u64,
+    /// Bytes of output in all.
     pub total_bytes: u64,
+    /// The timeout that stopped it.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub timeout_seconds: Option<u64>,
+    /// The root process of a background job.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub pid: Option<u32>,
+    /// The output file of a background job.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub output_file: Option<String>,
     /// Why nothing ran: `invalid_input`, `blocked`, `not_approved`, `spawn_failed`.
@@ -74,10 +107,13 @@ pub struct Details {
     /// The invalid input field.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub field: Option<String>,
+    /// Where a persistent shell stands.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub shell: Option<ShellState>,
+    /// What the environment wants the model to know.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub notes: Vec<String>,
+    /// Each command of a batch.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub batch: Option<Vec<BatchItemDetails>>,
     /// The job a background or interactive call started, or a jobs call is
@@ -104,8 +140,11 @@ pub struct Details {
 /// The result of one tool call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolResult {
+    /// What the model reads.
     pub content: Vec<Content>,
+    /// True unless the command succeeded.
     pub is_error: bool,
+    /// Structured facts (MCP `structuredContent`).
     pub details: Details,
 }
 

@@ -10,8 +10,11 @@ use crate::input::allowed_fields;
 /// Name, description and JSON input schema of a tool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolSpec {
+    /// The tool's name.
     pub name: String,
+    /// How to use it well, generated from the configuration.
     pub description: String,
+    /// The JSON schema of its input.
     pub input_schema: Value,
 }
 

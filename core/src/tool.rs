@@ -11,7 +11,6 @@ use crate::config::ToolConfig;
 use crate::error::ExecError;
 use crate::exec::{CommandExec, ExecMode, OutputSink, SpawnOptions};
 use crate::input::{Commands, Mode, ToolInput, validate_input};
-use crate::invocation::Invocation;
 use crate::output::OutputCapture;
 use crate::policy;
 use crate::report::{
@@ -51,6 +50,7 @@ pub struct CallContext {
 }
 
 impl BashTool {
+    /// The tool with `config`, running commands in `exec`.
     pub fn new(config: ToolConfig, exec: Arc<dyn CommandExec>) -> Self {
         Self {
             config: Arc::new(config),
@@ -66,6 +66,7 @@ impl BashTool {
         self
     }
 
+    /// The tool's configuration.
     pub fn config(&self) -> &ToolConfig {
         &self.config
     }
@@ -73,12 +74,6 @@ impl BashTool {
     /// The definition to give the model.
     pub fn spec(&self) -> ToolSpec {
         tool_spec(&self.config)
-    }
-
-    /// Starts a call in a task and returns its state machine at once.
-    /// Needs a tokio runtime.
-    pub fn start(&self, input: Value) -> Invocation {
-        Invocation::start(self.clone(), input)
     }
 
     /// Runs a call to its end.

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bashtool_core::{
-    BashTool, CallContext, CommandResult, CreateToolContext, ExecError, MockApproval,
+    BashTool, CallContext, CommandResult, CreateToolContext, ExecError, Invocation, MockApproval,
     MockCommandExec, NOT_CONFIRMED, OutputBuffer, OutputChunk, ShellState, Stream, Tool,
     ToolConfig, ToolResult, create_tool, tool_specs,
 };
@@ -201,7 +201,7 @@ async fn streaming_output_is_observable_while_the_command_runs() {
             ))
         }
     });
-    let invocation = tool_with(&exec).start(json!({"command": "build"}));
+    let invocation = Invocation::start(tool_with(&exec), json!({"command": "build"}));
     emitted.notified().await;
     let (lines, omitted) = invocation.output_lines();
     let texts: Vec<&str> = lines.iter().map(|line| line.text.as_str()).collect();
@@ -288,7 +288,7 @@ async fn abort_before_completion_returns_the_output_so_far_and_ignores_the_late_
             ))
         }
     });
-    let invocation = tool_with(&exec).start(json!({"command": "sleep 100"}));
+    let invocation = Invocation::start(tool_with(&exec), json!({"command": "sleep 100"}));
     emitted.notified().await;
     invocation.abort();
     assert!(invocation.is_done());
@@ -307,7 +307,7 @@ async fn abort_before_completion_returns_the_output_so_far_and_ignores_the_late_
 #[tokio::test(start_paused = true)]
 async fn abort_after_completion_keeps_the_original_result() {
     let exec = ScriptedExec::replying(|_| Reply::new().stdout("done\n"));
-    let invocation = tool_with(&exec).start(json!({"command": "true"}));
+    let invocation = Invocation::start(tool_with(&exec), json!({"command": "true"}));
     let result = invocation.result().await;
     invocation.abort();
     assert_eq!(invocation.result().await, result);

@@ -50,12 +50,17 @@ impl JobState {
 pub struct JobInfo {
     /// Opaque id, unique in the environment.
     pub id: String,
+    /// The command line it runs.
     pub command: String,
+    /// How it stands.
     pub state: JobState,
+    /// Its exit code, once it exited.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub exit_code: Option<i32>,
+    /// The signal that ended it.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub signal: Option<String>,
+    /// How long it ran (so far).
     pub runtime_ms: u64,
     /// Its root process where it runs, if it has one.
     #[serde(skip_serializing_if = "Option::is_none", default)]
@@ -75,12 +80,16 @@ pub enum ReadFrom {
     /// window that follows it, never skipping anything.
     Cursor(u64),
     /// The last `lines` lines; what comes before is reported as skipped.
-    Tail { lines: usize },
+    Tail {
+        /// How many lines.
+        lines: usize,
+    },
 }
 
 /// A window of a job's cleaned output.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobOutput {
+    /// The job as it stood when read.
     pub job: JobInfo,
     /// Whole lines (the last one may be unfinished if the job is still
     /// writing it), cleaned like the bash tool's output.
@@ -109,6 +118,7 @@ pub struct JobOutput {
 /// Input for an interactive job: text first, then the keys in order.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct JobInput {
+    /// Text to type; `\n` presses Enter.
     pub text: String,
     /// Key names: `Enter`, `Tab`, `Esc`, `Up`, `C-c`, `F1`, ...
     pub keys: Vec<String>,
@@ -117,18 +127,40 @@ pub struct JobInput {
 /// Why a jobs call did nothing.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum JobError {
+    /// No job has this id.
     #[error("no job with id `{id}`; use action \"list\" to see the jobs")]
-    UnknownJob { id: String },
+    UnknownJob {
+        /// The id asked for.
+        id: String,
+    },
+    /// Input was sent to a job without a terminal.
     #[error(
         "job `{id}` is not interactive: only jobs started with mode \"interactive\" take input"
     )]
-    NotInteractive { id: String },
+    NotInteractive {
+        /// The job.
+        id: String,
+    },
+    /// Input was sent to a job that has ended.
     #[error("job `{id}` has ended; it takes no more input")]
-    Ended { id: String },
+    Ended {
+        /// The job.
+        id: String,
+    },
+    /// The request itself is wrong.
     #[error("invalid {field}: {message}")]
-    InvalidInput { field: String, message: String },
+    InvalidInput {
+        /// The input field at fault.
+        field: String,
+        /// What is wrong and what is allowed.
+        message: String,
+    },
+    /// The environment could not do it (a file unreadable, a connection lost).
     #[error("{message}")]
-    Environment { message: String },
+    Environment {
+        /// What went wrong.
+        message: String,
+    },
 }
 
 /// Background and interactive jobs of one environment.
@@ -148,16 +180,22 @@ pub enum JobError {
 #[cfg_attr(feature = "mock", mockall::automock)]
 #[async_trait::async_trait]
 pub trait Jobs: Send + Sync {
+    /// Every job of the environment, oldest first.
     async fn list(&self) -> Vec<JobInfo>;
+    /// A window of a job's output (see the contract above).
     async fn read(&self, id: &str, from: ReadFrom, max_bytes: usize)
     -> Result<JobOutput, JobError>;
+    /// Waits for a job to end, at most `timeout`, or until `cancel`.
     async fn wait(
         &self,
         id: &str,
         timeout: Duration,
         cancel: CancellationToken,
     ) -> Result<JobInfo, JobError>;
+    /// Stops a job's whole process tree.
     async fn stop(&self, id: &str) -> Result<JobInfo, JobError>;
+    /// Types `input` into an interactive job and returns what it shows next.
+    /// Environments without interactive jobs keep this default.
     async fn write(
         &self,
         id: &str,

@@ -22,6 +22,7 @@ const MAX_SPARE_TEXTS: usize = 8;
 /// One line of output as the model and a UI see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutputLine {
+    /// Which stream the line came from.
     pub stream: Stream,
     /// The line without its newline. Lines longer than the retention cap keep
     /// only their beginning and end (see `original_chars`).
@@ -153,6 +154,7 @@ fn stream_index(stream: Stream) -> usize {
 }
 
 impl OutputBuffer {
+    /// An empty buffer with `config`'s windows.
     pub fn new(config: &OutputConfig) -> Self {
         Self {
             config: config.clone(),
@@ -203,6 +205,7 @@ impl OutputBuffer {
         buffer
     }
 
+    /// The windows it keeps.
     pub fn config(&self) -> &OutputConfig {
         &self.config
     }
@@ -511,6 +514,7 @@ impl OutputBuffer {
         self.finished = true;
     }
 
+    /// True once [`OutputBuffer::finish`] was called.
     pub fn is_finished(&self) -> bool {
         self.finished
     }
@@ -546,6 +550,7 @@ impl OutputBuffer {
         self.tail.iter()
     }
 
+    /// The error-like lines kept from the middle (error-aware mode).
     pub fn salient(&self) -> &crate::output::salient::SalientTracker {
         &self.salient
     }

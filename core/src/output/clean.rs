@@ -71,6 +71,7 @@ fn utf8_len(lead: u8) -> usize {
 }
 
 impl StreamCleaner {
+    /// A cleaner at the start of a stream.
     pub fn new() -> Self {
         Self::default()
     }

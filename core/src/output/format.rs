@@ -19,6 +19,7 @@ const ELLIPSIS: &str = "...";
 /// The output part of the model text.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FormattedOutput {
+    /// The text for the model.
     pub text: String,
     /// Lines were omitted or abbreviated.
     pub truncated: bool,

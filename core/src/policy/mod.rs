@@ -53,10 +53,15 @@ pub const DEFAULT_DENY_PATTERNS: &[&str] = &[
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Rule {
+    /// Blind `git add` (`-A`, `.`, `--all`, `*`).
     GitAdd,
+    /// `git push --force` without a lease.
     GitPushForce,
+    /// Recursive forced `rm` of `/`, `~`, `$HOME`, `.git`, `*`.
     RmCritical,
+    /// A script that cannot be parsed.
     ParseError,
+    /// A configured deny pattern.
     DenyPattern,
 }
 
@@ -64,7 +69,9 @@ pub enum Rule {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]
 pub struct Violation {
+    /// The rule that matched.
     pub rule: Rule,
+    /// Why, and what to do instead.
     pub message: String,
 }
 
@@ -104,8 +111,11 @@ impl Violation {
 pub struct PolicyConfig {
     /// Off: every command is allowed and nothing is parsed.
     pub enabled: bool,
+    /// Refuse blind `git add`.
     pub git_add: bool,
+    /// Refuse `git push --force`.
     pub git_push_force: bool,
+    /// Refuse recursive forced `rm` of critical paths.
     pub rm_critical: bool,
     /// Seed 000's substring deny list (empty by default; see
     /// [`DEFAULT_DENY_PATTERNS`]). Matched on the raw script text.
