@@ -1,27 +1,29 @@
 //! `bashtool jobs` from a process of its own: it works from the job records
-//! and the output files.
+//! and the output files, through the same jobs port and rendering as the
+//! `bash_jobs` tool.
 
-use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::{Command, Output};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
-fn jobs(state: &Path, args: &[&str]) -> Output {
+fn bashtool(state: &Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_bashtool"))
-        .arg("jobs")
         .args(args)
         .env("BASHTOOL_STATE_DIR", state)
         .output()
-        .expect("run bashtool jobs")
+        .expect("run bashtool")
 }
 
-fn stdout(output: &Output) -> String {
-    String::from_utf8(output.stdout.clone()).expect("UTF-8")
+fn jobs_json(state: &Path, args: &[&str]) -> Value {
+    let mut all = vec!["jobs", "--json"];
+    all.extend_from_slice(args);
+    let output = bashtool(state, &all);
+    serde_json::from_slice(&output.stdout).expect("a JSON result")
 }
 
-/// True while the process exists and is not a zombie.
+/// True while the process exists and is not a zombie (read from /proc).
 fn pid_alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
         stat.rsplit_once(") ")
@@ -29,106 +31,108 @@ fn pid_alive(pid: u32) -> bool {
     })
 }
 
-#[test]
-fn lists_reads_and_stops_a_recorded_job() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let state = dir.path().join("state");
-    std::fs::create_dir(&state).expect("mkdir");
-    let output_file = dir.path().join("job.out");
-    std::fs::write(&output_file, "line 1\nline 2\nline 3\n").expect("written");
-    // A job leading its own process group, with a child in it, as
-    // env-local starts them.
-    let mut job = Command::new("bash");
-    job.args(["-c", "sleep 300 & wait"]).process_group(0);
-    let mut child = job.spawn().expect("job started");
-    let pid = child.id();
-    let started = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .expect("clock")
-        .as_millis() as u64;
-    let records = json!([{
-        "pid": pid,
-        "command": "sleep 300 & wait",
-        "output_file": output_file,
-        "started_unix_ms": started,
-        "owner": std::process::id(),
-    }]);
-    std::fs::write(state.join("jobs.json"), records.to_string()).expect("records");
-
-    let listed: Value =
-        serde_json::from_str(&stdout(&jobs(&state, &["list", "--json"]))).expect("JSON");
-    assert_eq!(listed[0]["pid"], pid);
-    assert_eq!(listed[0]["running"], true);
-
-    let tail = jobs(&state, &["output", &pid.to_string(), "--lines", "2"]);
-    assert_eq!(stdout(&tail), "line 2\nline 3\n");
-    let since = jobs(&state, &["output", &pid.to_string(), "--since", "7"]);
-    assert_eq!(stdout(&since), "line 2\nline 3\n");
-    assert_eq!(
-        String::from_utf8_lossy(&since.stderr),
-        "[next offset: 21]\n"
-    );
-
-    let stopped = jobs(&state, &["stop", &pid.to_string(), "--grace", "1"]);
-    assert!(stopped.status.success());
-    // Reap our child, then make sure its group is gone too.
-    child.wait().expect("reaped");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while nix::sys::signal::killpg(nix::unistd::Pid::from_raw(pid as i32), None).is_ok() {
-        assert!(Instant::now() < deadline, "the job's group survived");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(!pid_alive(pid));
-
-    let listed: Value =
-        serde_json::from_str(&stdout(&jobs(&state, &["list", "--json"]))).expect("JSON");
-    assert_eq!(listed[0]["running"], false);
-    assert!(stdout(&jobs(&state, &["prune"])).contains("forgot 1 ended jobs"));
-    assert_eq!(stdout(&jobs(&state, &[])), "no background jobs\n");
-}
-
-#[test]
-fn an_unknown_job_is_an_error_with_a_hint() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let output = jobs(dir.path(), &["output", "999999"]);
-    assert_eq!(output.status.code(), Some(2));
-    let stderr = String::from_utf8(output.stderr).expect("UTF-8");
-    assert!(stderr.contains("no job with pid 999999"), "{stderr}");
-    assert!(stderr.contains("bashtool jobs list"), "{stderr}");
-}
-
-#[test]
-fn a_job_started_by_run_is_listed_read_and_stopped_by_jobs() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let state = dir.path().join("state");
-    let started = Command::new(env!("CARGO_BIN_EXE_bashtool"))
-        .args(["run", "--json", "--mode", "background", "--"])
-        .arg("echo up; sleep 300")
-        .env("BASHTOOL_STATE_DIR", &state)
-        .output()
-        .expect("run");
-    assert!(started.status.success(), "{started:?}");
-    let result: Value = serde_json::from_slice(&started.stdout).expect("JSON result");
+/// Starts `command` in the background with `bashtool call`, which exits at
+/// once; returns the job id and pid.
+fn start(state: &Path, command: &str) -> (String, u32) {
+    let mut call = Command::new(env!("CARGO_BIN_EXE_bashtool"))
+        .arg("call")
+        .env("BASHTOOL_STATE_DIR", state)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("call");
+    let input = serde_json::json!({"command": command, "mode": "background"});
+    std::io::Write::write_all(
+        call.stdin.as_mut().expect("stdin"),
+        input.to_string().as_bytes(),
+    )
+    .expect("input");
+    drop(call.stdin.take());
+    let output = call.wait_with_output().expect("call ends");
+    let result: Value = serde_json::from_slice(&output.stdout).expect("JSON result");
+    let id = result["details"]["job"]
+        .as_str()
+        .expect("job id")
+        .to_owned();
     let pid = result["details"]["pid"].as_u64().expect("pid") as u32;
-    // `bashtool run` has exited; the job lives on.
+    (id, pid)
+}
+
+#[test]
+fn a_job_started_by_call_outlives_it_and_is_listed_read_waited_and_stopped() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let state = dir.path().join("state");
+    let (id, pid) = start(&state, "for i in 1 2 3; do echo line $i; done; sleep 300");
+    // `bashtool call` has exited; the job lives on.
     assert!(pid_alive(pid));
 
-    let listed: Value =
-        serde_json::from_str(&stdout(&jobs(&state, &["list", "--json"]))).expect("JSON");
-    assert_eq!(listed[0]["pid"], pid);
-    assert_eq!(listed[0]["running"], true);
+    let listed = jobs_json(&state, &["list"]);
+    assert_eq!(listed["details"]["jobs"][0]["id"], id.as_str());
+    assert_eq!(listed["details"]["jobs"][0]["state"], "running");
 
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !stdout(&jobs(&state, &["output", &pid.to_string()])).contains("up") {
-        assert!(Instant::now() < deadline, "no output");
+    loop {
+        let read = jobs_json(&state, &["read", &id, "--since", "0"]);
+        let text = read["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        if text.contains("line 3") {
+            assert!(text.contains("line 1\nline 2\nline 3\n"), "{text}");
+            assert_eq!(read["details"]["next_cursor"], 21);
+            break;
+        }
+        assert!(Instant::now() < deadline, "no output: {text}");
         std::thread::sleep(Duration::from_millis(20));
     }
+    let tail = bashtool(&state, &["jobs", "read", &id, "--lines", "2"]);
+    let text = String::from_utf8_lossy(&tail.stdout);
+    assert!(text.contains("\nline 2\nline 3\n"), "{text}");
+    assert!(text.contains("7 B of earlier output not shown"), "{text}");
 
-    let stopped = jobs(&state, &["stop", &pid.to_string(), "--grace", "1"]);
+    let waited = jobs_json(&state, &["wait", &id, "--timeout", "1"]);
+    assert_eq!(waited["details"]["state"], "running");
+
+    let stopped = bashtool(&state, &["jobs", "stop", &id, "--grace", "1"]);
     assert!(stopped.status.success(), "{stopped:?}");
     let deadline = Instant::now() + Duration::from_secs(10);
     while pid_alive(pid) {
         assert!(Instant::now() < deadline, "job {pid} survived stop");
         std::thread::sleep(Duration::from_millis(20));
     }
+    let listed = jobs_json(&state, &["list"]);
+    assert_eq!(listed["details"]["jobs"][0]["state"], "signaled");
+    assert_eq!(listed["details"]["jobs"][0]["signal"], "SIGTERM");
+    let pruned = bashtool(&state, &["jobs", "prune"]);
+    assert_eq!(
+        String::from_utf8_lossy(&pruned.stdout),
+        "forgot 1 ended jobs\n"
+    );
+    let empty = bashtool(&state, &["jobs"]);
+    assert_eq!(String::from_utf8_lossy(&empty.stdout), "no jobs\n");
+}
+
+#[test]
+fn a_job_that_ends_after_its_starter_exited_records_its_exit_status() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let state = dir.path().join("state");
+    let gate = dir.path().join("gate");
+    nix::unistd::mkfifo(&gate, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+    let (id, _pid) = start(&state, &format!("read _ < '{}'; exit 7", gate.display()));
+    std::fs::write(&gate, "go\n").expect("open the gate");
+    let waited = jobs_json(&state, &["wait", &id, "--timeout", "20"]);
+    assert_eq!(waited["details"]["state"], "exited");
+    assert_eq!(waited["details"]["exit_code"], 7);
+}
+
+#[test]
+fn an_unknown_job_is_an_error_with_a_hint() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let output = bashtool(dir.path(), &["jobs", "read", "j0000000"]);
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).expect("UTF-8");
+    assert_eq!(
+        stderr,
+        "bashtool: no job with id `j0000000`; use action \"list\" to see the jobs\n"
+    );
 }

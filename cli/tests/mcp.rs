@@ -540,24 +540,39 @@ async fn a_background_job_is_started_read_and_stopped_through_bash_jobs() {
         .call(json!({"command": "echo serving; sleep 300", "mode": "background"}))
         .await;
     assert_eq!(started.is_error, Some(false), "{}", text(&started));
-    let details = started.structured_content.expect("details");
+    let details = started.structured_content.clone().expect("details");
     let pid = details["pid"].as_u64().expect("pid");
+    let id = details["job"].as_str().expect("job id").to_owned();
+    assert!(
+        text(&started).contains(&format!(
+            "bash_jobs {{\"action\": \"read\", \"job\": \"{id}\"}}"
+        )),
+        "{}",
+        text(&started)
+    );
 
     let listed = answer(server.send("bash_jobs", json!({"action": "list"})).await).await;
     let jobs = &listed.structured_content.expect("jobs")["jobs"];
+    assert_eq!(jobs[0]["id"], id.as_str());
     assert_eq!(jobs[0]["pid"], pid);
-    assert_eq!(jobs[0]["status"], "running");
+    assert_eq!(jobs[0]["state"], "running");
 
     let deadline = Instant::now() + DEADLINE;
     loop {
         let output = answer(
             server
-                .send("bash_jobs", json!({"action": "output", "pid": pid}))
+                .send(
+                    "bash_jobs",
+                    json!({"action": "read", "job": id, "since": 0}),
+                )
                 .await,
         )
         .await;
         if text(&output).contains("serving") {
-            assert!(text(&output).contains("next_offset"), "{}", text(&output));
+            assert_eq!(
+                output.structured_content.expect("details")["next_cursor"],
+                8
+            );
             break;
         }
         assert!(Instant::now() < deadline, "no output: {}", text(&output));
@@ -568,7 +583,7 @@ async fn a_background_job_is_started_read_and_stopped_through_bash_jobs() {
         server
             .send(
                 "bash_jobs",
-                json!({"action": "wait", "pid": pid, "timeout": 1}),
+                json!({"action": "wait", "job": id, "timeout": 1}),
             )
             .await,
     )
@@ -577,29 +592,32 @@ async fn a_background_job_is_started_read_and_stopped_through_bash_jobs() {
 
     let stopped = answer(
         server
-            .send("bash_jobs", json!({"action": "stop", "pid": pid}))
+            .send("bash_jobs", json!({"action": "stop", "job": id}))
             .await,
     )
     .await;
     assert_eq!(stopped.is_error, Some(false), "{}", text(&stopped));
-    assert_ne!(
-        stopped.structured_content.expect("job")["job"]["status"],
-        "running"
+    assert_eq!(
+        stopped.structured_content.expect("job")["state"],
+        "signaled"
     );
     wait_until_dead(&[pid as i32]).await;
 
     let unknown = answer(
         server
-            .send("bash_jobs", json!({"action": "output", "pid": 1}))
+            .send("bash_jobs", json!({"action": "read", "job": "j0000000"}))
             .await,
     )
     .await;
     assert_eq!(unknown.is_error, Some(true));
-    assert!(text(&unknown).contains("no background job with pid 1"));
+    assert_eq!(
+        text(&unknown),
+        "no job with id `j0000000`; use action \"list\" to see the jobs"
+    );
 
-    let missing_pid = answer(server.send("bash_jobs", json!({"action": "stop"})).await).await;
-    assert_eq!(missing_pid.is_error, Some(true));
-    assert!(text(&missing_pid).contains("pid is required"));
+    let missing_job = answer(server.send("bash_jobs", json!({"action": "stop"})).await).await;
+    assert_eq!(missing_job.is_error, Some(true));
+    assert!(text(&missing_job).contains("job is required"));
 }
 
 #[tokio::test]

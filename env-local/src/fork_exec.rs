@@ -101,15 +101,14 @@ unsafe fn child(
         if libc::setsid() < 0 {
             fail(last_errno());
         }
-        let stdin = match fds.stdin {
-            Some(fd) => fd,
-            None => {
-                let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
-                if null < 0 {
-                    fail(last_errno());
-                }
-                null
+        let stdin = if let Some(fd) = fds.stdin {
+            fd
+        } else {
+            let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC);
+            if null < 0 {
+                fail(last_errno());
             }
+            null
         };
         for (source, target) in [(stdin, 0), (fds.stdout, 1), (fds.stderr, 2)]
             .into_iter()

@@ -76,6 +76,12 @@ async fn other_processes_see_recorded_jobs_and_stop_them() {
         .await
         .background
         .expect("job");
+    let output_file = job.output_file.clone().expect("output file");
+    let printed = bashtool_tests::wait_until(WAIT, || {
+        std::fs::read_to_string(&output_file).is_ok_and(|text| text == "hello\n")
+    })
+    .await;
+    assert!(printed, "the job printed before it is stopped");
     let pid = job.pid.expect("pid");
     drop(exec);
     let recorded = RecordedJobs::new(JobStore::new(records), Duration::from_secs(1));

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bashtool_core::{
-    BashTool, CallContext, CommandResult, CreateToolContext, ExecError, Invocation, MockApproval,
-    MockCommandExec, NOT_CONFIRMED, OutputBuffer, OutputChunk, ShellState, Stream, Tool,
-    ToolConfig, ToolResult, create_tool, tool_specs,
+    BashTool, CallContext, CommandResult, CreateToolContext, EnvironmentInfo, ExecError,
+    Invocation, MockApproval, MockCommandExec, NOT_CONFIRMED, OutputBuffer, OutputChunk,
+    ShellState, Stream, Tool, ToolConfig, ToolResult, create_tool, tool_specs,
 };
 use bashtool_env_mock::{Reply, ScriptedExec};
 use serde_json::json;
@@ -118,7 +118,7 @@ async fn large_output_keeps_head_and_tail_and_points_to_the_log() {
     assert_eq!(lines[lines.len() - 2], "exit code 0");
     assert_eq!(
         lines[lines.len() - 1],
-        "[output shortened: the full output (100000 lines, 575.1 KiB) is in /tmp/bashtool/call-1.log; read parts of it with sed -n 'FROM,TOp' or search it with rg]"
+        "[output shortened: the full output (100000 lines, 575.1 KiB) is in /tmp/bashtool/call-1.log; read parts of it with sed -n 'FROM,TOp' /tmp/bashtool/call-1.log or search it with grep -n PATTERN /tmp/bashtool/call-1.log]"
     );
     assert!(text.len() < 8500, "{} chars", text.len());
     assert!(result.details.truncated);
@@ -384,6 +384,8 @@ async fn refused_approval_runs_nothing_with_seed_000_message() {
 #[tokio::test(start_paused = true)]
 async fn mockall_mock_can_stand_in_for_the_environment() {
     let mut exec = MockCommandExec::new();
+    exec.expect_environment()
+        .returning(EnvironmentInfo::default);
     exec.expect_spawn()
         .withf(|command, options| {
             command == "echo hi" && options.timeout == Some(Duration::from_secs(30))
@@ -409,6 +411,8 @@ async fn mockall_mock_can_stand_in_for_the_environment() {
 #[tokio::test(start_paused = true)]
 async fn mockall_mock_reports_spawn_errors() {
     let mut exec = MockCommandExec::new();
+    exec.expect_environment()
+        .returning(EnvironmentInfo::default);
     exec.expect_spawn().returning(|_, _| {
         Err(ExecError::ShellNotFound {
             program: "bash".into(),

@@ -284,7 +284,7 @@ fn success(text: String, mut details: Details) -> ToolResult {
     }
 }
 
-fn invalid(field: Option<&str>, message: String) -> ToolResult {
+fn invalid(field: Option<&str>, message: impl std::fmt::Display) -> ToolResult {
     let mut result = ToolResult::refused("", "invalid_input", format!("invalid input: {message}"));
     result.details.field = field.map(str::to_owned);
     result

@@ -104,7 +104,8 @@ impl JobRecord {
     }
 }
 
-fn read_end(path: &Path) -> Option<String> {
+/// The last few KiB of a job's output file (where its final line is).
+pub(crate) fn read_end(path: &Path) -> Option<String> {
     use std::io::{Read as _, Seek as _, SeekFrom};
     let mut file = std::fs::File::open(path).ok()?;
     let length = file.metadata().ok()?.len();
@@ -217,6 +218,7 @@ impl JobStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
 
     #[test]
     fn records_survive_a_round_trip_and_replace_by_id() {
@@ -233,7 +235,6 @@ mod tests {
         assert_eq!(records.len(), 1);
         assert_eq!(records[0].command, "second");
         assert!(records[0].is_running(), "this test process is running");
-        use std::os::unix::fs::PermissionsExt as _;
         let mode =
             |path: &Path| std::fs::metadata(path).expect("stat").permissions().mode() & 0o777;
         assert_eq!(mode(&dir.path().join("state")), 0o700);

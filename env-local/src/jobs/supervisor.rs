@@ -16,9 +16,13 @@ use std::ffi::OsString;
 use std::path::Path;
 
 /// The supervisor script. `$0` is the shell, `$1` the command (or, with `$2`
-/// set, a `.` of the script file `$2`, which it removes at the end).
+/// set, a `.` of the script file `$2`, which it removes at the end). The
+/// supervisor's own stderr is `/dev/null` (the command's goes to the file
+/// through fd 3), so bash's "Terminated" notice about a killed command does
+/// not land in the job's output.
 const SUPERVISOR: &str = r#"trap : TERM INT HUP
-if [ -n "$2" ]; then "$0" -c "$1" "$2"; else "$0" -c "$1"; fi
+exec 3>&2 2>/dev/null
+if [ -n "$2" ]; then "$0" -c "$1" "$2" 2>&3 3>&-; else "$0" -c "$1" 2>&3 3>&-; fi
 __bt_status=$?
 [ -z "$2" ] || rm -f -- "$2"
 if [ "$__bt_status" -gt 128 ] && __bt_signal=$(kill -l "$__bt_status" 2>/dev/null); then
@@ -41,15 +45,12 @@ pub fn supervised_argv(shell: &Path, command: &str, script_file: Option<&Path>) 
         OsString::from(SUPERVISOR),
         shell.as_os_str().to_owned(),
     ];
-    match script_file {
-        Some(file) => {
-            argv.push(OsString::from(". \"$0\""));
-            argv.push(file.as_os_str().to_owned());
-        }
-        None => {
-            argv.push(OsString::from(command));
-            argv.push(OsString::new());
-        }
+    if let Some(file) = script_file {
+        argv.push(OsString::from(". \"$0\""));
+        argv.push(file.as_os_str().to_owned());
+    } else {
+        argv.push(OsString::from(command));
+        argv.push(OsString::new());
     }
     argv
 }

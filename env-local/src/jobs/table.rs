@@ -334,15 +334,28 @@ async fn watch_job(job: Arc<Job>, mut root: RootProcess, grace: Duration, mut gu
         }
     }
     root.exited().await;
-    let ending = Ending::from_exit(root.status());
+    let mut ending = Ending::from_exit(root.status());
     root.try_reap();
-    if let Ending::Signaled(signal) = &ending {
-        // The supervisor itself was killed (SIGKILL after the grace): it
-        // could not write the line, so we do.
-        append_final_line(
-            &job.output_file,
-            &format!("{FINAL_LINE_PREFIX}killed by signal {signal}]"),
-        );
+    match &ending {
+        Ending::Signaled(signal) => {
+            // The supervisor itself was killed (SIGKILL after the grace): it
+            // could not write the line, so we do.
+            append_final_line(
+                &job.output_file,
+                &format!("{FINAL_LINE_PREFIX}killed by signal {signal}]"),
+            );
+        }
+        Ending::Exited(code) if *code > 128 => {
+            // The supervisor exits with 128+n when the command died of
+            // signal n; its line in the file says which (a command may also
+            // just exit 130).
+            if let Some((None, Some(signal))) = crate::jobs::records::read_end(&job.output_file)
+                .and_then(|tail| crate::jobs::supervisor::parse_final_line(&tail))
+            {
+                ending = Ending::Signaled(signal);
+            }
+        }
+        _ => {}
     }
     *job.ended.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
     guard.armed = false;
