@@ -102,24 +102,33 @@ pub async fn signals(subject: Subject) {
 /// command waits for the test to have seen each line before writing the
 /// next (a FIFO handshake), so the order is the command's, not luck's.
 pub async fn interleaving(subject: Subject) {
-    let gate = subject.dir.join("gate");
-    nix::unistd::mkfifo(&gate, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
-    let seen = Arc::new(Mutex::new(0_usize));
-    let gate_path = gate.clone();
+    // One FIFO per step: a writer that has not closed its end yet can then
+    // never satisfy the next step's open.
+    let gates: Vec<PathBuf> = (1..=3)
+        .map(|step| subject.dir.join(format!("gate{step}")))
+        .collect();
+    for gate in &gates {
+        nix::unistd::mkfifo(gate, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+    }
+    let seen = Mutex::new(0_usize);
+    let sink_gates = gates.clone();
     let sink = Arc::new(move |chunk: &OutputChunk| {
         let lines = chunk.text.matches('\n').count();
         let mut seen = seen.lock().unwrap_or_else(PoisonError::into_inner);
         for _ in 0..lines {
+            if let Some(gate) = sink_gates.get(*seen).cloned() {
+                // Opening a FIFO for writing blocks until the command reads
+                // it: not on the reader's task.
+                std::thread::spawn(move || std::fs::write(gate, "go\n"));
+            }
             *seen += 1;
-            let path = gate_path.clone();
-            // Opening a FIFO for writing blocks until the command reads it:
-            // not on the reader's task.
-            std::thread::spawn(move || std::fs::write(path, "go\n"));
         }
     });
     let command = format!(
-        "echo out1; read _ < '{gate}'; echo err1 >&2; read _ < '{gate}'; echo out2; read _ < '{gate}'; echo err2 >&2",
-        gate = gate.display()
+        "echo out1; read _ < '{}'; echo err1 >&2; read _ < '{}'; echo out2; read _ < '{}'; echo err2 >&2",
+        gates[0].display(),
+        gates[1].display(),
+        gates[2].display()
     );
     let result = run(
         &subject,

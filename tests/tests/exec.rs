@@ -1,62 +1,12 @@
-//! Running commands: exit codes, signals, environment, directories, errors.
+//! Running commands beyond the contract suite (which covers exit codes,
+//! signals and stream order in every environment): the environment, the
+//! directories, stdin, the terminal, long scripts, errors.
 
 use std::time::{Duration, Instant};
 
 use bashtool_core::{CommandExec, ExecError, SpawnOptions};
 use bashtool_env_local::{LocalConfig, LocalExec};
 use bashtool_tests::{local_exec, run, run_with, temp_dir, test_config, text};
-
-#[tokio::test]
-async fn reports_exit_codes() {
-    let dir = temp_dir();
-    let exec = local_exec(dir.path());
-    for (command, code) in [
-        ("true", 0),
-        ("false", 1),
-        ("exit 42", 42),
-        ("sh -c 'exit 3'", 3),
-    ] {
-        let result = run(&exec, command).await;
-        assert_eq!(result.exit_code, Some(code), "{command}");
-        assert_eq!(result.signal, None);
-    }
-}
-
-#[tokio::test]
-async fn reports_the_signal_that_ended_the_command() {
-    let dir = temp_dir();
-    let exec = local_exec(dir.path());
-    let result = run(&exec, "echo before; kill -9 $$").await;
-    assert_eq!(result.signal.as_deref(), Some("SIGKILL"));
-    assert_eq!(result.exit_code, None);
-    assert_eq!(text(&result), "before");
-}
-
-#[tokio::test]
-async fn interleaves_stdout_and_stderr_in_arrival_order() {
-    let dir = temp_dir();
-    let exec = local_exec(dir.path());
-    let result = run(
-        &exec,
-        "echo out; sleep 0.05; echo err >&2; sleep 0.05; echo out2",
-    )
-    .await;
-    let lines: Vec<(String, String)> = result
-        .output
-        .retained()
-        .0
-        .iter()
-        .map(|line| (line.stream.to_string(), line.text.clone()))
-        .collect();
-    assert_eq!(
-        lines,
-        [
-            ("stdout".to_owned(), "out".to_owned()),
-            ("stderr".to_owned(), "err".to_owned()),
-            ("stdout".to_owned(), "out2".to_owned())
-        ]
-    );
-}
 
 #[tokio::test]
 async fn runs_in_the_working_directory_and_resolves_relative_ones() {
