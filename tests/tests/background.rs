@@ -103,9 +103,15 @@ async fn other_processes_see_recorded_jobs_and_stop_them() {
         .read(&job.id, bashtool_core::ReadFrom::Cursor(0), 10_000)
         .await
         .expect("read");
-    assert_eq!(
-        output.text,
-        "hello\n\n[background job killed by signal SIGTERM]\n"
+    // bash may add its own "Terminated" notice: what matters is the output
+    // and the recorded ending.
+    assert!(output.text.starts_with("hello\n"), "{}", output.text);
+    assert!(
+        output
+            .text
+            .ends_with("\n[background job killed by signal SIGTERM]\n"),
+        "{}",
+        output.text
     );
 }
 

@@ -47,6 +47,8 @@ async fn test_blocked_git_push_force() {
 #[tokio::test]
 async fn test_allowed_command_runs() {
     let mut exec = MockCommandExec::new();
+    exec.expect_environment()
+        .returning(bashtool_core::EnvironmentInfo::default);
     exec.expect_spawn()
         .withf(|command, _| command == "git add src/main.rs && git push --force-with-lease")
         .times(1)

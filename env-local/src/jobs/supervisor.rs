@@ -25,7 +25,17 @@ exec 3>&2 2>/dev/null
 if [ -n "$2" ]; then "$0" -c "$1" "$2" 2>&3 3>&-; else "$0" -c "$1" 2>&3 3>&-; fi
 __bt_status=$?
 [ -z "$2" ] || rm -f -- "$2"
-if [ "$__bt_status" -gt 128 ] && __bt_signal=$(kill -l "$__bt_status" 2>/dev/null); then
+# Signal names without a subshell: a fork here would slow the record down
+# exactly when the machine is busiest.
+case $__bt_status in
+  129) __bt_signal=HUP ;; 130) __bt_signal=INT ;; 131) __bt_signal=QUIT ;;
+  132) __bt_signal=ILL ;; 133) __bt_signal=TRAP ;; 134) __bt_signal=ABRT ;;
+  135) __bt_signal=BUS ;; 136) __bt_signal=FPE ;; 137) __bt_signal=KILL ;;
+  138) __bt_signal=USR1 ;; 139) __bt_signal=SEGV ;; 140) __bt_signal=USR2 ;;
+  141) __bt_signal=PIPE ;; 142) __bt_signal=ALRM ;; 143) __bt_signal=TERM ;;
+  *) __bt_signal= ;;
+esac
+if [ -n "$__bt_signal" ]; then
   printf '\n[background job killed by signal SIG%s]\n' "$__bt_signal"
 else
   printf '\n[background job exited with code %d]\n' "$__bt_status"
@@ -35,12 +45,14 @@ exit "$__bt_status""#;
 /// The prefix of the line the supervisor appends.
 pub const FINAL_LINE_PREFIX: &str = "[background job ";
 
-/// The program line of a supervised job: `shell -c SUPERVISOR shell COMMAND
+/// The program line of a supervised job: `sh -c SUPERVISOR shell COMMAND
 /// [SCRIPT]`. With a script file, the command is `. "$0"`-style sourcing of
-/// it, as for long foreground commands.
+/// it, as for long foreground commands. The supervisor is a POSIX `sh`, not
+/// the configured shell: bash would read `BASH_ENV` itself (a session hands
+/// its state to a background job that way) and keep it from the command.
 pub fn supervised_argv(shell: &Path, command: &str, script_file: Option<&Path>) -> Vec<OsString> {
     let mut argv = vec![
-        shell.as_os_str().to_owned(),
+        OsString::from("sh"),
         OsString::from("-c"),
         OsString::from(SUPERVISOR),
         shell.as_os_str().to_owned(),
