@@ -6,7 +6,13 @@ use std::collections::VecDeque;
 use std::io::Write;
 
 use crate::config::OutputConfig;
+
+mod log;
+mod pending;
+mod retention;
+
 use crate::exec::Stream;
+use pending::{PendingLine, char_count};
 
 /// The next error-pattern anchor in a chunk, as far as searched.
 #[derive(Clone, Copy)]
@@ -17,7 +23,7 @@ enum Anchor {
 }
 
 /// How many dropped line allocations are kept for reuse.
-const MAX_SPARE_TEXTS: usize = 8;
+pub(super) const MAX_SPARE_TEXTS: usize = 8;
 
 /// One line of output as the model and a UI see it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,41 +45,6 @@ impl OutputLine {
     /// True when the middle of a very long line was not retained.
     pub fn is_clipped(&self) -> bool {
         self.original_chars > self.text.chars().count()
-    }
-}
-
-/// A line still being assembled. Long lines keep their first and last
-/// `cap / 2` chars; the middle is counted, not kept.
-#[derive(Debug, Default)]
-struct PendingLine {
-    head: String,
-    head_chars: usize,
-    tail: String,
-    tail_chars: usize,
-    total_chars: usize,
-    /// A `\r` was seen: the next visible char starts the line over, as a
-    /// terminal redraw would (progress bars).
-    carriage_return: bool,
-    /// Part of this line is already in the log (it grew past the cap).
-    logged_chars: usize,
-    log_line: Option<u64>,
-    /// Raw text not yet written to the log.
-    unlogged: String,
-    /// An error-like token seen in the part of a long line not kept.
-    middle_window: Option<crate::output::salient::MiddleWindow>,
-}
-
-impl PendingLine {
-    /// Nothing pending at all: a new line may bypass the assembly.
-    fn is_untouched(&self) -> bool {
-        self.total_chars == 0
-            && !self.carriage_return
-            && self.unlogged.is_empty()
-            && self.logged_chars == 0
-    }
-
-    fn is_empty(&self) -> bool {
-        self.total_chars == 0 && !self.carriage_return
     }
 }
 
@@ -125,28 +96,7 @@ impl Default for OutputBuffer {
     }
 }
 
-/// The last `keep` chars of `text`, which has `count` chars.
-fn keep_last_chars(text: &str, count: usize, keep: usize) -> &str {
-    if count <= keep {
-        return text;
-    }
-    let start = text
-        .char_indices()
-        .nth(count - keep)
-        .map_or(text.len(), |(byte, _)| byte);
-    &text[start..]
-}
-
-/// Chars in `text`; ASCII (the common case) is counted by its length.
-fn char_count(text: &str) -> usize {
-    if text.is_ascii() {
-        text.len()
-    } else {
-        text.chars().count()
-    }
-}
-
-fn stream_index(stream: Stream) -> usize {
+pub(super) fn stream_index(stream: Stream) -> usize {
     match stream {
         Stream::Stdout => 0,
         Stream::Stderr => 1,
@@ -278,220 +228,6 @@ impl OutputBuffer {
             None,
             may_hold_anchor,
         );
-    }
-
-    fn append_pending(&mut self, index: usize, stream: Stream, piece: &str) {
-        if piece.is_empty() {
-            return;
-        }
-        if self.pending[index].carriage_return {
-            self.restart_pending(index, stream);
-        }
-        let cap = self.line_cap;
-        let half = cap / 2;
-        let pending = &mut self.pending[index];
-        let piece_chars = piece.chars().count();
-        pending.total_chars += piece_chars;
-        let head_room = half.saturating_sub(pending.head_chars);
-        if head_room > 0 {
-            let taken_bytes = piece
-                .char_indices()
-                .nth(head_room)
-                .map_or(piece.len(), |(byte, _)| byte);
-            let taken = &piece[..taken_bytes];
-            pending.head.push_str(taken);
-            pending.head_chars += taken.chars().count();
-            let remainder = &piece[taken_bytes..];
-            pending.tail.push_str(remainder);
-            pending.tail_chars += remainder.chars().count();
-        } else {
-            pending.tail.push_str(piece);
-            pending.tail_chars += piece_chars;
-        }
-        // Amortized trim: let the tail grow to `cap`, then keep its last half.
-        if pending.tail_chars > cap {
-            let drop_chars = pending.tail_chars - half;
-            let drop_bytes = pending
-                .tail
-                .char_indices()
-                .nth(drop_chars)
-                .map_or(pending.tail.len(), |(byte, _)| byte);
-            if pending.middle_window.is_none() {
-                // Error-aware shortening wants the text around an error even
-                // in the middle of a line of megabytes: look before forgetting.
-                // A token cut by the trim point is still seen whole.
-                let mut overlap = (drop_bytes + 64).min(pending.tail.len());
-                while !pending.tail.is_char_boundary(overlap) {
-                    overlap -= 1;
-                }
-                let (dropped, rest) = pending.tail.split_at(overlap);
-                pending.middle_window = self.salient.middle_window(dropped, rest);
-            }
-            pending.tail.drain(..drop_bytes);
-            pending.tail_chars = half;
-        }
-        if self.log.is_some() {
-            let pending = &mut self.pending[index];
-            pending.unlogged.push_str(piece);
-            // A line this long would be lost to the log if we waited for its
-            // end: write it as it comes.
-            if pending.total_chars > cap {
-                self.flush_pending_to_log(index, stream);
-            }
-        }
-    }
-
-    fn restart_pending(&mut self, index: usize, stream: Stream) {
-        let was_logged = self.pending[index].logged_chars > 0;
-        if was_logged {
-            // The redrawn line is already partly in the log: end it there.
-            self.finish_logged_line(index, stream);
-        }
-        self.pending[index] = PendingLine::default();
-    }
-
-    fn flush_pending_to_log(&mut self, index: usize, stream: Stream) {
-        if self.pending[index].unlogged.is_empty() {
-            return;
-        }
-        if self.log_open_line != Some(stream) {
-            self.log_begin_line(stream);
-            if self.pending[index].log_line.is_none() {
-                self.pending[index].log_line = Some(self.log_lines + 1);
-            }
-        }
-        let text = std::mem::take(&mut self.pending[index].unlogged);
-        self.pending[index].logged_chars += text.chars().count();
-        self.log_write(&text);
-        self.log_open_line = Some(stream);
-    }
-
-    fn finish_logged_line(&mut self, index: usize, stream: Stream) {
-        self.flush_pending_to_log(index, stream);
-        if self.log_open_line == Some(stream) {
-            self.log_write("\n");
-            self.log_open_line = None;
-        }
-    }
-
-    fn complete_line(&mut self, stream: Stream) {
-        let index = stream_index(stream);
-        let pending = std::mem::take(&mut self.pending[index]);
-        let mut log_line = pending.log_line;
-        if self.log.is_some() {
-            if pending.logged_chars > 0 {
-                self.pending[index].unlogged.clone_from(&pending.unlogged);
-                self.pending[index].logged_chars = pending.logged_chars;
-                self.pending[index].log_line = pending.log_line;
-                self.finish_logged_line(index, stream);
-                self.pending[index] = PendingLine::default();
-            } else {
-                self.log_begin_line(stream);
-                log_line = Some(self.log_lines + 1);
-                self.log_write(&pending.unlogged);
-                self.log_write("\n");
-            }
-        }
-        let mut text = pending.head;
-        text.push_str(keep_last_chars(
-            &pending.tail,
-            pending.tail_chars,
-            self.line_cap / 2,
-        ));
-        let window = pending.middle_window;
-        self.add_line(stream, text, log_line, pending.total_chars, window, true);
-    }
-
-    fn line_cost(&self, line: &OutputLine) -> usize {
-        line.original_chars.min(self.config.max_line_chars) + 1
-    }
-
-    /// Numbers a completed line and keeps what formatting needs of it.
-    /// `may_hold_anchor: false` when the chunk's prefilter pass found no
-    /// error anchor in it.
-    fn add_line(
-        &mut self,
-        stream: Stream,
-        text: String,
-        log_line: Option<u64>,
-        original_chars: usize,
-        window: Option<crate::output::salient::MiddleWindow>,
-        may_hold_anchor: bool,
-    ) {
-        self.total_lines += 1;
-        let line = OutputLine {
-            stream,
-            text,
-            number: self.total_lines,
-            log_line,
-            original_chars,
-        };
-        let cost = self.line_cost(&line);
-        let budget = self.config.budget_chars();
-        // A `stdout:`/`stderr:` header is shown where the stream changes; with
-        // interleaved streams the headers would otherwise escape the budget.
-        let header = if self.last_stream.is_some_and(|last| last != line.stream) {
-            crate::output::format::HEADER_COST
-        } else {
-            0
-        };
-        self.last_stream = Some(line.stream);
-        self.total_cost += (cost + header) as u64;
-        self.salient
-            .observe_with_hint(&line, window, may_hold_anchor);
-        if !self.head_full {
-            if self.head_cost + cost <= budget || self.head.is_empty() {
-                self.head_cost += cost;
-                self.head.push(line.clone());
-            } else {
-                self.head_full = true;
-            }
-        }
-        self.tail_cost += cost;
-        self.tail.push_back(line);
-        while self.tail.len() > 1 && self.tail_cost > budget {
-            if let Some(dropped) = self.tail.pop_front() {
-                self.tail_cost -= self.line_cost(&dropped);
-                // Reuse the allocation for the next line instead of a
-                // malloc/free pair per line.
-                if self.spare_texts.len() < MAX_SPARE_TEXTS
-                    && dropped.text.capacity() <= self.line_cap * 4
-                {
-                    self.spare_texts.push(dropped.text);
-                }
-            }
-        }
-    }
-
-    fn log_begin_line(&mut self, stream: Stream) {
-        if self.log_open_line.take().is_some() {
-            self.log_write("\n");
-        }
-        if self.log_stream != Some(stream) {
-            self.log_write_counted(&format!("{stream}:\n"), 1);
-            self.log_stream = Some(stream);
-        }
-    }
-
-    fn log_write(&mut self, text: &str) {
-        let newlines = memchr::memchr_iter(b'\n', text.as_bytes()).count();
-        self.log_write_counted(text, newlines);
-    }
-
-    /// Writes `text`, which holds `newlines` line ends, to the log.
-    fn log_write_counted(&mut self, text: &str, newlines: usize) {
-        if text.is_empty() {
-            return;
-        }
-        if let Some(log) = &mut self.log {
-            match log.write_all(text.as_bytes()) {
-                Ok(()) => self.log_lines += newlines as u64,
-                Err(error) => {
-                    self.log_error = Some(format!("writing the log file failed: {error}"));
-                    self.log = None;
-                }
-            }
-        }
     }
 
     /// Ends the output: an unterminated last line becomes a line, and the log
