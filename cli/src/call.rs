@@ -47,12 +47,18 @@ pub fn run(args: &CallArgs) -> anyhow::Result<ExitCode> {
             let exec = crate::session::Exec::new(args.tool.session.as_deref(), &mut config, local)?;
             runtime.block_on(async {
                 let tool = BashTool::new(config, exec.command_exec());
-                let result = tool.call(input).await;
+                let cancel = tokio_util::sync::CancellationToken::new();
+                crate::signals::cancel_on_signals(cancel.clone())?;
+                let context = bashtool_core::CallContext {
+                    cancel,
+                    on_output: None,
+                };
+                let result = tool.call_with(&input, context).await;
                 if let Err(error) = exec.finish().await {
                     eprintln!("bashtool: warning: {error:#}");
                 }
-                result
-            })
+                anyhow::Ok(result)
+            })?
         }
     };
     let mut stdout = std::io::stdout().lock();

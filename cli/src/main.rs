@@ -10,6 +10,7 @@ mod options;
 mod run;
 mod schema;
 mod session;
+mod signals;
 
 use std::process::ExitCode;
 

@@ -135,13 +135,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
             cancel: cancel.clone(),
             on_output: live.then(|| Arc::new(print_chunk) as bashtool_core::OutputSink),
         };
-        // Ctrl-C stops the command's whole process tree, not just bashtool.
-        let interrupt = cancel.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                interrupt.cancel();
-            }
-        });
+        // Ctrl-C, SIGTERM and SIGHUP stop the command's whole process
+        // tree, not just bashtool.
+        if let Err(error) = crate::signals::cancel_on_signals(cancel.clone()) {
+            eprintln!("bashtool: warning: signals will not stop the command: {error}");
+        }
         let result = tool.call_with(&input, context).await;
         if let Err(error) = exec.finish().await {
             eprintln!("bashtool: warning: {error:#}");

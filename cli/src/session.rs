@@ -69,13 +69,20 @@ impl Exec {
         }
     }
 
-    /// Ends the session's shell and saves its state for the next invocation.
+    /// Ends the session's shell and saves its state for the next
+    /// invocation, and waits for the SIGKILLs scheduled for leftovers that
+    /// ignored SIGTERM (they would die with this process otherwise).
+    /// Background jobs are kept: they outlive `run` and `call`.
     pub async fn finish(&self) -> anyhow::Result<()> {
-        if let Self::Session(session) = self {
-            session
-                .shutdown()
-                .await
-                .context("saving the session's state")?;
+        match self {
+            Self::Stateless(exec) => exec.shutdown().await,
+            Self::Session(session) => {
+                session
+                    .shutdown()
+                    .await
+                    .context("saving the session's state")?;
+                session.background().shutdown().await;
+            }
         }
         Ok(())
     }

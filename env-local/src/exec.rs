@@ -158,6 +158,7 @@ impl LocalExec {
         })?;
         let stop_reading = CancellationToken::new();
         let reading_done = CancellationToken::new();
+        let pipes_closed = reading_done.clone();
         let reading = async {
             pump.run(&stop_reading).await;
             reading_done.cancel();
@@ -172,7 +173,11 @@ impl LocalExec {
                     }
                     // The common case, nothing left behind, costs one
                     // syscall instead of a scan of /proc.
-                    if root.reap_now() && group_is_empty(root.pid()) {
+                    // Nothing left needs no scan: the group is empty and
+                    // the pipes closed. A `set -m` job has a group of its
+                    // own but still holds the pipes: then scan the session.
+                    if root.reap_now() && group_is_empty(root.pid()) && pipes_closed.is_cancelled()
+                    {
                         Leftovers::default()
                     } else {
                         stop_leftovers(tree.as_ref(), root.pid()).await
