@@ -12,8 +12,11 @@ use crate::containment::{ContainmentStrategy, SessionAndMarker};
 pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
 /// Default cap on the number of log files kept in the log directory.
 pub const DEFAULT_MAX_LOG_FILES: usize = 500;
-/// Default cap on the total size of the log files (and on one file).
-pub const DEFAULT_MAX_LOG_BYTES: u64 = 2 * 1024 * 1024 * 1024;
+/// Default cap on the total size of the log files.
+pub const DEFAULT_MAX_LOG_BYTES: u64 = 1024 * 1024 * 1024;
+/// Default cap on one log file: what the model may want to read of one
+/// call; the rest of a bigger output is counted, not logged.
+pub const DEFAULT_MAX_LOG_FILE_BYTES: u64 = 64 * 1024 * 1024;
 
 /// What every command gets from [`LocalConfig::non_interactive`]: nothing may
 /// wait for a human. Pagers print, prompts fail, editors fail with a message
@@ -114,13 +117,17 @@ pub struct LocalConfig {
     pub non_interactive: bool,
     /// Time between SIGTERM and SIGKILL when stopping a process tree.
     pub kill_grace: Duration,
-    /// Where log files and background output files go. `None`:
-    /// `<temp>/bashtool-<pid>`, one directory per process.
+    /// Where log files and background output files go. `None`: `logs` in
+    /// the per-user state directory ([`crate::default_state_dir`]), shared
+    /// by every bashtool process of the user, with the caps below holding
+    /// across them.
     pub log_dir: Option<PathBuf>,
     /// Most log files kept; the oldest are removed first.
     pub max_log_files: usize,
-    /// Most bytes of log files kept in total; also the cap of one log file.
+    /// Most bytes of log files kept in total.
     pub max_log_bytes: u64,
+    /// Most bytes of one log file.
+    pub max_log_file_bytes: u64,
     /// Background jobs keep running when the `LocalExec` is dropped.
     pub keep_jobs_on_drop: bool,
     /// Steps applied to every process this environment starts (a sandbox,
@@ -145,6 +152,7 @@ impl Default for LocalConfig {
             log_dir: None,
             max_log_files: DEFAULT_MAX_LOG_FILES,
             max_log_bytes: DEFAULT_MAX_LOG_BYTES,
+            max_log_file_bytes: DEFAULT_MAX_LOG_FILE_BYTES,
             keep_jobs_on_drop: false,
             wrappers: Vec::new(),
             containment: Arc::new(SessionAndMarker),
@@ -154,10 +162,25 @@ impl Default for LocalConfig {
 }
 
 impl LocalConfig {
-    /// The log directory in effect.
-    pub fn effective_log_dir(&self) -> PathBuf {
-        self.log_dir.clone().unwrap_or_else(|| {
-            std::env::temp_dir().join(format!("bashtool-{}", std::process::id()))
-        })
+    /// The log directory in effect, or why there is none (no per-user
+    /// state directory: bashtool does not fall back to a shared one).
+    pub fn effective_log_dir(&self) -> Result<PathBuf, crate::Error> {
+        match &self.log_dir {
+            Some(dir) => Ok(dir.clone()),
+            None => Ok(crate::default_state_dir()?.join("logs")),
+        }
+    }
+
+    /// The log directory of an environment with this configuration.
+    pub(crate) fn log_dir_handle(&self) -> crate::LogDir {
+        match self.effective_log_dir() {
+            Ok(dir) => crate::LogDir::with_file_cap(
+                dir,
+                self.max_log_files,
+                self.max_log_bytes,
+                self.max_log_file_bytes,
+            ),
+            Err(error) => crate::LogDir::unavailable(error.to_string()),
+        }
     }
 }

@@ -79,11 +79,7 @@ impl Drop for KillOnDrop {
 
 impl LocalExec {
     pub fn new(config: LocalConfig) -> Self {
-        let logs = Arc::new(LogDir::new(
-            config.effective_log_dir(),
-            config.max_log_files,
-            config.max_log_bytes,
-        ));
+        let logs = Arc::new(config.log_dir_handle());
         let store = config.job_records.clone().map(JobStore::new);
         let jobs = JobTable::new(config.kill_grace, config.keep_jobs_on_drop, store);
         let environment = EnvironmentInfo {

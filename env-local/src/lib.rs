@@ -57,8 +57,8 @@ mod tools;
 mod wrap;
 
 pub use config::{
-    DEFAULT_KILL_GRACE, DEFAULT_MAX_LOG_BYTES, DEFAULT_MAX_LOG_FILES, LocalConfig, NO_EDITOR,
-    NON_INTERACTIVE_ENV,
+    DEFAULT_KILL_GRACE, DEFAULT_MAX_LOG_BYTES, DEFAULT_MAX_LOG_FILE_BYTES, DEFAULT_MAX_LOG_FILES,
+    LocalConfig, NO_EDITOR, NON_INTERACTIVE_ENV,
 };
 pub use containment::{Containment, ContainmentStrategy, SessionAndMarker};
 pub use error::Error;

@@ -1,15 +1,35 @@
 //! The log directory: one log file per call, total size and count capped,
 //! oldest removed first; and the output files of background jobs.
 //!
+//! It is private to the user (0700, verified before use: ours, not a
+//! symlink) and its files are created 0600 with `O_EXCL | O_NOFOLLOW`, so no
+//! other user can read the output or plant the log the model is told to
+//! read. The caps hold across processes: every so often, under a lock on
+//! the directory, the oldest files of every bashtool process are removed
+//! (logs beyond the count and size caps, and any log or job output older
+//! than a week), except those written in the last minute (a call of another
+//! process may still be writing it).
+//!
 //! A log that cannot be created or written never fails a call: the call
 //! runs without one and says so.
 
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use crate::state_dir::ensure_private_dir;
+
+/// Every this many new files, the directory is pruned across processes.
+const PRUNE_EVERY: u64 = 32;
+/// Files written more recently than this may be in use by another process.
+const IN_USE: Duration = Duration::from_secs(60);
+/// Logs and job outputs older than this are removed whatever the caps.
+const MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// Buffer of the log writer: few syscalls for chatty commands.
 const LOG_BUFFER: usize = 256 * 1024;
@@ -35,7 +55,11 @@ pub struct LogDir {
     dir: PathBuf,
     max_files: usize,
     max_bytes: u64,
+    /// Cap of one log file.
+    max_file_bytes: u64,
     state: Mutex<State>,
+    /// The directory was created or verified (once), or why it is unusable.
+    ready: OnceLock<Result<(), String>>,
 }
 
 /// A log file being written: a buffered writer that stops at the size cap.
@@ -134,13 +158,35 @@ fn slug(command: &str) -> String {
 }
 
 impl LogDir {
+    /// The log directory `dir`, with caps on the number and total size of
+    /// its files (each log is also capped at `max_bytes`).
     pub fn new(dir: PathBuf, max_files: usize, max_bytes: u64) -> Self {
+        Self::with_file_cap(dir, max_files, max_bytes, max_bytes)
+    }
+
+    /// As [`LogDir::new`], with a cap of its own for one log file.
+    pub fn with_file_cap(
+        dir: PathBuf,
+        max_files: usize,
+        max_bytes: u64,
+        max_file_bytes: u64,
+    ) -> Self {
         Self {
             dir,
             max_files: max_files.max(1),
             max_bytes,
+            max_file_bytes: max_file_bytes.min(max_bytes),
             state: Mutex::new(State::default()),
+            ready: OnceLock::new(),
         }
+    }
+
+    /// A log directory that cannot be used (no per-user state directory):
+    /// calls run without logs and say why.
+    pub fn unavailable(reason: String) -> Self {
+        let logs = Self::new(PathBuf::new(), 1, 0);
+        let _ = logs.ready.set(Err(reason));
+        logs
     }
 
     pub fn path(&self) -> &Path {
@@ -162,9 +208,90 @@ impl LogDir {
         ))
     }
 
+    /// Creates or verifies the directory, once.
+    fn ensure_ready(&self) -> std::io::Result<()> {
+        let ready = self.ready.get_or_init(|| {
+            ensure_private_dir(&self.dir).map_err(|error| {
+                format!(
+                    "the log directory {} is unusable: {error}",
+                    self.dir.display()
+                )
+            })
+        });
+        ready.clone().map_err(std::io::Error::other)
+    }
+
     fn create_new(&self, path: &Path) -> std::io::Result<File> {
-        std::fs::create_dir_all(&self.dir)?;
-        OpenOptions::new().write(true).create_new(true).open(path)
+        self.ensure_ready()?;
+        // Private, new (never an existing file another user planted), and
+        // never through a symlink.
+        OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(path)
+    }
+
+    /// Removes, across processes, the oldest files beyond the caps and the
+    /// files older than [`MAX_AGE`]. Best effort: a failure changes nothing.
+    fn prune_directory(&self) {
+        let Ok(lock_file) = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(self.dir.join(".lock"))
+        else {
+            return;
+        };
+        let Ok(_lock) = nix::fcntl::Flock::lock(lock_file, nix::fcntl::FlockArg::LockExclusive)
+        else {
+            return;
+        };
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        let now = SystemTime::now();
+        let mut logs: Vec<(SystemTime, u64, PathBuf)> = Vec::new();
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            let is_log = name.ends_with(".log");
+            let is_job = name.starts_with("job-") && name.ends_with(".out");
+            let Ok(metadata) = entry.metadata() else {
+                continue;
+            };
+            if !(is_log || is_job) || !metadata.is_file() {
+                continue;
+            }
+            let modified = metadata.modified().unwrap_or(now);
+            let age = now.duration_since(modified).unwrap_or_default();
+            if age > MAX_AGE {
+                let _ = std::fs::remove_file(&path);
+            } else if is_log {
+                logs.push((modified, metadata.len(), path));
+            }
+        }
+        logs.sort();
+        let mut count = logs.len();
+        let mut total: u64 = logs.iter().map(|(_, size, _)| size).sum();
+        for (modified, size, path) in logs {
+            if count <= self.max_files && total <= self.max_bytes {
+                break;
+            }
+            if now.duration_since(modified).unwrap_or_default() < IN_USE {
+                // Possibly still being written by a running call: only
+                // files older than this go; the newest are the ones to keep.
+                break;
+            }
+            if std::fs::remove_file(&path).is_ok() {
+                count -= 1;
+                total -= size;
+            }
+        }
     }
 
     /// Creates the log file of a new call, removing the oldest logs first
@@ -172,6 +299,10 @@ impl LogDir {
     pub fn create_log(&self, command: &str) -> std::io::Result<(LogWriter, LogHandle)> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         self.prune(&mut state);
+        if state.sequence.is_multiple_of(PRUNE_EVERY) && self.ensure_ready().is_ok() {
+            // Other processes' logs count toward the caps too.
+            self.prune_directory();
+        }
         let (path, file) = loop {
             let path = self.next_path(&mut state, "", command, "log");
             match self.create_new(&path) {
@@ -192,7 +323,7 @@ impl LogDir {
         let writer = LogWriter {
             file: BufWriter::with_capacity(LOG_BUFFER, file),
             written: Arc::clone(&written),
-            limit: self.max_bytes,
+            limit: self.max_file_bytes,
             truncated: Arc::clone(&truncated),
             open,
         };
@@ -200,7 +331,7 @@ impl LogDir {
             path,
             written,
             truncated,
-            limit: self.max_bytes,
+            limit: self.max_file_bytes,
         };
         Ok((writer, handle))
     }
@@ -209,6 +340,9 @@ impl LogDir {
     /// rotated: a running job must keep its file.
     pub fn create_job_output(&self, command: &str) -> std::io::Result<(PathBuf, File)> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        if state.sequence.is_multiple_of(PRUNE_EVERY) && self.ensure_ready().is_ok() {
+            self.prune_directory();
+        }
         loop {
             let path = self.next_path(&mut state, "job-", command, "out");
             match self.create_new(&path) {

@@ -298,11 +298,7 @@ impl Session {
         })?;
         let cwd = config.local.working_directory.clone();
         let background = LocalExec::new(config.local.clone());
-        let logs = Arc::new(LogDir::new(
-            config.local.effective_log_dir(),
-            config.local.max_log_files,
-            config.local.max_log_bytes,
-        ));
+        let logs = Arc::new(config.local.log_dir_handle());
         let restores_a_file = config.snapshot_path.is_some();
         Ok(Self {
             inner: Arc::new(Inner {
@@ -393,6 +389,7 @@ impl Session {
         let mut candidates = snapshot::slots(&inner.dir.path).to_vec();
         if !state.had_shell
             && let Some(path) = &inner.config.snapshot_path
+            && snapshot::trusted(path)
         {
             candidates.push(path.clone());
         }

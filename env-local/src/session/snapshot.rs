@@ -97,19 +97,39 @@ pub(crate) fn newest(candidates: &[PathBuf]) -> Option<(PathBuf, u64)> {
         .max_by_key(|(_, sequence)| *sequence)
 }
 
-/// Copies `from` to `to` atomically (temp file next to it, then rename), so
-/// that a reader never sees half a snapshot.
+/// Copies `from` to `to` atomically (a private temp file next to it, then
+/// rename), so that a reader never sees half a snapshot. The snapshot holds
+/// every exported variable (API keys): it is 0600 in a 0700 directory.
 pub(crate) fn persist(from: &Path, to: &Path) -> std::io::Result<()> {
-    if let Some(parent) = to.parent()
-        && !parent.as_os_str().is_empty()
-    {
-        std::fs::create_dir_all(parent)?;
-    }
-    let mut temp = to.as_os_str().to_owned();
-    temp.push(format!(".tmp-{}", std::process::id()));
-    let temp = PathBuf::from(temp);
-    std::fs::copy(from, &temp)?;
-    std::fs::rename(&temp, to)
+    use std::io::Write as _;
+    let parent = match to.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    crate::state_dir::ensure_private_dir(parent)?;
+    let bytes = std::fs::read(from)?;
+    let mut temp = tempfile::Builder::new()
+        .prefix(".snapshot-")
+        .tempfile_in(parent)?;
+    temp.write_all(&bytes)?;
+    temp.persist(to).map_err(|error| error.error)?;
+    Ok(())
+}
+
+/// True when a snapshot at `path` may be sourced: a regular file (not a
+/// symlink) owned by us that nobody else can write, in a directory that is
+/// ours and private. A snapshot is run as code at start: one planted by
+/// another user must never be.
+pub(crate) fn trusted(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    let own = nix::unistd::geteuid().as_raw();
+    let parent_ok = path
+        .parent()
+        .is_some_and(|parent| crate::state_dir::verify_private(parent).is_ok());
+    parent_ok
+        && std::fs::symlink_metadata(path).is_ok_and(|metadata| {
+            metadata.file_type().is_file() && metadata.uid() == own && metadata.mode() & 0o022 == 0
+        })
 }
 
 #[cfg(test)]
