@@ -98,7 +98,11 @@ fn the_caps_hold_across_processes() {
                 .to_string_lossy()
                 .into_owned()
         })
-        .filter(|name| name.ends_with(".log") || name.ends_with(".out"))
+        .filter(|name| {
+            Path::new(name)
+                .extension()
+                .is_some_and(|extension| extension == "log" || extension == "out")
+        })
         .collect();
     left.sort();
     // The newest of the other process's logs are kept up to the cap; ours
