@@ -277,13 +277,19 @@ impl LocalExec {
             &marker,
         );
         let second = file.try_clone().map_err(&spawn_error)?;
+        let wrappers: Vec<_> = config
+            .wrappers
+            .iter()
+            .filter(|wrapper| !config.keep_jobs_on_drop || wrapper.applies_to_kept_jobs())
+            .cloned()
+            .collect();
         let spawned = spawn::launch(
             Launch {
                 argv: supervised_argv(&config.shell, command, script.as_deref()),
                 env,
                 cwd: cwd.clone(),
             },
-            &config.wrappers,
+            &wrappers,
             ChildIo {
                 stdin_pipe: false,
                 stdout: Sink::Fd(file.into()),

@@ -48,6 +48,7 @@ mod fork_exec;
 mod jobs;
 mod kill;
 mod logs;
+mod owner;
 mod posix_spawn;
 mod reader;
 mod session;
@@ -72,6 +73,7 @@ pub use kill::{
     process_info, signal_process,
 };
 pub use logs::{LogDir, LogHandle, LogWriter};
+pub use owner::{OWNER_VARIABLE, Reaped, StopWithOwner, reap_orphans};
 pub use reader::OutputPump;
 pub use session::{Session, SessionConfig};
 pub use spawn::{

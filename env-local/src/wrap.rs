@@ -56,6 +56,13 @@ pub trait SpawnWrapper: Send + Sync + fmt::Debug {
     fn pre_exec(&self) -> std::io::Result<()> {
         Ok(())
     }
+
+    /// False for a wrapper that must not apply to background jobs meant to
+    /// outlive the environment (`keep_jobs_on_drop`), such as tying
+    /// processes to the life of this one. A sandbox applies to them too.
+    fn applies_to_kept_jobs(&self) -> bool {
+        true
+    }
 }
 
 /// The wrappers of an environment, in the order they apply.

@@ -265,8 +265,19 @@ pub fn run(args: &McpArgs) -> anyhow::Result<ExitCode> {
     outcome
 }
 
-async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
+async fn serve(mut settings: Settings) -> anyhow::Result<ExitCode> {
     let grace = settings.local.kill_grace + SHUTDOWN_MARGIN;
+    // A server killed with SIGKILL could not stop its commands: what they
+    // left is stopped now, and from here on everything started is tied to
+    // this process's life (jobs kept with --keep-jobs excepted).
+    let reaped = bashtool_env_local::reap_orphans();
+    if reaped != bashtool_env_local::Reaped::default() {
+        tracing::info!(?reaped, "stopped what servers that died had left");
+    }
+    settings
+        .local
+        .wrappers
+        .push(Arc::new(bashtool_env_local::StopWithOwner::new()));
     let (exec, jobs, session): (Arc<dyn CommandExec>, Arc<dyn Jobs>, _) = if settings.stateless {
         let exec = LocalExec::new(settings.local);
         (Arc::new(exec.clone()), Arc::new(exec), None)
@@ -304,10 +315,12 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
     }
     let mut terminate = signal(SignalKind::terminate()).context("installing a SIGTERM handler")?;
     let mut interrupt = signal(SignalKind::interrupt()).context("installing a SIGINT handler")?;
+    let mut hangup = signal(SignalKind::hangup()).context("installing a SIGHUP handler")?;
     let running = tokio::select! {
         running = server.clone().serve(transport) => running.context("MCP initialization failed")?,
         _ = terminate.recv() => return Ok(ExitCode::SUCCESS),
         _ = interrupt.recv() => return Ok(ExitCode::SUCCESS),
+        _ = hangup.recv() => return Ok(ExitCode::SUCCESS),
     };
     let stop = running.cancellation_token();
     tokio::select! {
@@ -320,6 +333,10 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
         }
         _ = interrupt.recv() => {
             tracing::info!("SIGINT: stopping");
+            stop.cancel();
+        }
+        _ = hangup.recv() => {
+            tracing::info!("SIGHUP: stopping");
             stop.cancel();
         }
     }

@@ -171,6 +171,40 @@ impl SessionDir {
     }
 }
 
+/// Removes the session directories of processes that are gone (a server
+/// killed with SIGKILL cannot remove its own). Only directories owned by us
+/// are touched. Returns how many were removed.
+pub(crate) fn remove_stale_session_dirs() -> usize {
+    use std::os::unix::fs::MetadataExt as _;
+    let own = nix::unistd::geteuid().as_raw();
+    let mut removed = 0;
+    for base in [PathBuf::from("/dev/shm"), std::env::temp_dir()] {
+        let Ok(entries) = std::fs::read_dir(&base) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(pid) = name
+                .to_str()
+                .and_then(|name| name.strip_prefix("bashtool-session-"))
+                .and_then(|rest| rest.split('-').next())
+                .and_then(|pid| pid.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            let ours = std::fs::symlink_metadata(entry.path())
+                .is_ok_and(|metadata| metadata.is_dir() && metadata.uid() == own);
+            if ours
+                && crate::kill::process_info(pid).is_none()
+                && std::fs::remove_dir_all(entry.path()).is_ok()
+            {
+                removed += 1;
+            }
+        }
+    }
+    removed
+}
+
 impl Drop for SessionDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.path);
