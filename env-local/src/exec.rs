@@ -58,6 +58,23 @@ enum Ending {
     Exited,
     TimedOut,
     Cancelled,
+    /// The command stopped itself (`kill -STOP $$`, a terminal stop): it
+    /// can never go on here, so waiting would only run out the timeout.
+    Stopped,
+}
+
+/// How often a running command is checked for having stopped itself.
+const STOPPED_CHECK: Duration = Duration::from_millis(200);
+
+/// Completes once `pid` or one of its children is stopped (state `T`):
+/// a shell waiting for a stopped child waits forever without job control.
+pub(crate) async fn stopped(pid: u32) {
+    loop {
+        tokio::time::sleep(STOPPED_CHECK).await;
+        if crate::kill::stopped_with_children(pid) {
+            return;
+        }
+    }
 }
 
 /// Stops a command's tree if its call is dropped before it finished.
@@ -179,7 +196,7 @@ impl LocalExec {
                         stop_leftovers(tree.as_ref(), root.pid()).await
                     }
                 }
-                Ending::TimedOut | Ending::Cancelled => {
+                Ending::TimedOut | Ending::Cancelled | Ending::Stopped => {
                     tree.terminate(config.kill_grace).await;
                     Leftovers::default()
                 }
@@ -214,13 +231,23 @@ impl LocalExec {
         if leftovers.count > 0 {
             notes.push(leftover_note(leftovers.count));
         }
+        if ending == Ending::Stopped {
+            notes.push(
+                "the command stopped itself (SIGSTOP or a terminal stop signal); a stopped command can never go on here, so its process tree was stopped"
+                    .to_owned(),
+            );
+        }
         let log_file = finish_log(&self.inner.logs, &log, &output, &mut notes);
         Ok(CommandResult {
             exit_code: match status {
                 ExitStatus::Code(code) => Some(code),
                 _ => None,
             },
-            signal: status.signal_name(),
+            signal: if ending == Ending::Stopped {
+                Some("SIGSTOP".to_owned())
+            } else {
+                status.signal_name()
+            },
             duration: started.elapsed(),
             timed_out: ending == Ending::TimedOut,
             cancelled: ending == Ending::Cancelled,
@@ -418,6 +445,7 @@ async fn wait_for_end(root: &RootProcess, options: &SpawnOptions) -> Ending {
         () = root.exited() => Ending::Exited,
         () = options.cancel.cancelled() => Ending::Cancelled,
         () = deadline => Ending::TimedOut,
+        () = stopped(root.pid()) => Ending::Stopped,
     }
 }
 

@@ -156,6 +156,25 @@ pub fn group_is_empty(group: u32) -> bool {
     )
 }
 
+/// True when `pid` or one of its children is stopped (state `T`, by
+/// SIGSTOP or a terminal stop signal).
+pub fn stopped_with_children(pid: u32) -> bool {
+    let is_stopped = |pid: &str| {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| {
+                let end = stat.rfind(')')?;
+                Some(stat.get(end + 2..end + 3)? == "T")
+            })
+            .unwrap_or(false)
+    };
+    if is_stopped(&pid.to_string()) {
+        return true;
+    }
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .is_ok_and(|children| children.split_whitespace().any(is_stopped))
+}
+
 /// True if `pid` exists and is not a zombie.
 pub fn is_alive(pid: u32) -> bool {
     process_info(pid).is_some_and(|info| !info.zombie)
@@ -342,6 +361,8 @@ impl ProcessTree {
     pub async fn terminate(&self, grace: Duration, escapees: bool) -> usize {
         let mut found: HashSet<u32> = HashSet::new();
         let first = self.signal_all(Signal::SIGTERM, escapees);
+        // A stopped process keeps SIGTERM pending until it is continued.
+        self.signal_all(Signal::SIGCONT, escapees);
         found.extend(first.iter().map(|info| info.pid));
         if self
             .wait_gone(grace, escapees, Signal::SIGTERM, &mut found)

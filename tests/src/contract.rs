@@ -395,3 +395,30 @@ pub async fn background_job_stop(subject: Subject) {
         Err(bashtool_core::JobError::UnknownJob { .. })
     ));
 }
+
+/// A command that stops itself (SIGSTOP) is detected and its tree
+/// stopped, instead of waiting out the timeout.
+pub async fn a_stopped_command_is_detected(subject: Subject) {
+    for command in [
+        "echo before; kill -STOP $$",
+        "echo before; sh -c 'kill -STOP $$'; echo after",
+    ] {
+        let result = run(
+            &subject,
+            command,
+            SpawnOptions::default().timeout(Duration::from_secs(120)),
+        )
+        .await;
+        assert!(!result.timed_out, "{command}: waited out the timeout");
+        assert_eq!(result.signal.as_deref(), Some("SIGSTOP"), "{command}");
+        assert_eq!(text(&result), "before", "{command}");
+        assert!(
+            result
+                .notes
+                .iter()
+                .any(|note| note.starts_with("the command stopped itself")),
+            "{command}: {:?}",
+            result.notes
+        );
+    }
+}

@@ -221,6 +221,8 @@ enum Ending {
     ShellExited(Option<std::process::ExitStatus>),
     TimedOut,
     Cancelled,
+    /// The command (or the shell) stopped itself: it can never go on.
+    Stopped,
 }
 
 /// One output stream of one call: a FIFO we read, and a write end we hold
@@ -597,9 +599,16 @@ impl Session {
                         .to_owned(),
                 );
             }
-            Ending::TimedOut | Ending::Cancelled => {
+            Ending::TimedOut | Ending::Cancelled | Ending::Stopped => {
                 timed_out = matches!(ending, Ending::TimedOut);
-                cancelled = !timed_out;
+                cancelled = matches!(ending, Ending::Cancelled);
+                if matches!(ending, Ending::Stopped) {
+                    signal = Some("SIGSTOP".to_owned());
+                    notes.push(
+                        "the command stopped itself (SIGSTOP or a terminal stop signal); a stopped command can never go on here, so its process tree was stopped"
+                            .to_owned(),
+                    );
+                }
                 // The command may be a loop inside the shell itself: the
                 // only sure stop is the shell's whole tree. Its EXIT trap
                 // (run on SIGTERM) saves the state it reached.
@@ -822,6 +831,7 @@ async fn wait_for_end_with(
             }
             () = sleep => return Ending::TimedOut,
             () = options.cancel.cancelled() => return Ending::Cancelled,
+            () = crate::exec::stopped(shell.pid) => return Ending::Stopped,
         }
     }
 }
