@@ -34,12 +34,18 @@
 //! session): [`spawn()`] starts a command, [`OutputPump`] reads its pipes,
 //! [`StreamCleaner`] cleans text, [`ProcessTree`] finds and stops a tree,
 //! [`LogDir`] manages log files.
+//!
+//! [`InteractiveJob`] runs a command in its own pseudo-terminal: it returns
+//! when the command exits, when the kernel shows it waiting for input, or
+//! at a yield time, and takes text and named [`Key`]s (see
+//! `docs/interactive.md`).
 
 mod call_log;
 mod clean;
 mod config;
 mod error;
 mod exec;
+mod interactive;
 mod jobs;
 mod kill;
 mod logs;
@@ -56,6 +62,12 @@ pub use config::{
 };
 pub use error::Error;
 pub use exec::{DRAIN_AFTER_EXIT, FINAL_DRAIN, LEFTOVER_WAIT, LocalExec};
+pub use interactive::{
+    DEFAULT_COLUMNS, DEFAULT_ROWS, DEFAULT_SILENCE_FALLBACK, DEFAULT_TEXT_CAPACITY, DEFAULT_YIELD,
+    Detection, INTERACTIVE_TERM, InteractiveJob, InteractiveOptions, JobExit, JobState, KEY_NAMES,
+    Key, PROBE_INTERVAL, Snapshot, TerminalModes, TerminalSize, TextRead, interactive_env,
+    interactive_launch,
+};
 pub use jobs::{JobInfo, JobOutput, JobRead, JobStatus, JobTable, MAX_JOB_READ};
 pub use kill::{
     MARKER_VARIABLE, ProcessInfo, ProcessTree, RunMarker, all_processes, is_alive, kill_survivors,

@@ -1,0 +1,299 @@
+//! Interactive jobs with real programs in a real pseudo-terminal. States
+//! are asserted, never timings; every wait has a generous deadline, and
+//! process deaths are checked in `/proc`, not with the code under test.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use bashtool_env_local::{
+    InteractiveJob, InteractiveOptions, JobState, Key, LocalConfig, RunMarker, Snapshot,
+    interactive_launch,
+};
+use tokio::time::Instant;
+
+/// Long enough for a loaded machine; the states, not the time, are tested.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+fn start_with(command: &str, env: &[(&str, &str)], options: InteractiveOptions) -> InteractiveJob {
+    let marker = RunMarker::new();
+    let call_env: BTreeMap<String, String> = env
+        .iter()
+        .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+        .collect();
+    let launch = interactive_launch(
+        &LocalConfig::default(),
+        command,
+        Path::new("/tmp"),
+        &call_env,
+        &marker,
+    );
+    InteractiveJob::start(&launch, &[], marker, options).expect("job starts")
+}
+
+fn start(command: &str) -> InteractiveJob {
+    start_with(command, &[], InteractiveOptions::default())
+}
+
+fn soon() -> Instant {
+    Instant::now() + PATIENCE
+}
+
+fn keys(names: &[&str]) -> Vec<Key> {
+    Key::parse_all(names).expect("known keys")
+}
+
+fn exited_with(snapshot: &Snapshot, code: i32) -> bool {
+    matches!(&snapshot.state, JobState::Exited(exit) if exit.code == Some(code))
+}
+
+/// True while `pid` exists and is not a zombie, read from `/proc`.
+fn pid_running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+        !state.starts_with('Z') && !state.starts_with('X')
+    })
+}
+
+/// Waits until `pid` is gone, up to the patience; true when it is.
+async fn gone(pid: u32) -> bool {
+    let deadline = soon();
+    while pid_running(pid) {
+        if Instant::now() >= deadline {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    true
+}
+
+/// The pids of `parent`'s children named `name`, from `/proc`.
+fn children_named(parent: u32, name: &str) -> Vec<u32> {
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                return false;
+            };
+            let comm = stat.split('(').nth(1).and_then(|rest| rest.rsplit_once(')'));
+            let Some((comm, rest)) = comm else {
+                return false;
+            };
+            let parent_field = rest.split_whitespace().nth(1).and_then(|p| p.parse().ok());
+            comm == name && parent_field == Some(parent)
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn a_prompt_is_awaiting_input_and_the_answer_goes_through() {
+    let mut job = start("read -p 'Continue? ' answer; echo \"got $answer\"");
+    let first = job.wait_until(soon()).await;
+    assert_eq!(first.state, JobState::AwaitingInput);
+    assert_eq!(first.text, "Continue? ");
+    assert_eq!(first.screen, None);
+    assert!(!first.echo_off);
+    let second = job.write("yes", &keys(&["Enter"]), soon()).await.expect("written");
+    assert!(exited_with(&second, 0), "{second:?}");
+    assert_eq!(second.text, "yes\ngot yes\n");
+    assert!(!second.input_hidden);
+}
+
+#[tokio::test]
+async fn python_evaluates_what_is_typed() {
+    let mut job = start("python3 -i -q");
+    let prompt = job.wait_until(soon()).await;
+    assert_eq!(prompt.state, JobState::AwaitingInput, "{prompt:?}");
+    assert!(prompt.text.ends_with(">>> "), "{prompt:?}");
+    let answer = job
+        .write("1+1", &keys(&["Enter"]), soon())
+        .await
+        .expect("written");
+    assert_eq!(answer.state, JobState::AwaitingInput, "{answer:?}");
+    assert_eq!(answer.text, "1+1\n2\n>>> ");
+    let end = job.write("", &keys(&["C-d"]), soon()).await.expect("written");
+    assert!(exited_with(&end, 0), "{end:?}");
+}
+
+#[tokio::test]
+async fn text_typed_with_echo_off_is_never_shown_or_logged() {
+    const SECRET: &str = "hunter2-do-not-log";
+    let log = tempfile::NamedTempFile::new().expect("log file");
+    let options = InteractiveOptions {
+        log_file: Some(log.reopen().expect("reopen")),
+        ..InteractiveOptions::default()
+    };
+    let mut job = start_with(
+        "read -s -p 'Password: ' secret; echo; echo \"length ${#secret}\"",
+        &[],
+        options,
+    );
+    let prompt = job.wait_until(soon()).await;
+    assert_eq!(prompt.state, JobState::AwaitingInput);
+    assert_eq!(prompt.text, "Password: ");
+    assert!(prompt.echo_off, "read -s turns echo off: {prompt:?}");
+    let done = job
+        .write(SECRET, &keys(&["Enter"]), soon())
+        .await
+        .expect("written");
+    assert!(exited_with(&done, 0), "{done:?}");
+    assert!(done.input_hidden);
+    assert_eq!(done.text, "\nlength 18\n");
+    let last = job.stop().await;
+    for snapshot in [&prompt, &done, &last] {
+        assert!(!format!("{snapshot:?}").contains(SECRET));
+    }
+    assert!(!job.read(0, usize::MAX).text.contains(SECRET));
+    let logged = std::fs::read_to_string(log.path()).expect("log");
+    assert_eq!(logged, "Password: \nlength 18\n");
+}
+
+#[tokio::test]
+async fn control_c_interrupts_the_foreground_command_and_the_shell_survives() {
+    let mut job = start_with(
+        "exec bash --norc --noprofile -i",
+        &[("PS1", "$ ")],
+        InteractiveOptions::default(),
+    );
+    let prompt = job.wait_until(soon()).await;
+    assert_eq!(prompt.state, JobState::AwaitingInput, "{prompt:?}");
+    let shell = job.pid();
+    let short = Instant::now() + Duration::from_millis(800);
+    let sleeping = job
+        .write("sleep 100", &keys(&["Enter"]), short)
+        .await
+        .expect("written");
+    assert_eq!(sleeping.state, JobState::Running, "{sleeping:?}");
+    let sleeps = children_named(shell, "sleep");
+    assert_eq!(sleeps.len(), 1, "one sleep under the shell");
+    let interrupted = job.write("", &keys(&["C-c"]), soon()).await.expect("written");
+    assert_eq!(interrupted.state, JobState::AwaitingInput, "{interrupted:?}");
+    assert!(gone(sleeps[0]).await, "sleep was interrupted");
+    assert!(pid_running(shell), "the shell survived");
+    let next = job
+        .write("echo alive-$((40 + 2))", &keys(&["Enter"]), soon())
+        .await
+        .expect("written");
+    assert_eq!(next.state, JobState::AwaitingInput, "{next:?}");
+    assert!(next.text.lines().any(|line| line == "alive-42"), "{next:?}");
+    job.stop().await;
+}
+
+#[tokio::test]
+async fn a_full_screen_program_returns_its_rendered_screen() {
+    let directory = tempfile::tempdir().expect("temp dir");
+    let file = directory.path().join("numbers.txt");
+    let lines: String = (1..=200).map(|number| format!("line {number}\n")).collect();
+    std::fs::write(&file, lines).expect("file written");
+    let mut job = start(&format!("less {}", file.display()));
+    let shown = job.wait_until(soon()).await;
+    assert_eq!(shown.state, JobState::AwaitingInput, "{shown:?}");
+    let screen = shown.screen.expect("a full-screen program shows its screen");
+    let rows: Vec<&str> = screen.lines().collect();
+    assert_eq!(rows.len(), 40, "{screen}");
+    let expected: Vec<String> = (1..=39).map(|number| format!("line {number}")).collect();
+    assert_eq!(rows[..39], expected[..]);
+    let paged = job.write("", &keys(&["PageDown"]), soon()).await.expect("written");
+    let screen = paged.screen.expect("still a screen");
+    assert_eq!(screen.lines().next(), Some("line 40"), "{screen}");
+    let quit = job.write("q", &[], soon()).await.expect("written");
+    assert!(exited_with(&quit, 0), "{quit:?}");
+    assert_eq!(quit.screen, None);
+}
+
+#[tokio::test]
+async fn a_program_that_prints_without_reading_is_running_at_the_yield() {
+    let mut job = start("for i in $(seq 1 600); do echo tick $i; sleep 0.05; done");
+    let snapshot = job.wait_until(Instant::now() + Duration::from_secs(2)).await;
+    assert_eq!(snapshot.state, JobState::Running, "{snapshot:?}");
+    assert!(snapshot.text.starts_with("tick 1\ntick 2\n"), "{snapshot:?}");
+    let stopped = job.stop().await;
+    assert!(matches!(&stopped.state, JobState::Exited(exit) if exit.stopped));
+}
+
+#[tokio::test]
+async fn a_silent_program_that_does_not_read_is_running_at_the_yield() {
+    let mut job = start("sleep 30");
+    let snapshot = job.wait_until(Instant::now() + Duration::from_secs(1)).await;
+    assert_eq!(snapshot.state, JobState::Running, "{snapshot:?}");
+    job.stop().await;
+}
+
+#[tokio::test]
+async fn stop_kills_the_whole_tree() {
+    let mut job = start(
+        "sleep 300 & echo \"child $!\"; setsid sleep 301 & echo \"escapee $!\"; read line",
+    );
+    let waiting = job.wait_until(soon()).await;
+    assert_eq!(waiting.state, JobState::AwaitingInput, "{waiting:?}");
+    let pid_of = |label: &str| -> u32 {
+        waiting
+            .text
+            .lines()
+            .find_map(|line| line.strip_prefix(label)?.trim().parse().ok())
+            .expect("pid printed")
+    };
+    let pids = [job.pid(), pid_of("child"), pid_of("escapee")];
+    assert!(pids.iter().all(|&pid| pid_running(pid)));
+    let stopped = job.stop().await;
+    assert!(
+        matches!(&stopped.state, JobState::Exited(exit) if exit.stopped && exit.signal.is_some()),
+        "{stopped:?}"
+    );
+    for pid in pids {
+        assert!(gone(pid).await, "pid {pid} survived stop");
+    }
+}
+
+#[tokio::test]
+async fn the_timeout_stops_the_tree() {
+    let options = InteractiveOptions {
+        timeout: Some(Duration::from_millis(500)),
+        ..InteractiveOptions::default()
+    };
+    let mut job = start_with("sleep 300", &[], options);
+    let pid = job.pid();
+    let snapshot = job.wait_until(soon()).await;
+    assert!(
+        matches!(&snapshot.state, JobState::Exited(exit) if exit.timed_out),
+        "{snapshot:?}"
+    );
+    assert!(gone(pid).await);
+}
+
+#[tokio::test]
+async fn writing_to_an_ended_job_is_an_error() {
+    let mut job = start("echo bye");
+    let end = job.wait_until(soon()).await;
+    assert!(exited_with(&end, 0), "{end:?}");
+    assert_eq!(end.text, "bye\n");
+    let error = job.write("x", &[], soon()).await.expect_err("closed");
+    assert_eq!(
+        error.to_string(),
+        "the interactive job has ended (exit code 0); its input is closed, start a new one"
+    );
+}
+
+#[tokio::test]
+async fn reads_by_cursor_return_everything_in_order() {
+    let mut job = start("seq 1 2000");
+    let end = job.wait_until(soon()).await;
+    assert!(exited_with(&end, 0));
+    let expected: String = (1..=2000).map(|number| format!("{number}\n")).collect();
+    assert_eq!(end.text, expected);
+    let mut cursor = 0;
+    let mut pieces = String::new();
+    loop {
+        let read = job.read(cursor, 1000);
+        if read.text.is_empty() {
+            break;
+        }
+        assert_eq!(read.dropped, 0);
+        pieces.push_str(&read.text);
+        cursor = read.next;
+    }
+    assert_eq!(pieces, expected);
+}
