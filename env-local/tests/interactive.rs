@@ -249,6 +249,22 @@ async fn stop_kills_the_whole_tree() {
 }
 
 #[tokio::test]
+async fn dropping_a_job_kills_the_tree() {
+    let mut job = start("sleep 300 & echo \"child $!\"; read line");
+    let waiting = job.wait_until(soon()).await;
+    assert_eq!(waiting.state, JobState::AwaitingInput, "{waiting:?}");
+    let child: u32 = waiting
+        .text
+        .lines()
+        .find_map(|line| line.strip_prefix("child ")?.parse().ok())
+        .expect("pid printed");
+    let root = job.pid();
+    drop(job);
+    assert!(gone(root).await, "the root was killed and reaped");
+    assert!(gone(child).await, "the child was killed");
+}
+
+#[tokio::test]
 async fn the_timeout_stops_the_tree() {
     let options = InteractiveOptions {
         timeout: Some(Duration::from_millis(500)),

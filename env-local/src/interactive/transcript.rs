@@ -191,7 +191,7 @@ mod tests {
             second,
             TextRead {
                 text: "yes\ngot yes\n".to_owned(),
-                next: 23,
+                next: 24,
                 dropped: 0
             }
         );
@@ -219,6 +219,6 @@ mod tests {
         sink.push("a line that is too long for the limit\n");
         sink.finish();
         let text = std::fs::read_to_string(file.path()).expect("read");
-        assert_eq!(text, "100%\nnext\na line that is t\n[log file limit reached]\n");
+        assert_eq!(text, "100%\nnext\na line that is too l\n[log file limit reached]\n");
     }
 }
