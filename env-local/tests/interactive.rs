@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use bashtool_env_local::{
-    InteractiveJob, InteractiveOptions, JobState, Key, LocalConfig, RunMarker, Snapshot,
+    Detection, InteractiveJob, InteractiveOptions, JobState, Key, LocalConfig, RunMarker, Snapshot,
     interactive_launch,
 };
 use tokio::time::Instant;
@@ -93,6 +93,7 @@ async fn a_prompt_is_awaiting_input_and_the_answer_goes_through() {
     let mut job = start("read -p 'Continue? ' answer; echo \"got $answer\"");
     let first = job.wait_until(soon()).await;
     assert_eq!(first.state, JobState::AwaitingInput);
+    assert_eq!(first.detection, Some(Detection::Kernel));
     assert_eq!(first.text, "Continue? ");
     assert_eq!(first.screen, None);
     assert!(!first.echo_off);
@@ -312,4 +313,66 @@ async fn reads_by_cursor_return_everything_in_order() {
         cursor = read.next;
     }
     assert_eq!(pieces, expected);
+}
+
+#[tokio::test]
+async fn waiting_in_poll_epoll_or_on_dev_tty_is_awaiting_input() {
+    let commands = [
+        // poll(2) on stdin, then a line.
+        "python3 -c 'import select,sys; p=select.poll(); p.register(0, select.POLLIN); \
+         print(\"ready\", flush=True); p.poll(); print(\"got\", sys.stdin.readline().strip())'",
+        // epoll_wait(2) on stdin, then a line.
+        "python3 -c 'import select,sys; e=select.epoll(); e.register(0, select.EPOLLIN); \
+         print(\"ready\", flush=True); e.poll(); print(\"got\", sys.stdin.readline().strip())'",
+        // The controlling terminal opened by name, as sudo and ssh do.
+        "echo ready; read line < /dev/tty; echo \"got $line\"",
+    ];
+    for command in commands {
+        let mut job = start(command);
+        let waiting = job.wait_until(soon()).await;
+        assert_eq!(waiting.state, JobState::AwaitingInput, "{command}: {waiting:?}");
+        assert_eq!(waiting.detection, Some(Detection::Kernel));
+        assert_eq!(waiting.text, "ready\n");
+        let done = job.write("it", &keys(&["Enter"]), soon()).await.expect("written");
+        assert!(exited_with(&done, 0), "{command}: {done:?}");
+        assert_eq!(done.text, "it\ngot it\n", "{command}");
+    }
+}
+
+#[tokio::test]
+async fn a_program_reading_a_pipe_is_not_awaiting_input() {
+    // `cat` reads the pipe, not the terminal; nothing reads the terminal.
+    let mut job = start("sleep 30 | cat");
+    let snapshot = job.wait_until(Instant::now() + Duration::from_secs(1)).await;
+    assert_eq!(snapshot.state, JobState::Running, "{snapshot:?}");
+    job.stop().await;
+}
+
+#[tokio::test]
+async fn a_process_the_kernel_will_not_show_falls_back_to_the_silence_timer() {
+    // A non-dumpable process (as setuid programs like sudo are) hides its
+    // system calls from other processes of its user; root still sees them.
+    let options = InteractiveOptions {
+        silence_fallback: Duration::from_millis(500),
+        ..InteractiveOptions::default()
+    };
+    let mut job = start_with(
+        "python3 -c 'import ctypes; ctypes.CDLL(None).prctl(4, 0, 0, 0, 0); input(\"name? \")'",
+        &[],
+        options,
+    );
+    let waiting = job.wait_until(soon()).await;
+    assert_eq!(waiting.state, JobState::AwaitingInput, "{waiting:?}");
+    // `/proc/self` belongs to our effective user.
+    let privileged = std::os::unix::fs::MetadataExt::uid(
+        &std::fs::metadata("/proc/self").expect("/proc/self"),
+    ) == 0;
+    let expected = if privileged {
+        Detection::Kernel
+    } else {
+        Detection::SilenceTimer
+    };
+    assert_eq!(waiting.detection, Some(expected));
+    assert_eq!(waiting.text, "name? ");
+    job.stop().await;
 }

@@ -220,7 +220,7 @@ fn read_memory(pid: u32, address: u64, buffer: &mut [u8]) -> bool {
 /// A thread blocked in a system call: its number and six arguments.
 #[derive(Debug, PartialEq, Eq)]
 struct SyscallLine {
-    number: i64,
+    number: libc::c_long,
     arguments: Vec<u64>,
 }
 
@@ -230,7 +230,7 @@ impl SyscallLine {
     /// `None` for `running`.
     fn parse(text: &str) -> Option<Self> {
         let mut words = text.split_whitespace();
-        let number: i64 = words.next()?.parse().ok()?;
+        let number: libc::c_long = words.next()?.parse().ok()?;
         let arguments = words
             .take(6)
             .map(|word| u64::from_str_radix(word.trim_start_matches("0x"), 16).unwrap_or(0))
@@ -252,7 +252,7 @@ enum Wait {
     Epoll,
 }
 
-fn classify(number: i64) -> Option<Wait> {
+fn classify(number: libc::c_long) -> Option<Wait> {
     let reads = [
         libc::SYS_read,
         libc::SYS_readv,
@@ -276,7 +276,6 @@ fn classify(number: i64) -> Option<Wait> {
         #[cfg(target_arch = "x86_64")]
         libc::SYS_epoll_wait,
     ];
-    let number = libc::c_long::try_from(number).ok()?;
     if reads.contains(&number) {
         Some(Wait::Read)
     } else if selects.contains(&number) {
@@ -313,12 +312,12 @@ mod tests {
 
     #[test]
     fn classifies_the_waiting_system_calls() {
-        assert_eq!(classify(libc::SYS_read.into()), Some(Wait::Read));
-        assert_eq!(classify(libc::SYS_pselect6.into()), Some(Wait::Select));
-        assert_eq!(classify(libc::SYS_ppoll.into()), Some(Wait::Poll));
-        assert_eq!(classify(libc::SYS_epoll_pwait.into()), Some(Wait::Epoll));
-        assert_eq!(classify(libc::SYS_nanosleep.into()), None);
-        assert_eq!(classify(libc::SYS_wait4.into()), None);
+        assert_eq!(classify(libc::SYS_read), Some(Wait::Read));
+        assert_eq!(classify(libc::SYS_pselect6), Some(Wait::Select));
+        assert_eq!(classify(libc::SYS_ppoll), Some(Wait::Poll));
+        assert_eq!(classify(libc::SYS_epoll_pwait), Some(Wait::Epoll));
+        assert_eq!(classify(libc::SYS_nanosleep), None);
+        assert_eq!(classify(libc::SYS_wait4), None);
         assert_eq!(classify(-1), None);
     }
 }

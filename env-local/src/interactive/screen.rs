@@ -107,14 +107,12 @@ impl AddressScanner {
         let mut found = false;
         for &byte in bytes {
             *self = match *self {
-                Self::Normal if byte == 0x1b => Self::Escape,
-                Self::Normal => Self::Normal,
+                Self::Normal | Self::Escape if byte == 0x1b => Self::Escape,
                 Self::Escape if byte == b'[' => Self::Csi {
                     private: false,
                     length: 0,
                 },
-                Self::Escape if byte == 0x1b => Self::Escape,
-                Self::Escape => Self::Normal,
+                Self::Normal | Self::Escape => Self::Normal,
                 Self::Csi { length, .. } if length > MAX_CSI_LENGTH => Self::Normal,
                 Self::Csi { private, length } => match byte {
                     b'?' | b'>' | b'<' | b'=' if length == 0 => Self::Csi {

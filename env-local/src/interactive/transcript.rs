@@ -163,7 +163,7 @@ impl LogSink {
                 cut -= 1;
             }
             self.file
-                .write_all(text[..cut].as_bytes())
+                .write_all(&text.as_bytes()[..cut])
                 .and_then(|()| self.file.write_all(b"\n[log file limit reached]\n"))
         } else {
             self.file.write_all(text.as_bytes())
