@@ -33,6 +33,12 @@ use crate::wrap::{Launch, SpawnWrapper};
 pub const DEFAULT_YIELD: Duration = Duration::from_secs(10);
 /// How often the processes are probed while the job prints nothing.
 pub const PROBE_INTERVAL: Duration = Duration::from_millis(50);
+/// After this much silence without a read, a job is probed less often:
+/// a probe scans `/proc` (about a millisecond per hundred processes), and a
+/// long silent computation need not cost a few percent of a core.
+const SLOWER_PROBES_AFTER: Duration = Duration::from_secs(1);
+/// How much less often (the answer still comes within about 0.2 s).
+const SLOWER_PROBE_FACTOR: u32 = 3;
 /// Silence after which a job counts as waiting when the kernel cannot be
 /// asked (see [`Detection::SilenceTimer`]).
 pub const DEFAULT_SILENCE_FALLBACK: Duration = Duration::from_secs(2);
@@ -231,6 +237,8 @@ pub struct InteractiveJob {
     cursor: u64,
     /// The last write went in with echo off (reported once).
     input_hidden: bool,
+    /// When input was last sent.
+    last_input: Instant,
     probe_interval: Duration,
     silence_fallback: Duration,
     size: TerminalSize,
@@ -316,6 +324,7 @@ impl InteractiveJob {
             pid,
             cursor: 0,
             input_hidden: false,
+            last_input: Instant::now(),
             probe_interval: options.probe_interval.max(Duration::from_millis(1)),
             silence_fallback: options.silence_fallback,
             size,
@@ -347,7 +356,8 @@ impl InteractiveJob {
                 return self.snapshot(JobState::Exited(exit), None);
             }
             let now = Instant::now();
-            let last_output = self.shared.lock().last_output;
+            // Quiet since the last output or input, whichever came last.
+            let last_output = self.shared.lock().last_output.max(self.last_input);
             let quiet_for = now.saturating_duration_since(last_output);
             if quiet_for >= self.probe_interval
                 && let Some(detection) = self.awaiting_input(quiet_for).await
@@ -358,7 +368,9 @@ impl InteractiveJob {
             if now >= yield_at {
                 return self.snapshot(JobState::Running, None);
             }
-            let next_probe = if quiet_for >= self.probe_interval {
+            let next_probe = if quiet_for >= SLOWER_PROBES_AFTER {
+                now + self.probe_interval * SLOWER_PROBE_FACTOR
+            } else if quiet_for >= self.probe_interval {
                 now + self.probe_interval
             } else {
                 last_output + self.probe_interval
@@ -402,7 +414,9 @@ impl InteractiveJob {
         if modes.hides_input() && !text.is_empty() {
             self.input_hidden = true;
         }
-        write_all(&live.master, &bytes, deadline).await
+        let written = write_all(&live.master, &bytes, deadline).await;
+        self.last_input = Instant::now();
+        written
     }
 
     /// Changes the terminal's size; full-screen programs redraw.
