@@ -32,8 +32,7 @@ async fn latency(command: &str, stamp: &Path, runs: usize) -> anyhow::Result<Sam
             &BTreeMap::new(),
             &marker,
         );
-        let mut job =
-            InteractiveJob::start(&launch, &[], marker, InteractiveOptions::default())?;
+        let mut job = InteractiveJob::start(&launch, &[], marker, InteractiveOptions::default())?;
         let snapshot = job.wait_until(tokio::time::Instant::now() + PATIENCE).await;
         let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs_f64();
         job.stop().await;
@@ -77,7 +76,10 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
         met: Some(samples.median() < limit),
     };
     Ok(vec![
-        row("interactive: read blocked → `awaiting_input` (bash `read`)", &bash),
+        row(
+            "interactive: read blocked → `awaiting_input` (bash `read`)",
+            &bash,
+        ),
         row(
             "interactive: read blocked → `awaiting_input` (Python `input`, select)",
             &python,

@@ -78,7 +78,10 @@ fn children_named(parent: u32, name: &str) -> Vec<u32> {
             let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
                 return false;
             };
-            let comm = stat.split('(').nth(1).and_then(|rest| rest.rsplit_once(')'));
+            let comm = stat
+                .split('(')
+                .nth(1)
+                .and_then(|rest| rest.rsplit_once(')'));
             let Some((comm, rest)) = comm else {
                 return false;
             };
@@ -97,7 +100,10 @@ async fn a_prompt_is_awaiting_input_and_the_answer_goes_through() {
     assert_eq!(first.text, "Continue? ");
     assert_eq!(first.screen, None);
     assert!(!first.echo_off);
-    let second = job.write("yes", &keys(&["Enter"]), soon()).await.expect("written");
+    let second = job
+        .write("yes", &keys(&["Enter"]), soon())
+        .await
+        .expect("written");
     assert!(exited_with(&second, 0), "{second:?}");
     assert_eq!(second.text, "yes\ngot yes\n");
     assert!(!second.input_hidden);
@@ -115,7 +121,10 @@ async fn python_evaluates_what_is_typed() {
         .expect("written");
     assert_eq!(answer.state, JobState::AwaitingInput, "{answer:?}");
     assert_eq!(answer.text, "1+1\n2\n>>> ");
-    let end = job.write("", &keys(&["C-d"]), soon()).await.expect("written");
+    let end = job
+        .write("", &keys(&["C-d"]), soon())
+        .await
+        .expect("written");
     assert!(exited_with(&end, 0), "{end:?}");
 }
 
@@ -170,8 +179,15 @@ async fn control_c_interrupts_the_foreground_command_and_the_shell_survives() {
     assert_eq!(sleeping.state, JobState::Running, "{sleeping:?}");
     let sleeps = children_named(shell, "sleep");
     assert_eq!(sleeps.len(), 1, "one sleep under the shell");
-    let interrupted = job.write("", &keys(&["C-c"]), soon()).await.expect("written");
-    assert_eq!(interrupted.state, JobState::AwaitingInput, "{interrupted:?}");
+    let interrupted = job
+        .write("", &keys(&["C-c"]), soon())
+        .await
+        .expect("written");
+    assert_eq!(
+        interrupted.state,
+        JobState::AwaitingInput,
+        "{interrupted:?}"
+    );
     assert!(gone(sleeps[0]).await, "sleep was interrupted");
     assert!(pid_running(shell), "the shell survived");
     let next = job
@@ -192,12 +208,17 @@ async fn a_full_screen_program_returns_its_rendered_screen() {
     let mut job = start(&format!("less {}", file.display()));
     let shown = job.wait_until(soon()).await;
     assert_eq!(shown.state, JobState::AwaitingInput, "{shown:?}");
-    let screen = shown.screen.expect("a full-screen program shows its screen");
+    let screen = shown
+        .screen
+        .expect("a full-screen program shows its screen");
     let rows: Vec<&str> = screen.lines().collect();
     assert_eq!(rows.len(), 40, "{screen}");
     let expected: Vec<String> = (1..=39).map(|number| format!("line {number}")).collect();
     assert_eq!(rows[..39], expected[..]);
-    let paged = job.write("", &keys(&["PageDown"]), soon()).await.expect("written");
+    let paged = job
+        .write("", &keys(&["PageDown"]), soon())
+        .await
+        .expect("written");
     let screen = paged.screen.expect("still a screen");
     assert_eq!(screen.lines().next(), Some("line 40"), "{screen}");
     let quit = job.write("q", &[], soon()).await.expect("written");
@@ -208,9 +229,14 @@ async fn a_full_screen_program_returns_its_rendered_screen() {
 #[tokio::test]
 async fn a_program_that_prints_without_reading_is_running_at_the_yield() {
     let mut job = start("for i in $(seq 1 600); do echo tick $i; sleep 0.05; done");
-    let snapshot = job.wait_until(Instant::now() + Duration::from_secs(2)).await;
+    let snapshot = job
+        .wait_until(Instant::now() + Duration::from_secs(2))
+        .await;
     assert_eq!(snapshot.state, JobState::Running, "{snapshot:?}");
-    assert!(snapshot.text.starts_with("tick 1\ntick 2\n"), "{snapshot:?}");
+    assert!(
+        snapshot.text.starts_with("tick 1\ntick 2\n"),
+        "{snapshot:?}"
+    );
     let stopped = job.stop().await;
     assert!(matches!(&stopped.state, JobState::Exited(exit) if exit.stopped));
 }
@@ -218,16 +244,17 @@ async fn a_program_that_prints_without_reading_is_running_at_the_yield() {
 #[tokio::test]
 async fn a_silent_program_that_does_not_read_is_running_at_the_yield() {
     let mut job = start("sleep 30");
-    let snapshot = job.wait_until(Instant::now() + Duration::from_secs(1)).await;
+    let snapshot = job
+        .wait_until(Instant::now() + Duration::from_secs(1))
+        .await;
     assert_eq!(snapshot.state, JobState::Running, "{snapshot:?}");
     job.stop().await;
 }
 
 #[tokio::test]
 async fn stop_kills_the_whole_tree() {
-    let mut job = start(
-        "sleep 300 & echo \"child $!\"; setsid sleep 301 & echo \"escapee $!\"; read line",
-    );
+    let mut job =
+        start("sleep 300 & echo \"child $!\"; setsid sleep 301 & echo \"escapee $!\"; read line");
     let waiting = job.wait_until(soon()).await;
     assert_eq!(waiting.state, JobState::AwaitingInput, "{waiting:?}");
     let pid_of = |label: &str| -> u32 {
@@ -330,10 +357,17 @@ async fn waiting_in_poll_epoll_or_on_dev_tty_is_awaiting_input() {
     for command in commands {
         let mut job = start(command);
         let waiting = job.wait_until(soon()).await;
-        assert_eq!(waiting.state, JobState::AwaitingInput, "{command}: {waiting:?}");
+        assert_eq!(
+            waiting.state,
+            JobState::AwaitingInput,
+            "{command}: {waiting:?}"
+        );
         assert_eq!(waiting.detection, Some(Detection::Kernel));
         assert_eq!(waiting.text, "ready\n");
-        let done = job.write("it", &keys(&["Enter"]), soon()).await.expect("written");
+        let done = job
+            .write("it", &keys(&["Enter"]), soon())
+            .await
+            .expect("written");
         assert!(exited_with(&done, 0), "{command}: {done:?}");
         assert_eq!(done.text, "it\ngot it\n", "{command}");
     }
@@ -343,7 +377,9 @@ async fn waiting_in_poll_epoll_or_on_dev_tty_is_awaiting_input() {
 async fn a_program_reading_a_pipe_is_not_awaiting_input() {
     // `cat` reads the pipe, not the terminal; nothing reads the terminal.
     let mut job = start("sleep 30 | cat");
-    let snapshot = job.wait_until(Instant::now() + Duration::from_secs(1)).await;
+    let snapshot = job
+        .wait_until(Instant::now() + Duration::from_secs(1))
+        .await;
     assert_eq!(snapshot.state, JobState::Running, "{snapshot:?}");
     job.stop().await;
 }
@@ -364,9 +400,9 @@ async fn a_process_the_kernel_will_not_show_falls_back_to_the_silence_timer() {
     let waiting = job.wait_until(soon()).await;
     assert_eq!(waiting.state, JobState::AwaitingInput, "{waiting:?}");
     // `/proc/self` belongs to our effective user.
-    let privileged = std::os::unix::fs::MetadataExt::uid(
-        &std::fs::metadata("/proc/self").expect("/proc/self"),
-    ) == 0;
+    let privileged =
+        std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").expect("/proc/self"))
+            == 0;
     let expected = if privileged {
         Detection::Kernel
     } else {

@@ -39,13 +39,20 @@ async fn fifty_jobs_at_once_leak_no_fd_and_no_thread() {
     assert!(count_entries("/proc/self/fd") >= fds_before + JOBS * 2);
     for job in &mut jobs {
         let snapshot = job.stop().await;
-        assert!(matches!(snapshot.state, JobState::Exited(_)), "{snapshot:?}");
+        assert!(
+            matches!(snapshot.state, JobState::Exited(_)),
+            "{snapshot:?}"
+        );
     }
     drop(jobs);
     tokio::task::yield_now().await;
 
     assert_eq!(count_entries("/proc/self/fd"), fds_before, "fds leaked");
-    assert_eq!(count_entries("/proc/self/task"), threads_before, "threads leaked");
+    assert_eq!(
+        count_entries("/proc/self/task"),
+        threads_before,
+        "threads leaked"
+    );
     for pid in pids {
         assert!(
             !Path::new(&format!("/proc/{pid}")).exists(),

@@ -85,8 +85,7 @@ impl Detector {
                 continue;
             };
             for task in tasks.filter_map(Result::ok) {
-                let Some(tid) = task.file_name().to_str().and_then(|name| name.parse().ok())
-                else {
+                let Some(tid) = task.file_name().to_str().and_then(|name| name.parse().ok()) else {
                     continue;
                 };
                 match self.activity(member.pid, tid) {
@@ -161,9 +160,7 @@ impl Detector {
         if !read_memory(pid, read_set, &mut bits) {
             return false;
         }
-        (0..count).any(|fd| {
-            bits[fd / 8] & (1 << (fd % 8)) != 0 && self.is_terminal(pid, fd as u64)
-        })
+        (0..count).any(|fd| bits[fd / 8] & (1 << (fd % 8)) != 0 && self.is_terminal(pid, fd as u64))
     }
 
     fn poll_reads_terminal(self, pid: u32, array: u64, count: u64) -> bool {
@@ -179,9 +176,7 @@ impl Detector {
         entries.chunks_exact(8).any(|entry| {
             let fd = i32::from_ne_bytes([entry[0], entry[1], entry[2], entry[3]]);
             let events = i16::from_ne_bytes([entry[4], entry[5]]) as u16;
-            fd >= 0
-                && u64::from(events) & INPUT_EVENTS != 0
-                && self.is_terminal(pid, fd as u64)
+            fd >= 0 && u64::from(events) & INPUT_EVENTS != 0 && self.is_terminal(pid, fd as u64)
         })
     }
 
@@ -202,9 +197,7 @@ impl Detector {
                 .and_then(|_| words.next())
                 .and_then(|events| u64::from_str_radix(events, 16).ok());
             match (fd, events) {
-                (Some(fd), Some(events)) => {
-                    events & INPUT_EVENTS != 0 && self.is_terminal(pid, fd)
-                }
+                (Some(fd), Some(events)) => events & INPUT_EVENTS != 0 && self.is_terminal(pid, fd),
                 _ => false,
             }
         })

@@ -189,7 +189,8 @@ impl Shared {
     }
 
     fn bump(&self) {
-        self.changes.send_modify(|count| *count = count.wrapping_add(1));
+        self.changes
+            .send_modify(|count| *count = count.wrapping_add(1));
     }
 }
 
@@ -399,10 +400,9 @@ impl InteractiveJob {
     /// next snapshot says so; typed text is never logged either way.
     pub async fn send(&mut self, text: &str, keys: &[Key], deadline: Instant) -> Result<(), Error> {
         let Some(live) = self.live.as_ref().filter(|_| self.exit().is_none()) else {
-            let state = self.exit().map_or_else(
-                || "stopped".to_owned(),
-                |exit| describe_exit(&exit),
-            );
+            let state = self
+                .exit()
+                .map_or_else(|| "stopped".to_owned(), |exit| describe_exit(&exit));
             return Err(Error::InputClosed { state });
         };
         let application_cursor = self.shared.lock().screen.application_cursor();
@@ -452,9 +452,7 @@ impl InteractiveJob {
             live.stop.cancel();
         }
         self.release().await;
-        let state = self
-            .exit()
-            .map_or(JobState::Running, JobState::Exited);
+        let state = self.exit().map_or(JobState::Running, JobState::Exited);
         self.snapshot(state, None)
     }
 
@@ -669,8 +667,7 @@ fn read_available(
 /// the master asynchronously).
 async fn drain(driver: &Driver, buffer: &mut [u8]) {
     loop {
-        let Ok(Ok(mut guard)) =
-            tokio::time::timeout(FINAL_DRAIN, driver.master.readable()).await
+        let Ok(Ok(mut guard)) = tokio::time::timeout(FINAL_DRAIN, driver.master.readable()).await
         else {
             return;
         };

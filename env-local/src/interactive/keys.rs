@@ -84,7 +84,10 @@ impl Key {
 
     /// Parses every name, failing on the first unknown one.
     pub fn parse_all<S: AsRef<str>>(names: &[S]) -> Result<Vec<Self>, Error> {
-        names.iter().map(|name| Self::parse(name.as_ref())).collect()
+        names
+            .iter()
+            .map(|name| Self::parse(name.as_ref()))
+            .collect()
     }
 
     /// The bytes an xterm sends for this key. `application_cursor`: the

@@ -108,7 +108,8 @@ impl Pty {
         // SAFETY: TIOCSWINSZ reads one `winsize` from the pointer, which
         // lives for the duration of the call.
         #[allow(unsafe_code)]
-        let result = unsafe { libc::ioctl(self.master.as_raw_fd(), libc::TIOCSWINSZ, &raw const window) };
+        let result =
+            unsafe { libc::ioctl(self.master.as_raw_fd(), libc::TIOCSWINSZ, &raw const window) };
         if result < 0 {
             return Err(std::io::Error::last_os_error());
         }
@@ -216,7 +217,12 @@ pub(crate) fn spawn_on(
     command
         .args(arguments)
         .env_clear()
-        .envs(launch.env.iter().map(|(key, value)| (key.as_os_str(), value.as_os_str())))
+        .envs(
+            launch
+                .env
+                .iter()
+                .map(|(key, value)| (key.as_os_str(), value.as_os_str())),
+        )
         .current_dir(&launch.cwd)
         .stdin(stdio().map_err(&spawn_error)?)
         .stdout(stdio().map_err(&spawn_error)?)

@@ -55,7 +55,8 @@ impl ScreenTracker {
     }
 
     pub fn resize(&mut self, size: TerminalSize) {
-        self.parser.set_size(non_zero(size.rows), non_zero(size.columns));
+        self.parser
+            .set_size(non_zero(size.rows), non_zero(size.columns));
     }
 
     /// The program switched the cursor keys to application mode.
@@ -95,7 +96,10 @@ enum AddressScanner {
     Escape,
     /// Inside `ESC [`; `private` when the parameters start with `?`, `>`,
     /// `<` or `=` (modes, not movement).
-    Csi { private: bool, length: usize },
+    Csi {
+        private: bool,
+        length: usize,
+    },
 }
 
 /// Longest CSI sequence followed before giving up on it.
@@ -144,7 +148,9 @@ mod tests {
 
     fn scan_all(pieces: &[&[u8]]) -> bool {
         let mut scanner = AddressScanner::default();
-        pieces.iter().fold(false, |found, piece| scanner.scan(piece) | found)
+        pieces
+            .iter()
+            .fold(false, |found, piece| scanner.scan(piece) | found)
     }
 
     #[test]

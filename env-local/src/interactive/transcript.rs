@@ -219,6 +219,9 @@ mod tests {
         sink.push("a line that is too long for the limit\n");
         sink.finish();
         let text = std::fs::read_to_string(file.path()).expect("read");
-        assert_eq!(text, "100%\nnext\na line that is too l\n[log file limit reached]\n");
+        assert_eq!(
+            text,
+            "100%\nnext\na line that is too l\n[log file limit reached]\n"
+        );
     }
 }
