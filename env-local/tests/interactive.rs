@@ -99,6 +99,7 @@ async fn a_prompt_is_awaiting_input_and_the_answer_goes_through() {
     assert_eq!(first.detection, Some(Detection::Kernel));
     assert_eq!(first.text, "Continue? ");
     assert_eq!(first.screen, None);
+    assert_eq!(job.state().await, JobState::AwaitingInput);
     assert!(!first.echo_off);
     let second = job
         .write("yes", &keys(&["Enter"]), soon())
@@ -248,6 +249,7 @@ async fn a_silent_program_that_does_not_read_is_running_at_the_yield() {
         .wait_until(Instant::now() + Duration::from_secs(1))
         .await;
     assert_eq!(snapshot.state, JobState::Running, "{snapshot:?}");
+    assert_eq!(job.state().await, JobState::Running);
     job.stop().await;
 }
 

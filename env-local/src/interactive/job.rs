@@ -6,8 +6,7 @@
 //! [`super::detect`]); the caller's yield time. The job's own timeout stops
 //! the whole tree whatever the calls do.
 
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bashtool_core::ExecError;
@@ -19,197 +18,26 @@ use tokio_util::sync::CancellationToken;
 
 use super::child::ChildProcess;
 use super::detect::{Detector, Probe};
+use super::driver::{Driver, Master, Shared, Terminal, drive, write_all};
 use super::keys::Key;
+use super::options::InteractiveOptions;
 use super::pty::{Pty, TerminalModes, TerminalSize, spawn_on};
 use super::screen::ScreenTracker;
-use super::transcript::{DEFAULT_TEXT_CAPACITY, LogSink, TextRead, TextWindow};
-use crate::config::{DEFAULT_KILL_GRACE, DEFAULT_MAX_LOG_BYTES};
+use super::state::{Detection, JobExit, JobState, Snapshot};
+use super::transcript::{LogSink, TextRead, TextWindow};
 use crate::error::Error;
 use crate::kill::{ProcessTree, RunMarker};
-use crate::spawn::ExitStatus;
 use crate::wrap::{Launch, SpawnWrapper};
 
-/// Default time a call waits before returning a still running job.
-pub const DEFAULT_YIELD: Duration = Duration::from_secs(10);
-/// How often the processes are probed while the job prints nothing.
-pub const PROBE_INTERVAL: Duration = Duration::from_millis(50);
 /// After this much silence without a read, a job is probed less often:
 /// a probe scans `/proc` (about a millisecond per hundred processes), and a
 /// long silent computation need not cost a few percent of a core.
 const SLOWER_PROBES_AFTER: Duration = Duration::from_secs(1);
 /// How much less often (the answer still comes within about 0.2 s).
 const SLOWER_PROBE_FACTOR: u32 = 3;
-/// Silence after which a job counts as waiting when the kernel cannot be
-/// asked (see [`Detection::SilenceTimer`]).
-pub const DEFAULT_SILENCE_FALLBACK: Duration = Duration::from_secs(2);
 /// Pause before a positive probe is confirmed: output still in the kernel's
 /// buffers reaches us, and input just typed wakes its reader.
 const CONFIRM_DELAY: Duration = Duration::from_millis(10);
-/// After the tree ended, how long the terminal is read for the last bytes.
-const FINAL_DRAIN: Duration = Duration::from_millis(20);
-/// Bytes read from the terminal at once.
-const READ_CHUNK: usize = 64 * 1024;
-/// Reads per wakeup before other tasks get a turn (a flooding program).
-const READS_PER_TURN: usize = 16;
-
-/// How an interactive job is run.
-#[derive(Debug)]
-pub struct InteractiveOptions {
-    /// The terminal's size. Default 120×40.
-    pub size: TerminalSize,
-    /// The job's whole life; then the tree is stopped. `None`: no limit.
-    pub timeout: Option<Duration>,
-    /// Time between SIGTERM and SIGKILL when the tree is stopped.
-    pub kill_grace: Duration,
-    /// Where the cleaned output goes, whole (the caller created it private).
-    pub log_file: Option<std::fs::File>,
-    /// Most bytes written to `log_file`.
-    pub max_log_bytes: u64,
-    /// Bytes of cleaned output kept in memory for reads by cursor.
-    pub text_capacity: usize,
-    /// How often the processes are probed while nothing is printed.
-    pub probe_interval: Duration,
-    /// Silence that counts as waiting when the kernel cannot be asked.
-    pub silence_fallback: Duration,
-}
-
-impl Default for InteractiveOptions {
-    fn default() -> Self {
-        Self {
-            size: TerminalSize::default(),
-            timeout: None,
-            kill_grace: DEFAULT_KILL_GRACE,
-            log_file: None,
-            max_log_bytes: DEFAULT_MAX_LOG_BYTES,
-            text_capacity: DEFAULT_TEXT_CAPACITY,
-            probe_interval: PROBE_INTERVAL,
-            silence_fallback: DEFAULT_SILENCE_FALLBACK,
-        }
-    }
-}
-
-/// Where a job stands.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum JobState {
-    /// Working (or blocked on something other than the terminal).
-    Running,
-    /// Its foreground processes wait for typed input.
-    AwaitingInput,
-    /// Ended; terminal state.
-    Exited(JobExit),
-}
-
-impl JobState {
-    /// `running`, `awaiting_input` or `exited`.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Self::Running => "running",
-            Self::AwaitingInput => "awaiting_input",
-            Self::Exited(_) => "exited",
-        }
-    }
-}
-
-/// How a job ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JobExit {
-    /// The exit code of the command's root process, if it exited.
-    pub code: Option<i32>,
-    /// The signal that ended it (`SIGKILL`), if one did.
-    pub signal: Option<String>,
-    /// The job's timeout stopped it.
-    pub timed_out: bool,
-    /// [`InteractiveJob::stop`] stopped it.
-    pub stopped: bool,
-    /// Processes besides the root that were still running at the end and
-    /// were stopped.
-    pub leftovers: usize,
-}
-
-/// How [`JobState::AwaitingInput`] was decided.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Detection {
-    /// The kernel showed the foreground processes blocked reading the
-    /// terminal.
-    Kernel,
-    /// The kernel would not tell (no ptrace access to the processes):
-    /// the job printed nothing for the silence time, which is a guess.
-    SilenceTimer,
-}
-
-/// What a call sees of a job.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Snapshot {
-    pub state: JobState,
-    /// The text printed since the previous snapshot (cleaned, lines
-    /// collapsed), as a line-oriented program shows it.
-    pub text: String,
-    /// Stream offset after `text`, for [`InteractiveJob::read`].
-    pub cursor: u64,
-    /// Bytes of text printed since the previous snapshot that no longer fit
-    /// in memory (they are in the log file).
-    pub dropped: u64,
-    /// The rendered screen, when the program draws a full screen (alternate
-    /// screen or cursor addressing): then it, not `text`, is what a person
-    /// sees.
-    pub screen: Option<String>,
-    /// The terminal hides typed text now (echo off in line mode: a password
-    /// prompt).
-    pub echo_off: bool,
-    /// Input sent just before this snapshot went in with echo off: it was
-    /// neither shown nor logged.
-    pub input_hidden: bool,
-    /// How `AwaitingInput` was decided (`None` in other states).
-    pub detection: Option<Detection>,
-}
-
-/// What the reader task and the calls share.
-#[derive(Debug)]
-struct Terminal {
-    window: TextWindow,
-    screen: ScreenTracker,
-    log: Option<LogSink>,
-    /// When output last arrived (or the job started).
-    last_output: Instant,
-    /// Bytes read from the terminal so far.
-    output_bytes: u64,
-    exit: Option<JobExit>,
-}
-
-#[derive(Debug)]
-struct Shared {
-    terminal: Mutex<Terminal>,
-    /// Bumped on every output and on the end.
-    changes: watch::Sender<u64>,
-}
-
-impl Shared {
-    fn lock(&self) -> MutexGuard<'_, Terminal> {
-        self.terminal.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    fn bump(&self) {
-        self.changes
-            .send_modify(|count| *count = count.wrapping_add(1));
-    }
-}
-
-/// The terminal's master side, registered with tokio (the slave rides
-/// along for its ioctls).
-#[derive(Debug)]
-struct Master(Pty);
-
-impl AsRawFd for Master {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0.master.as_raw_fd()
-    }
-}
-
-impl AsFd for Master {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.0.master.as_fd()
-    }
-}
 
 /// What exists while the job has not been released: fds and the task.
 #[derive(Debug)]
@@ -220,7 +48,6 @@ struct Live {
     stop: CancellationToken,
     driver: JoinHandle<()>,
 }
-
 /// A command running in its own pseudo-terminal.
 ///
 /// Needs a tokio runtime (with the IO and time drivers). Dropping the job
@@ -345,6 +172,21 @@ impl InteractiveJob {
     /// The exit, once the job has ended.
     pub fn exit(&self) -> Option<JobExit> {
         self.shared.lock().exit.clone()
+    }
+
+    /// Where the job stands now, without waiting for a change and without
+    /// taking text from the next snapshot (for listings).
+    pub async fn state(&self) -> JobState {
+        if let Some(exit) = self.exit() {
+            return JobState::Exited(exit);
+        }
+        let quiet_since = self.shared.lock().last_output.max(self.last_input);
+        let quiet_for = Instant::now().saturating_duration_since(quiet_since);
+        if self.awaiting_input(quiet_for).await.is_some() {
+            JobState::AwaitingInput
+        } else {
+            JobState::Running
+        }
     }
 
     /// Waits until the job exits, waits for input, or `yield_at`, and
@@ -533,146 +375,5 @@ fn describe_exit(exit: &JobExit) -> String {
         (Some(signal), _) => format!("terminated by {signal}"),
         (None, Some(code)) => format!("exit code {code}"),
         (None, None) => "ended".to_owned(),
-    }
-}
-
-async fn write_all(master: &AsyncFd<Master>, bytes: &[u8], deadline: Instant) -> Result<(), Error> {
-    let mut written = 0;
-    while written < bytes.len() {
-        let not_taken = Error::InputNotTaken {
-            written,
-            total: bytes.len(),
-        };
-        let Ok(guard) = tokio::time::timeout_at(deadline, master.writable()).await else {
-            return Err(not_taken);
-        };
-        let mut guard = guard.map_err(|source| Error::Terminal { source })?;
-        match guard.try_io(|inner| {
-            nix::unistd::write(inner.get_ref(), &bytes[written..]).map_err(std::io::Error::from)
-        }) {
-            Ok(Ok(count)) => written += count,
-            Ok(Err(source)) if source.kind() == std::io::ErrorKind::Interrupted => {}
-            Ok(Err(source)) => return Err(Error::Terminal { source }),
-            Err(_would_block) => {}
-        }
-    }
-    Ok(())
-}
-
-/// Why the driver stopped reading.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum End {
-    Exited,
-    TimedOut,
-    Stopped,
-}
-
-/// The task that reads the terminal and watches the root and the timeout.
-struct Driver {
-    shared: Arc<Shared>,
-    master: Arc<AsyncFd<Master>>,
-    child: Arc<ChildProcess>,
-    tree: ProcessTree,
-    deadline: Option<Instant>,
-    stop: CancellationToken,
-    grace: Duration,
-}
-
-async fn drive(driver: Driver) {
-    let mut buffer = vec![0_u8; READ_CHUNK];
-    let mut readable = true;
-    let timeout = async {
-        match driver.deadline {
-            Some(deadline) => tokio::time::sleep_until(deadline).await,
-            None => std::future::pending().await,
-        }
-    };
-    tokio::pin!(timeout);
-    let end = loop {
-        tokio::select! {
-            biased;
-            () = driver.stop.cancelled() => break End::Stopped,
-            () = &mut timeout => break End::TimedOut,
-            () = driver.child.exited() => break End::Exited,
-            guard = driver.master.readable(), if readable => match guard {
-                Ok(mut guard) => {
-                    if !read_available(&driver, &mut guard, &mut buffer) {
-                        readable = false;
-                    }
-                }
-                Err(_) => readable = false,
-            },
-        }
-    };
-    // Whatever is left of the tree is stopped: on timeout and stop the
-    // command itself, after a natural exit what it left behind (the kernel
-    // already sent SIGHUP to the foreground group when the session leader
-    // exited). The root is still unreaped, so its group id is still ours.
-    let leftovers = driver.tree.terminate(driver.grace, true).await;
-    drain(&driver, &mut buffer).await;
-    let status = driver.child.reap();
-    let exit = JobExit {
-        code: match status {
-            ExitStatus::Code(code) => Some(code),
-            _ => None,
-        },
-        signal: status.signal_name(),
-        timed_out: end == End::TimedOut,
-        stopped: end == End::Stopped,
-        leftovers,
-    };
-    let mut terminal = driver.shared.lock();
-    let terminal = &mut *terminal;
-    terminal.window.finish(terminal.log.as_mut());
-    terminal.exit = Some(exit);
-    drop(std::mem::take(&mut terminal.log));
-    driver.shared.bump();
-}
-
-/// Reads what the terminal has now, under the lock (so a caller holding the
-/// lock sees either none or all of a read). False once reading failed.
-fn read_available(
-    driver: &Driver,
-    guard: &mut tokio::io::unix::AsyncFdReadyGuard<'_, Master>,
-    buffer: &mut [u8],
-) -> bool {
-    for _ in 0..READS_PER_TURN {
-        let mut terminal = driver.shared.lock();
-        match guard.try_io(|inner| {
-            nix::unistd::read(inner.get_ref().as_fd(), buffer).map_err(std::io::Error::from)
-        }) {
-            Ok(Ok(0)) => return false,
-            Ok(Ok(count)) => {
-                let terminal = &mut *terminal;
-                let bytes = &buffer[..count];
-                terminal.screen.feed(bytes);
-                terminal.window.push(bytes, terminal.log.as_mut());
-                terminal.last_output = Instant::now();
-                terminal.output_bytes += count as u64;
-            }
-            Ok(Err(error)) if error.kind() == std::io::ErrorKind::Interrupted => {}
-            // EIO: no slave is open any more (cannot happen while we hold
-            // ours, but then there is nothing more to read).
-            Ok(Err(_)) => return false,
-            Err(_would_block) => break,
-        }
-        drop(terminal);
-        driver.shared.bump();
-    }
-    true
-}
-
-/// Reads the last bytes after the tree has ended, until the terminal has
-/// been quiet for [`FINAL_DRAIN`] (the kernel moves bytes from the slave to
-/// the master asynchronously).
-async fn drain(driver: &Driver, buffer: &mut [u8]) {
-    loop {
-        let Ok(Ok(mut guard)) = tokio::time::timeout(FINAL_DRAIN, driver.master.readable()).await
-        else {
-            return;
-        };
-        if !read_available(driver, &mut guard, buffer) {
-            return;
-        }
     }
 }

@@ -10,25 +10,29 @@
 //! - [`transcript`]: the cleaned text, a bounded window read by cursor, and
 //!   the log file.
 //! - [`keys`]: key names and their bytes.
-//! - [`job`]: the job that ties them together.
+//! - [`job`]: the job that ties them together; [`driver`]: its task that
+//!   reads the terminal; [`options`] and [`state`]: what it takes and
+//!   reports.
 //! - [`env`]: what an interactive command is launched with.
 //!
 //! See `docs/interactive.md` for the behaviour and its limits.
 
 mod child;
 mod detect;
+mod driver;
 mod env;
 mod job;
 mod keys;
+mod options;
 mod pty;
 mod screen;
+mod state;
 mod transcript;
 
 pub use env::{INTERACTIVE_TERM, interactive_env, interactive_launch};
-pub use job::{
-    DEFAULT_SILENCE_FALLBACK, DEFAULT_YIELD, Detection, InteractiveJob, InteractiveOptions,
-    JobExit, JobState, PROBE_INTERVAL, Snapshot,
-};
+pub use job::InteractiveJob;
 pub use keys::{KEY_NAMES, Key};
+pub use options::{DEFAULT_SILENCE_FALLBACK, DEFAULT_YIELD, InteractiveOptions, PROBE_INTERVAL};
 pub use pty::{DEFAULT_COLUMNS, DEFAULT_ROWS, TerminalModes, TerminalSize};
+pub use state::{Detection, JobExit, JobState, Snapshot};
 pub use transcript::{DEFAULT_TEXT_CAPACITY, TextRead};
