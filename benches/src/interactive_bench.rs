@@ -46,6 +46,51 @@ async fn latency(command: &str, stamp: &Path, runs: usize) -> anyhow::Result<Sam
     Ok(Samples::from_durations(durations))
 }
 
+/// Lines printed by the throughput run (`seq 1 N`, about 7.9 MB through the
+/// terminal).
+const FLOOD_LINES: u32 = 1_000_000;
+
+/// Time for `seq 1 N` through an interactive job, to its exit.
+async fn flood(runs: usize) -> anyhow::Result<Samples> {
+    let mut durations = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let marker = RunMarker::new();
+        let launch = interactive_launch(
+            &LocalConfig::default(),
+            &format!("seq 1 {FLOOD_LINES}"),
+            Path::new("/tmp"),
+            &BTreeMap::new(),
+            &marker,
+        );
+        let start = std::time::Instant::now();
+        let mut job = InteractiveJob::start(&launch, &[], marker, InteractiveOptions::default())?;
+        let snapshot = job.wait_until(tokio::time::Instant::now() + PATIENCE).await;
+        durations.push(start.elapsed());
+        anyhow::ensure!(
+            matches!(snapshot.state, JobState::Exited(_)),
+            "the flood did not end: {:?}",
+            snapshot.state
+        );
+    }
+    Ok(Samples::from_durations(durations))
+}
+
+/// The same through `script`, a C program that copies a terminal to a pipe.
+fn flood_baseline(runs: usize) -> anyhow::Result<Samples> {
+    let mut durations = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let start = std::time::Instant::now();
+        let status = std::process::Command::new("script")
+            .args(["-qc", &format!("seq 1 {FLOOD_LINES}"), "/dev/null"])
+            .stdout(std::process::Stdio::null())
+            .stdin(std::process::Stdio::null())
+            .status()?;
+        durations.push(start.elapsed());
+        anyhow::ensure!(status.success(), "script failed: {status}");
+    }
+    Ok(Samples::from_durations(durations))
+}
+
 pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
     let directory = tempfile::tempdir()?;
     let stamp = directory.path().join("stamp");
@@ -75,6 +120,10 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
         target: "< 500 ms",
         met: Some(samples.median() < limit),
     };
+    let flood_runs = effort.runs(5);
+    let ours = flood(flood_runs).await?;
+    let baseline = flood_baseline(flood_runs)?;
+    let ratio = ours.median().as_secs_f64() / baseline.median().as_secs_f64().max(1e-9);
     Ok(vec![
         row(
             "interactive: read blocked → `awaiting_input` (bash `read`)",
@@ -84,5 +133,14 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
             "interactive: read blocked → `awaiting_input` (Python `input`, select)",
             &python,
         ),
+        Row {
+            number: "9",
+            what: format!("interactive: `seq 1 {FLOOD_LINES}` through the terminal, to exit"),
+            ours: spread(&ours),
+            baseline: format!("`script -qc` to /dev/null: {}", spread(&baseline)),
+            ratio: format!("{ratio:.1}×"),
+            target: "—",
+            met: None,
+        },
     ])
 }

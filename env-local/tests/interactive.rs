@@ -414,3 +414,31 @@ async fn a_process_the_kernel_will_not_show_falls_back_to_the_silence_timer() {
     assert_eq!(waiting.text, "name? ");
     job.stop().await;
 }
+
+#[tokio::test]
+async fn a_flood_of_output_keeps_memory_bounded_and_the_log_has_every_line() {
+    let log = tempfile::NamedTempFile::new().expect("log file");
+    let options = InteractiveOptions {
+        text_capacity: 64 * 1024,
+        log_file: Some(log.reopen().expect("reopen")),
+        ..InteractiveOptions::default()
+    };
+    let mut job = start_with("seq 1 200000; echo last", &[], options);
+    let end = job
+        .wait_until(Instant::now() + Duration::from_secs(120))
+        .await;
+    assert!(exited_with(&end, 0), "{:?}", end.state);
+    assert!(end.text.len() <= 64 * 1024, "{}", end.text.len());
+    assert!(end.text.ends_with("\n199999\n200000\nlast\n"));
+    assert!(end.dropped > 0, "the start no longer fits in memory");
+    let expected: String = (1..=200_000).map(|number| format!("{number}\n")).collect();
+    let logged = std::fs::read_to_string(log.path()).expect("log");
+    assert!(logged == expected + "last\n", "the log has every line");
+    // The window holds the end of the stream, and says how much is gone.
+    // (The terminal adds `\r` before each `\n`, except that the kernel may
+    // drop one under back-pressure, so the stream length is not exact.)
+    assert!(end.cursor > logged.len() as u64);
+    let tail = job.read(0, usize::MAX);
+    assert_eq!(tail.next, end.cursor);
+    assert_eq!(tail.dropped, end.dropped);
+}
