@@ -442,3 +442,45 @@ async fn a_flood_of_output_keeps_memory_bounded_and_the_log_has_every_line() {
     assert_eq!(tail.next, end.cursor);
     assert_eq!(tail.dropped, end.dropped);
 }
+
+#[tokio::test]
+async fn the_terminal_answers_a_cursor_position_query() {
+    // Programs like irb ask where the cursor is and wait for the answer.
+    let mut job = start(
+        "stty -icanon -echo; printf 'ab\\033[6n'; IFS= read -r -d R reply; \
+         stty icanon echo; echo \" position ${reply#*[}\"",
+    );
+    let end = job.wait_until(soon()).await;
+    assert!(exited_with(&end, 0), "{end:?}");
+    assert_eq!(end.text, "ab position 1;3\n");
+}
+
+#[tokio::test]
+async fn vi_shows_its_screen_and_takes_keys() {
+    let directory = tempfile::tempdir().expect("temp dir");
+    let file = directory.path().join("notes.txt");
+    std::fs::write(&file, "first line\nsecond line\n").expect("file written");
+    let mut job = start(&format!("vim -u NONE -i NONE -n {}", file.display()));
+    let shown = job.wait_until(soon()).await;
+    assert_eq!(shown.state, JobState::AwaitingInput, "{shown:?}");
+    let screen = shown.screen.expect("vim shows a screen");
+    assert!(
+        screen.starts_with("first line\nsecond line\n~\n"),
+        "{screen}"
+    );
+    // Go to the end of the file, add a line, save and quit.
+    let edited = job
+        .write("Goadded line", &keys(&["Esc"]), soon())
+        .await
+        .expect("written");
+    assert_eq!(edited.state, JobState::AwaitingInput, "{edited:?}");
+    let quit = job
+        .write(":wq", &keys(&["Enter"]), soon())
+        .await
+        .expect("written");
+    assert!(exited_with(&quit, 0), "{quit:?}");
+    assert_eq!(
+        std::fs::read_to_string(&file).expect("file"),
+        "first line\nsecond line\nadded line\n"
+    );
+}

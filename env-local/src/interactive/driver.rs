@@ -180,6 +180,7 @@ fn read_available(
     guard: &mut tokio::io::unix::AsyncFdReadyGuard<'_, Master>,
     buffer: &mut [u8],
 ) -> bool {
+    let mut replies = Vec::new();
     for _ in 0..READS_PER_TURN {
         let mut terminal = driver.shared.lock();
         match guard.try_io(|inner| {
@@ -189,10 +190,18 @@ fn read_available(
             Ok(Ok(count)) => {
                 let terminal = &mut *terminal;
                 let bytes = &buffer[..count];
-                terminal.screen.feed(bytes);
+                terminal.screen.feed(bytes, &mut replies);
                 terminal.window.push(bytes, terminal.log.as_mut());
                 terminal.last_output = Instant::now();
                 terminal.output_bytes += count as u64;
+                if !replies.is_empty() {
+                    // A terminal's answer to a query: a few bytes into an
+                    // input queue of 4 KiB. If it is full, the program has
+                    // not read what was typed before, and a real terminal
+                    // would lose the answer too.
+                    let _ = nix::unistd::write(guard.get_ref().get_ref(), &replies);
+                    replies.clear();
+                }
             }
             Ok(Err(error)) if error.kind() == std::io::ErrorKind::Interrupted => {}
             // EIO: no slave is open any more (cannot happen while we hold

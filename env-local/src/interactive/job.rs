@@ -48,6 +48,7 @@ struct Live {
     stop: CancellationToken,
     driver: JoinHandle<()>,
 }
+
 /// A command running in its own pseudo-terminal.
 ///
 /// Needs a tokio runtime (with the IO and time drivers). Dropping the job

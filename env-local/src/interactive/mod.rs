@@ -26,6 +26,7 @@ mod keys;
 mod options;
 mod pty;
 mod screen;
+mod sequences;
 mod state;
 mod transcript;
 

@@ -9,10 +9,15 @@
 //! H` or `f`, `ESC [ row d`, or set a scroll region (`ESC [ top ; bottom
 //! r`). Relative moves (left, right, erase to end of line) do not count:
 //! readline uses them to edit the input line of every shell and REPL.
+//!
+//! Like a real terminal, the emulator answers the queries programs send
+//! (cursor position, status, device attributes; see [`super::sequences`]):
+//! some wait for the answer before drawing anything.
 
 use std::num::NonZeroU16;
 
 use super::pty::TerminalSize;
+use super::sequences::{Notice, SequenceScanner};
 
 /// Lines of scrollback the emulator keeps (the screen is what counts).
 const SCROLLBACK: usize = 0;
@@ -20,7 +25,7 @@ const SCROLLBACK: usize = 0;
 /// A terminal emulator fed with everything the job prints.
 pub(crate) struct ScreenTracker {
     parser: vt100::Parser,
-    scanner: AddressScanner,
+    scanner: SequenceScanner,
     /// The cursor was placed at absolute positions since the last look.
     addressed: bool,
 }
@@ -42,16 +47,42 @@ impl ScreenTracker {
     pub fn new(size: TerminalSize) -> Self {
         Self {
             parser: vt100::Parser::new(non_zero(size.rows), non_zero(size.columns), SCROLLBACK),
-            scanner: AddressScanner::default(),
+            scanner: SequenceScanner::default(),
             addressed: false,
         }
     }
 
-    pub fn feed(&mut self, bytes: &[u8]) {
-        self.parser.process(bytes);
-        if self.scanner.scan(bytes) {
-            self.addressed = true;
+    /// Feeds the next bytes of output; appends to `replies` what the
+    /// terminal answers to the queries among them (to be typed back).
+    pub fn feed(&mut self, bytes: &[u8], replies: &mut Vec<u8>) {
+        let mut processed = 0;
+        for (index, &byte) in bytes.iter().enumerate() {
+            let Some(notice) = self.scanner.step(byte) else {
+                continue;
+            };
+            if notice == Notice::Addressed {
+                self.addressed = true;
+                continue;
+            }
+            // The answer describes the screen as it is right after the query.
+            self.parser.process(&bytes[processed..=index]);
+            processed = index + 1;
+            match notice {
+                Notice::CursorPositionQuery => {
+                    let (row, column) = self.parser.screen().cursor_position();
+                    replies.extend_from_slice(
+                        format!("\x1b[{};{}R", u32::from(row) + 1, u32::from(column) + 1)
+                            .as_bytes(),
+                    );
+                }
+                Notice::StatusQuery => replies.extend_from_slice(b"\x1b[0n"),
+                // A VT100 with advanced video, as xterm says in its default.
+                Notice::PrimaryAttributesQuery => replies.extend_from_slice(b"\x1b[?1;2c"),
+                Notice::SecondaryAttributesQuery => replies.extend_from_slice(b"\x1b[>0;0;0c"),
+                Notice::Addressed => {}
+            }
         }
+        self.parser.process(&bytes[processed..]);
     }
 
     pub fn resize(&mut self, size: TerminalSize) {
@@ -88,80 +119,9 @@ impl ScreenTracker {
     }
 }
 
-/// Finds absolute cursor placement in a byte stream, across reads.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-enum AddressScanner {
-    #[default]
-    Normal,
-    Escape,
-    /// Inside `ESC [`; `private` when the parameters start with `?`, `>`,
-    /// `<` or `=` (modes, not movement).
-    Csi {
-        private: bool,
-        length: usize,
-    },
-}
-
-/// Longest CSI sequence followed before giving up on it.
-const MAX_CSI_LENGTH: usize = 64;
-
-impl AddressScanner {
-    /// Scans `bytes`; true when it placed the cursor at an absolute position.
-    fn scan(&mut self, bytes: &[u8]) -> bool {
-        let mut found = false;
-        for &byte in bytes {
-            *self = match *self {
-                Self::Normal | Self::Escape if byte == 0x1b => Self::Escape,
-                Self::Escape if byte == b'[' => Self::Csi {
-                    private: false,
-                    length: 0,
-                },
-                Self::Normal | Self::Escape => Self::Normal,
-                Self::Csi { length, .. } if length > MAX_CSI_LENGTH => Self::Normal,
-                Self::Csi { private, length } => match byte {
-                    b'?' | b'>' | b'<' | b'=' if length == 0 => Self::Csi {
-                        private: true,
-                        length: 1,
-                    },
-                    0x20..=0x3f => Self::Csi {
-                        private,
-                        length: length + 1,
-                    },
-                    0x40..=0x7e => {
-                        if !private && matches!(byte, b'H' | b'f' | b'd' | b'r') {
-                            found = true;
-                        }
-                        Self::Normal
-                    }
-                    0x1b => Self::Escape,
-                    _ => Self::Normal,
-                },
-            };
-        }
-        found
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn scan_all(pieces: &[&[u8]]) -> bool {
-        let mut scanner = AddressScanner::default();
-        pieces
-            .iter()
-            .fold(false, |found, piece| scanner.scan(piece) | found)
-    }
-
-    #[test]
-    fn absolute_placement_counts_and_line_editing_does_not() {
-        assert!(scan_all(&[b"\x1b[H\x1b[2J"]));
-        assert!(scan_all(&[b"x\x1b[12;", b"4Hy"]));
-        assert!(scan_all(&[b"\x1b[1;24r"]));
-        assert!(!scan_all(&[b"abc\x1b[K\x1b[3D\x1b[C\r\n"]));
-        assert!(!scan_all(&[b"\x1b[?1049h"]), "a mode, not a move");
-        assert!(!scan_all(&[b"\x1b[?2004h\x1b[0m"]));
-    }
 
     #[test]
     fn shows_the_screen_on_the_alternate_screen() {
@@ -169,11 +129,11 @@ mod tests {
             columns: 20,
             rows: 5,
         });
-        tracker.feed(b"line one\r\nline two\r\n");
+        tracker.feed(b"line one\r\nline two\r\n", &mut Vec::new());
         assert_eq!(tracker.take_view(), None);
-        tracker.feed(b"\x1b[?1049hfirst\r\nsecond");
+        tracker.feed(b"\x1b[?1049hfirst\r\nsecond", &mut Vec::new());
         assert_eq!(tracker.take_view().as_deref(), Some("first\nsecond"));
-        tracker.feed(b"\x1b[?1049l");
+        tracker.feed(b"\x1b[?1049l", &mut Vec::new());
         assert_eq!(tracker.take_view(), None);
     }
 
@@ -183,9 +143,21 @@ mod tests {
             columns: 20,
             rows: 5,
         });
-        tracker.feed(b"\x1b[H\x1b[2Jtop\x1b[3;1Hthird");
+        tracker.feed(b"\x1b[H\x1b[2Jtop\x1b[3;1Hthird", &mut Vec::new());
         assert_eq!(tracker.take_view().as_deref(), Some("top\n\nthird"));
-        tracker.feed(b"\r\nmore");
+        tracker.feed(b"\r\nmore", &mut Vec::new());
         assert_eq!(tracker.take_view(), None);
+    }
+
+    #[test]
+    fn answers_a_cursor_position_query_where_the_cursor_is_then() {
+        let mut tracker = ScreenTracker::new(TerminalSize {
+            columns: 20,
+            rows: 5,
+        });
+        let mut replies = Vec::new();
+        tracker.feed(b"ab\x1b[6nmore text\r\n\x1b[5n\x1b[c", &mut replies);
+        assert_eq!(replies, b"\x1b[1;3R\x1b[0n\x1b[?1;2c");
+        assert_eq!(tracker.render(), "abmore text");
     }
 }
