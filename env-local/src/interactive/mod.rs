@@ -6,7 +6,9 @@
 //!   child steps (a sandbox) run there too.
 //! - [`detect`]: whether the terminal's foreground processes are blocked
 //!   reading it, from `/proc/<pid>/task/<tid>/syscall`.
-//! - [`screen`]: the `vt100` emulator, and when its screen is what to show.
+//! - [`screen`]: the `vt100` emulator, and when its screen is what to show;
+//!   [`sequences`]: the control sequences it must notice (absolute cursor
+//!   placement, queries a terminal answers).
 //! - [`transcript`]: the cleaned text, a bounded window read by cursor, and
 //!   the log file.
 //! - [`keys`]: key names and their bytes.
