@@ -11,7 +11,7 @@ pub const DEFAULT_YIELD: Duration = Duration::from_secs(10);
 /// How often the processes are probed while the job prints nothing.
 pub const PROBE_INTERVAL: Duration = Duration::from_millis(50);
 /// Silence after which a job counts as waiting when the kernel cannot be
-/// asked (see [`Detection::SilenceTimer`]).
+/// asked (see [`crate::Detection::SilenceTimer`]).
 pub const DEFAULT_SILENCE_FALLBACK: Duration = Duration::from_secs(2);
 
 /// How an interactive job is run.

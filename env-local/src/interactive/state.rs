@@ -31,7 +31,7 @@ pub struct JobExit {
     pub signal: Option<String>,
     /// The job's timeout stopped it.
     pub timed_out: bool,
-    /// [`InteractiveJob::stop`] stopped it.
+    /// [`crate::InteractiveJob::stop`] stopped it.
     pub stopped: bool,
     /// Processes besides the root that were still running at the end and
     /// were stopped.
@@ -56,7 +56,7 @@ pub struct Snapshot {
     /// The text printed since the previous snapshot (cleaned, lines
     /// collapsed), as a line-oriented program shows it.
     pub text: String,
-    /// Stream offset after `text`, for [`InteractiveJob::read`].
+    /// Stream offset after `text`, for [`crate::InteractiveJob::read`].
     pub cursor: u64,
     /// Bytes of text printed since the previous snapshot that no longer fit
     /// in memory (they are in the log file).
