@@ -53,7 +53,8 @@ impl TextWindow {
 
     /// Cleans and appends the next bytes of output, also to `log`.
     pub fn push(&mut self, bytes: &[u8], log: Option<&mut LogSink>) {
-        let cleaned = self.cleaner.clean(bytes, &mut self.scratch);
+        let bytes = column_one_as_carriage_return(bytes);
+        let cleaned = self.cleaner.clean(&bytes, &mut self.scratch);
         if let Some(log) = log {
             log.push(cleaned);
         }
@@ -103,6 +104,31 @@ impl TextWindow {
             dropped,
         }
     }
+}
+
+/// Moving the cursor to column 1 (`ESC [ G`, `ESC [ 1 G`) is what `\r`
+/// does; line editors such as Node's REPL and Ruby's reline redraw their
+/// input line that way. Rewritten to `\r`, the redraws collapse like any
+/// other. A sequence cut by the end of a read is left to the cleaner,
+/// which removes it.
+fn column_one_as_carriage_return(bytes: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    const SEQUENCES: [&[u8]; 2] = [b"\x1b[G", b"\x1b[1G"];
+    if !bytes.contains(&0x1b) {
+        return std::borrow::Cow::Borrowed(bytes);
+    }
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        let rest = &bytes[index..];
+        if let Some(sequence) = SEQUENCES.iter().find(|sequence| rest.starts_with(sequence)) {
+            out.push(b'\r');
+            index += sequence.len();
+        } else {
+            out.push(bytes[index]);
+            index += 1;
+        }
+    }
+    std::borrow::Cow::Owned(out)
 }
 
 /// The log file: cleaned text, lines collapsed, up to a size limit.
@@ -195,6 +221,25 @@ mod tests {
                 dropped: 0
             }
         );
+    }
+
+    #[test]
+    fn a_move_to_column_one_redraws_the_line() {
+        let mut window = TextWindow::new(DEFAULT_TEXT_CAPACITY);
+        window.push(b"\x1b[1G> 6\x1b[1G\x1b[0J> 6*7\r\n42\r\n\x1b[G> ", None);
+        assert_eq!(window.read(0, usize::MAX).text, "> 6*7\n42\n> ");
+    }
+
+    #[test]
+    fn node_echoes_enter_as_two_carriage_returns() {
+        // Bytes Node's REPL printed for `1+2` Enter.
+        let mut window = TextWindow::new(DEFAULT_TEXT_CAPACITY);
+        window.push(b"\x1b[1G\x1b[0J> \x1b[3G", None);
+        window.push(
+            b"1+2\r\r\n\x1b[33m3\x1b[39m\r\n\x1b[1G\x1b[0J> \x1b[3G",
+            None,
+        );
+        assert_eq!(window.read(0, usize::MAX).text, "> 1+2\n3\n> ");
     }
 
     #[test]
