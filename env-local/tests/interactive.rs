@@ -484,3 +484,51 @@ async fn vi_shows_its_screen_and_takes_keys() {
         "first line\nsecond line\nadded line\n"
     );
 }
+
+/// A wrapper like a sandbox: it rewrites the launch and runs a step in the
+/// child (here: a umask, async-signal-safe).
+#[derive(Debug)]
+struct UmaskWrapper;
+
+impl bashtool_env_local::SpawnWrapper for UmaskWrapper {
+    fn wrap(
+        &self,
+        launch: &mut bashtool_env_local::Launch,
+    ) -> Result<(), bashtool_core::ExecError> {
+        launch.env.push(("WRAPPED".into(), "yes".into()));
+        Ok(())
+    }
+
+    fn needs_pre_exec(&self) -> bool {
+        true
+    }
+
+    fn pre_exec(&self) -> std::io::Result<()> {
+        // SAFETY: umask only sets the process's file mode mask.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::umask(0o077);
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn the_wrappers_apply_to_interactive_jobs() {
+    let wrappers: Vec<std::sync::Arc<dyn bashtool_env_local::SpawnWrapper>> =
+        vec![std::sync::Arc::new(UmaskWrapper)];
+    let marker = RunMarker::new();
+    let mut launch = interactive_launch(
+        &LocalConfig::default(),
+        "echo \"wrapped=$WRAPPED umask=$(umask)\"; [ -t 0 ] && echo terminal",
+        Path::new("/tmp"),
+        &BTreeMap::new(),
+        &marker,
+    );
+    bashtool_env_local::apply_wrappers(&wrappers, &mut launch).expect("wrapped");
+    let mut job = InteractiveJob::start(&launch, &wrappers, marker, InteractiveOptions::default())
+        .expect("starts");
+    let end = job.wait_until(soon()).await;
+    assert!(exited_with(&end, 0), "{end:?}");
+    assert_eq!(end.text, "wrapped=yes umask=0077\nterminal\n");
+}

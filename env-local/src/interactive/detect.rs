@@ -24,7 +24,10 @@
 //! access to the process (same user and not made non-dumpable, or
 //! `CAP_SYS_PTRACE`; Yama's `ptrace_scope=1` still allows our own
 //! descendants). Without it the probe answers [`Probe::Unknown`] and the
-//! job falls back to a silence timer, and says so. A program that
+//! job falls back to a silence timer, and says so. `/proc/<pid>/wchan` is
+//! no way around it: it needs the same access (only Yama's
+//! `ptrace_scope=2` tells them apart), and a terminal read shows there as
+//! `wait_woken`, like a socket read. A program that
 //! busy-polls the terminal without blocking, or reads it through
 //! `io_uring`, is not seen as waiting. 32-bit programs on a 64-bit kernel
 //! report another syscall table and are not recognised.
