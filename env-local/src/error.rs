@@ -23,6 +23,11 @@ pub enum Error {
          read the job to see what it is doing, or stop it"
     )]
     InputNotTaken { written: usize, total: usize },
+    #[error(
+        "a line of {length} bytes is longer than the terminal takes in line mode ({limit} bytes); \
+         nothing was sent: send shorter lines, or pass long text through a file"
+    )]
+    LineTooLong { length: usize, limit: usize },
     #[error("could not write to the terminal: {source}")]
     Terminal {
         #[source]

@@ -532,3 +532,44 @@ async fn the_wrappers_apply_to_interactive_jobs() {
     assert!(exited_with(&end, 0), "{end:?}");
     assert_eq!(end.text, "wrapped=yes umask=0077\nterminal\n");
 }
+
+#[tokio::test]
+async fn input_the_program_does_not_take_is_an_error_at_the_deadline() {
+    // Raw mode: the kernel keeps what it cannot pass on and pushes back.
+    let mut job = start("stty -icanon -echo; sleep 30");
+    let ready = job
+        .wait_until(Instant::now() + Duration::from_millis(500))
+        .await;
+    assert_eq!(ready.state, JobState::Running);
+    let text = "x".repeat(1024 * 1024);
+    let deadline = Instant::now() + Duration::from_secs(1);
+    let error = job.send(&text, &[], deadline).await.expect_err("not taken");
+    let bashtool_env_local::Error::InputNotTaken { written, total } = error else {
+        panic!("{error}");
+    };
+    assert_eq!(total, 1024 * 1024);
+    assert!(written < total, "{written}");
+    job.stop().await;
+}
+
+#[tokio::test]
+async fn a_line_longer_than_the_line_mode_allows_is_refused() {
+    let mut job = start("read line; echo ${#line}");
+    let waiting = job.wait_until(soon()).await;
+    assert_eq!(waiting.state, JobState::AwaitingInput);
+    let error = job
+        .send(&"y".repeat(5000), &keys(&["Enter"]), soon())
+        .await
+        .expect_err("refused");
+    assert_eq!(
+        error.to_string(),
+        "a line of 5000 bytes is longer than the terminal takes in line mode (4095 bytes); \
+         nothing was sent: send shorter lines, or pass long text through a file"
+    );
+    let done = job
+        .write(&"y".repeat(4000), &keys(&["Enter"]), soon())
+        .await
+        .expect("sent");
+    assert!(exited_with(&done, 0), "{done:?}");
+    assert!(done.text.ends_with("\n4000\n"), "{done:?}");
+}

@@ -39,6 +39,9 @@ const SLOWER_PROBE_FACTOR: u32 = 3;
 /// buffers reaches us, and input just typed wakes its reader.
 const CONFIRM_DELAY: Duration = Duration::from_millis(10);
 
+/// The longest line the kernel takes in line mode (`N_TTY_BUF_SIZE` - 1).
+const MAX_LINE: usize = 4095;
+
 /// What exists while the job has not been released: fds and the task.
 #[derive(Debug)]
 struct Live {
@@ -254,6 +257,17 @@ impl InteractiveJob {
             bytes.extend_from_slice(key.bytes(application_cursor));
         }
         let modes: TerminalModes = live.master.get_ref().0.modes();
+        if modes.canonical {
+            // In line mode the kernel silently drops what goes beyond its
+            // line buffer: refuse rather than send a cut line.
+            let longest = text.split(['\n', '\r']).map(str::len).max().unwrap_or(0);
+            if longest > MAX_LINE {
+                return Err(Error::LineTooLong {
+                    length: longest,
+                    limit: MAX_LINE,
+                });
+            }
+        }
         if modes.hides_input() && !text.is_empty() {
             self.input_hidden = true;
         }
