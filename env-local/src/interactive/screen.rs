@@ -102,8 +102,13 @@ impl ScreenTracker {
 
     /// The screen as text when it is what to show (see the module docs);
     /// starts a new period for the cursor-addressing check.
+    /// An empty screen is no view (a full-screen program that just left
+    /// its alternate screen leaves the main one as it was, often empty).
     pub fn take_view(&mut self) -> Option<String> {
-        let view = self.is_full_screen().then(|| self.render());
+        let view = self
+            .is_full_screen()
+            .then(|| self.render())
+            .filter(|view| !view.is_empty());
         self.addressed = false;
         view
     }
