@@ -119,6 +119,11 @@ impl Detector {
             Err(error) if error.kind() == std::io::ErrorKind::PermissionDenied => {
                 return Activity::Hidden;
             }
+            // A kernel built without the file (no `CONFIG_HAVE_ARCH_TRACEHOOK`)
+            // hides it as surely as missing rights do.
+            Err(_) if std::path::Path::new(&format!("/proc/{pid}/task/{tid}")).exists() => {
+                return Activity::Hidden;
+            }
             // Gone meanwhile.
             Err(_) => return Activity::Elsewhere,
         }
