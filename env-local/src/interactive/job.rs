@@ -392,3 +392,26 @@ fn describe_exit(exit: &JobExit) -> String {
         (None, None) => "ended".to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send<T: Send>(_: &T) {}
+
+    /// Compiles only if the calls' futures can move between threads (the
+    /// jobs port runs them in spawned tasks and behind `async_trait`).
+    #[allow(dead_code)]
+    fn futures_are_send(job: &mut InteractiveJob) {
+        assert_send(&job.wait_until(Instant::now()));
+        assert_send(&job.write("", &[], Instant::now()));
+        assert_send(&job.stop());
+        assert_send(&job.state());
+    }
+
+    #[test]
+    fn the_job_can_be_shared_between_threads() {
+        fn shareable<T: Send + Sync>() {}
+        shareable::<InteractiveJob>();
+    }
+}
