@@ -65,8 +65,8 @@ pub use exec::{DRAIN_AFTER_EXIT, FINAL_DRAIN, LEFTOVER_WAIT, LocalExec};
 pub use interactive::{
     DEFAULT_COLUMNS, DEFAULT_ROWS, DEFAULT_SILENCE_FALLBACK, DEFAULT_TEXT_CAPACITY, DEFAULT_YIELD,
     Detection, INTERACTIVE_TERM, InteractiveJob, InteractiveOptions, JobExit, JobState, KEY_NAMES,
-    Key, PROBE_INTERVAL, Snapshot, TerminalModes, TerminalSize, TextRead, interactive_env,
-    interactive_launch,
+    Key, MAX_COLUMNS, MAX_ROWS, PROBE_INTERVAL, Snapshot, TerminalModes, TerminalSize, TextRead,
+    interactive_env, interactive_launch,
 };
 pub use jobs::{JobInfo, JobOutput, JobRead, JobStatus, JobTable, MAX_JOB_READ};
 pub use kill::{

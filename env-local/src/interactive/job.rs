@@ -96,7 +96,7 @@ impl InteractiveJob {
             program: program.clone(),
             source,
         };
-        let size = options.size.at_least_one();
+        let size = options.size.clamped();
         let pty = Pty::open(size).map_err(io_error)?;
         let detector = Detector::new(pty.device);
         let pid = spawn_on(&pty, launch, wrappers)?;
@@ -278,7 +278,7 @@ impl InteractiveJob {
 
     /// Changes the terminal's size; full-screen programs redraw.
     pub fn resize(&mut self, size: TerminalSize) -> Result<(), Error> {
-        let size = size.at_least_one();
+        let size = size.clamped();
         if let Some(live) = &self.live {
             live.master
                 .get_ref()

@@ -36,6 +36,6 @@ pub use env::{INTERACTIVE_TERM, interactive_env, interactive_launch};
 pub use job::InteractiveJob;
 pub use keys::{KEY_NAMES, Key};
 pub use options::{DEFAULT_SILENCE_FALLBACK, DEFAULT_YIELD, InteractiveOptions, PROBE_INTERVAL};
-pub use pty::{DEFAULT_COLUMNS, DEFAULT_ROWS, TerminalModes, TerminalSize};
+pub use pty::{DEFAULT_COLUMNS, DEFAULT_ROWS, MAX_COLUMNS, MAX_ROWS, TerminalModes, TerminalSize};
 pub use state::{Detection, JobExit, JobState, Snapshot};
 pub use transcript::{DEFAULT_TEXT_CAPACITY, TextRead};

@@ -31,6 +31,11 @@ pub const DEFAULT_COLUMNS: u16 = 120;
 /// Default terminal height, in rows.
 pub const DEFAULT_ROWS: u16 = 40;
 
+/// Widest terminal a job gets; wider asks are narrowed to this.
+pub const MAX_COLUMNS: u16 = 500;
+/// Tallest terminal a job gets; taller asks are shortened to this.
+pub const MAX_ROWS: u16 = 200;
+
 /// The size of the terminal a program sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TerminalSize {
@@ -48,12 +53,13 @@ impl Default for TerminalSize {
 }
 
 impl TerminalSize {
-    /// At least one row and column (a zero-sized terminal breaks programs
-    /// and the emulator).
-    pub(crate) fn at_least_one(self) -> Self {
+    /// Within 1..=[`MAX_COLUMNS`] and 1..=[`MAX_ROWS`]: a zero-sized
+    /// terminal breaks programs and the emulator, and the emulator keeps a
+    /// cell per position in memory.
+    pub(crate) fn clamped(self) -> Self {
         Self {
-            columns: self.columns.max(1),
-            rows: self.rows.max(1),
+            columns: self.columns.clamp(1, MAX_COLUMNS),
+            rows: self.rows.clamp(1, MAX_ROWS),
         }
     }
 }
@@ -98,7 +104,7 @@ impl Pty {
     /// Sets the window size; the kernel sends SIGWINCH to the foreground
     /// group, so full-screen programs redraw.
     pub fn resize(&self, size: TerminalSize) -> std::io::Result<()> {
-        let size = size.at_least_one();
+        let size = size.clamped();
         let window = libc::winsize {
             ws_row: size.rows,
             ws_col: size.columns,
@@ -254,4 +260,33 @@ pub(crate) fn spawn_on(
     // Dropping `Child` neither waits nor kills: the job watches and reaps
     // the process through its pid (see `RootProcess`).
     Ok(child.id())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_kept_within_limits() {
+        let huge = TerminalSize {
+            columns: u16::MAX,
+            rows: 0,
+        };
+        assert_eq!(
+            huge.clamped(),
+            TerminalSize {
+                columns: MAX_COLUMNS,
+                rows: 1
+            }
+        );
+        assert_eq!(TerminalSize::default().clamped(), TerminalSize::default());
+    }
+
+    #[test]
+    fn a_hidden_prompt_is_echo_off_in_line_mode() {
+        let modes = |echo, canonical| TerminalModes { echo, canonical };
+        assert!(modes(false, true).hides_input(), "read -s, getpass");
+        assert!(!modes(false, false).hides_input(), "readline, vi: raw mode");
+        assert!(!modes(true, true).hides_input());
+    }
 }
