@@ -573,3 +573,29 @@ async fn a_line_longer_than_the_line_mode_allows_is_refused() {
     assert!(exited_with(&done, 0), "{done:?}");
     assert!(done.text.ends_with("\n4000\n"), "{done:?}");
 }
+
+#[tokio::test]
+async fn the_terminal_has_the_configured_size_and_can_be_resized() {
+    let options = InteractiveOptions {
+        size: bashtool_env_local::TerminalSize {
+            columns: 100,
+            rows: 30,
+        },
+        ..InteractiveOptions::default()
+    };
+    let mut job = start_with("stty size; read line; stty size", &[], options);
+    let first = job.wait_until(soon()).await;
+    assert_eq!(first.state, JobState::AwaitingInput);
+    assert_eq!(first.text, "30 100\n");
+    job.resize(bashtool_env_local::TerminalSize {
+        columns: 80,
+        rows: 24,
+    })
+    .expect("resized");
+    let end = job
+        .write("", &keys(&["Enter"]), soon())
+        .await
+        .expect("sent");
+    assert!(exited_with(&end, 0), "{end:?}");
+    assert_eq!(end.text, "\n24 80\n");
+}
