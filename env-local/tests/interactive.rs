@@ -91,6 +91,19 @@ fn children_named(parent: u32, name: &str) -> Vec<u32> {
         .collect()
 }
 
+/// Waits until `shell` has a `sleep` child (it forks, then execs), up to
+/// the patience; returns their pids.
+async fn sleep_under(shell: u32) -> Vec<u32> {
+    let deadline = soon();
+    loop {
+        let sleeps = children_named(shell, "sleep");
+        if !sleeps.is_empty() || Instant::now() >= deadline {
+            return sleeps;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
 #[tokio::test]
 async fn a_prompt_is_awaiting_input_and_the_answer_goes_through() {
     let mut job = start("read -p 'Continue? ' answer; echo \"got $answer\"");
@@ -178,7 +191,7 @@ async fn control_c_interrupts_the_foreground_command_and_the_shell_survives() {
         .await
         .expect("written");
     assert_eq!(sleeping.state, JobState::Running, "{sleeping:?}");
-    let sleeps = children_named(shell, "sleep");
+    let sleeps = sleep_under(shell).await;
     assert_eq!(sleeps.len(), 1, "one sleep under the shell");
     let interrupted = job
         .write("", &keys(&["C-c"]), soon())
@@ -231,13 +244,10 @@ async fn a_full_screen_program_returns_its_rendered_screen() {
 async fn a_program_that_prints_without_reading_is_running_at_the_yield() {
     let mut job = start("for i in $(seq 1 600); do echo tick $i; sleep 0.05; done");
     let snapshot = job
-        .wait_until(Instant::now() + Duration::from_secs(2))
+        .wait_until(Instant::now() + Duration::from_secs(3))
         .await;
     assert_eq!(snapshot.state, JobState::Running, "{snapshot:?}");
-    assert!(
-        snapshot.text.starts_with("tick 1\ntick 2\n"),
-        "{snapshot:?}"
-    );
+    assert!(snapshot.text.starts_with("tick 1\n"), "{snapshot:?}");
     let stopped = job.stop().await;
     assert!(matches!(&stopped.state, JobState::Exited(exit) if exit.stopped));
 }
