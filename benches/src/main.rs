@@ -7,6 +7,7 @@
 
 mod cpu;
 mod format_bench;
+mod interactive_bench;
 mod mcp_bench;
 mod mcp_client;
 mod memory_bench;
@@ -83,6 +84,9 @@ fn main() -> ExitCode {
         }
         if wanted("8") {
             rows.extend(memory_bench::run(effort).await?);
+        }
+        if wanted("9") {
+            rows.extend(interactive_bench::run(effort).await?);
         }
         anyhow::Ok(rows)
     });

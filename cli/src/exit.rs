@@ -26,7 +26,12 @@ pub fn status_of(details: &bashtool_core::Details) -> u8 {
     if details.error_kind.is_some() && details.error_kind.as_deref() != Some("aborted") {
         return REFUSED;
     }
-    if details.pid.is_some() {
+    if details.pid.is_some()
+        && details
+            .state
+            .as_deref()
+            .is_none_or(|state| state == "running")
+    {
         // A background job that started: it has no exit status yet.
         return 0;
     }

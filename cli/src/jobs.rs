@@ -70,6 +70,18 @@ pub enum JobsAction {
         #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
         grace: f64,
     },
+    /// Type text and keys into an interactive job (only the process that
+    /// holds its terminal can: see the README)
+    Write {
+        /// The job id
+        job: String,
+        /// Text to type
+        #[arg(default_value = "")]
+        text: String,
+        /// A key pressed after the text (repeatable): Enter, Tab, Esc, Up, C-c, ...
+        #[arg(long = "key", value_name = "KEY")]
+        keys: Vec<String>,
+    },
     /// Forget the jobs that have ended
     Prune,
 }
@@ -100,13 +112,18 @@ pub fn run(args: &JobsArgs) -> anyhow::Result<ExitCode> {
             json!({"action": "wait", "job": job, "timeout": timeout})
         }
         JobsAction::Stop { job, .. } => json!({"action": "stop", "job": job}),
+        JobsAction::Write { job, text, keys } => {
+            json!({"action": "write", "job": job, "text": text, "keys": keys})
+        }
         JobsAction::Prune => {
             let forgotten = jobs.prune()?;
             writeln!(std::io::stdout(), "forgot {forgotten} ended jobs")?;
             return Ok(ExitCode::SUCCESS);
         }
     };
-    let tool = JobsTool::new(ToolConfig::default(), Arc::new(jobs));
+    let mut config = ToolConfig::default();
+    config.fields.interactive = true;
+    let tool = JobsTool::new(config, Arc::new(jobs));
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

@@ -19,6 +19,8 @@ pub enum ModeArg {
     Default,
     Slow,
     Background,
+    /// In a terminal: answer its prompts on stdin, line by line
+    Interactive,
 }
 
 /// Run a command through the tool and stream its output
@@ -61,6 +63,7 @@ fn tool_input(args: &RunArgs) -> anyhow::Result<Value> {
             ModeArg::Default => "default",
             ModeArg::Slow => "slow",
             ModeArg::Background => "background",
+            ModeArg::Interactive => "interactive",
         };
         input.insert("mode".into(), json!(name));
     }
@@ -121,12 +124,83 @@ fn print_chunk(chunk: &OutputChunk) {
     };
 }
 
+/// `run --mode interactive`: shows what the program shows and answers it
+/// with the lines typed on our stdin (each followed by Enter) until it
+/// ends; end of input or a signal stops it. Returns the last result.
+async fn converse(
+    mut result: ToolResult,
+    jobs: &bashtool_core::JobsTool,
+    cancel: &CancellationToken,
+) -> ToolResult {
+    loop {
+        let Some(id) = result.details.job.clone() else {
+            return result;
+        };
+        if !matches!(
+            result.details.state.as_deref(),
+            Some("running" | "awaiting_input")
+        ) {
+            // The program's own ending decides our exit status.
+            result.details.success =
+                result.details.exit_code == Some(0) && result.details.signal.is_none();
+            result.is_error = !result.details.success;
+            return result;
+        }
+        {
+            let mut stdout = std::io::stdout().lock();
+            let _ = writeln!(stdout, "{}", result.text());
+            let _ = stdout.flush();
+        }
+        let next = if result.details.state.as_deref() == Some("awaiting_input") {
+            let line = tokio::task::spawn_blocking(|| {
+                let mut line = String::new();
+                match std::io::stdin().read_line(&mut line) {
+                    Ok(0) | Err(_) => None,
+                    Ok(_) => Some(line.trim_end_matches('\n').to_owned()),
+                }
+            });
+            let line = tokio::select! {
+                line = line => line.ok().flatten(),
+                () = cancel.cancelled() => None,
+            };
+            match line {
+                Some(line) => {
+                    json!({"action": "write", "job": id, "text": line, "keys": ["Enter"]})
+                }
+                None => json!({"action": "stop", "job": id}),
+            }
+        } else if cancel.is_cancelled() {
+            json!({"action": "stop", "job": id})
+        } else {
+            json!({"action": "read", "job": id, "since": result.details.next_cursor.unwrap_or(0)})
+        };
+        let stop = next["action"] == "stop";
+        result = jobs.call_with(&next, cancel.clone()).await;
+        if stop {
+            result.details.success = false;
+            result.is_error = true;
+            return result;
+        }
+        if result.details.state.as_deref() == Some("running") && next["action"] == "read" {
+            let waited = jobs
+                .call(&json!({"action": "wait", "job": id, "timeout": 1}))
+                .await;
+            if waited.details.state.as_deref() != Some("running") {
+                result = jobs.call(&json!({"action": "read", "job": id, "since": result.details.next_cursor.unwrap_or(0)})).await;
+            }
+        }
+    }
+}
+
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let input = tool_input(args)?;
     let mut config = args.tool.tool_config()?;
+    let interactive = matches!(args.mode, Some(ModeArg::Interactive));
+    config.fields.interactive = interactive;
+    config.jobs_tool = interactive;
     let local = args.tool.local_config(&config)?;
     let exec = crate::session::Exec::new(args.tool.session.as_deref(), &mut config, local)?;
-    let live = !args.json && !args.model_text;
+    let live = !args.json && !args.model_text && !interactive;
     let runtime = tokio::runtime::Runtime::new()?;
     let result: ToolResult = runtime.block_on(async {
         let tool = BashTool::new(config, exec.command_exec());
@@ -140,7 +214,15 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         if let Err(error) = crate::signals::cancel_on_signals(cancel.clone()) {
             eprintln!("bashtool: warning: signals will not stop the command: {error}");
         }
-        let result = tool.call_with(&input, context).await;
+        let mut result = tool.call_with(&input, context).await;
+        if interactive {
+            result = converse(
+                result,
+                &bashtool_core::JobsTool::new(tool.config().clone(), exec.jobs()),
+                &cancel,
+            )
+            .await;
+        }
         if let Err(error) = exec.finish().await {
             eprintln!("bashtool: warning: {error:#}");
         }

@@ -62,6 +62,14 @@ impl Exec {
         Ok(Self::Session(session))
     }
 
+    /// The environment's jobs (background and interactive).
+    pub fn jobs(&self) -> Arc<dyn bashtool_core::Jobs> {
+        match self {
+            Self::Stateless(exec) => Arc::new(exec.clone()),
+            Self::Session(session) => Arc::new(session.clone()),
+        }
+    }
+
     pub fn command_exec(&self) -> Arc<dyn CommandExec> {
         match self {
             Self::Stateless(exec) => Arc::new(exec.clone()),

@@ -54,25 +54,21 @@ fn an_unknown_subcommand_says_what_to_do_on_stderr() {
     assert!(stderr.contains("--help"), "{stderr}");
 }
 
-/// The model's text, with the process id in the log directory made stable.
+/// The model's text, with a state directory of its own shown as `[state]`
+/// (so the log path is stable).
 fn model_text(flags: &[&str], command: &str) -> String {
+    let state = tempfile::tempdir().expect("temp dir");
     let mut args = vec!["run", "--model-text", "--plain-shortening"];
     args.extend(flags);
     args.extend(["--", command]);
-    let text = stdout(&args);
-    let mut stable = String::new();
-    let mut rest = text.as_str();
-    while let Some(start) = rest.find("/bashtool-") {
-        let after = start + "/bashtool-".len();
-        let digits = rest[after..]
-            .find(|character: char| !character.is_ascii_digit())
-            .unwrap_or(rest.len() - after);
-        stable.push_str(&rest[..after]);
-        stable.push_str("[pid]");
-        rest = &rest[after + digits..];
-    }
-    stable.push_str(rest);
-    stable
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_bashtool"))
+        .args(&args)
+        .env("BASHTOOL_STATE_DIR", state.path())
+        .output()
+        .expect("run bashtool");
+    String::from_utf8(output.stdout)
+        .expect("UTF-8")
+        .replace(&state.path().display().to_string(), "[state]")
 }
 
 #[test]

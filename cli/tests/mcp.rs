@@ -207,11 +207,14 @@ async fn tools_list_shows_the_core_spec_with_an_output_schema() {
         .iter()
         .find(|tool| tool.name == "bash")
         .expect("bash tool");
-    let spec = tool_spec(&ToolConfig {
+    let mut config = ToolConfig {
         working_directory: Some(server.dir.path().to_path_buf()),
         persistent_session: true,
+        jobs_tool: true,
         ..ToolConfig::default()
-    });
+    };
+    config.fields.interactive = true;
+    let spec = tool_spec(&config);
     assert_eq!(bash.description.as_deref(), Some(spec.description.as_str()));
     assert_eq!(
         Value::Object((*bash.input_schema).clone()),
@@ -568,7 +571,7 @@ async fn a_background_job_is_started_read_and_stopped_through_bash_jobs() {
                 .await,
         )
         .await;
-        if text(&output).contains("serving") {
+        if text(&output).contains("\nserving\n") {
             assert_eq!(
                 output.structured_content.expect("details")["next_cursor"],
                 8

@@ -136,6 +136,9 @@ pub struct ToolConfig {
     /// The `bash_jobs` tool is offered beside this one: hints about
     /// background jobs point to it instead of shell commands.
     pub jobs_tool: bool,
+    /// Interactive mode: how long a call waits for a program that neither
+    /// exits nor waits for input before it returns (the program runs on).
+    pub interactive_yield: Duration,
 }
 
 impl Default for ToolConfig {
@@ -153,6 +156,7 @@ impl Default for ToolConfig {
             output: OutputConfig::default(),
             policy: PolicyConfig::default(),
             jobs_tool: false,
+            interactive_yield: Duration::from_secs(10),
         }
     }
 }

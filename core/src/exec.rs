@@ -63,6 +63,10 @@ pub enum ExecMode {
     Foreground,
     /// Return at once with a pid and an output file; the job runs on.
     Background,
+    /// Run in a terminal; return when it exits, waits for input, or at
+    /// [`SpawnOptions::yield_after`]; a job that runs on is reached through
+    /// the jobs port (`write`, `read`, `stop`).
+    Interactive,
 }
 
 /// What the tool asks of the environment for one command.
@@ -82,8 +86,11 @@ pub struct SpawnOptions {
     /// [`OutputCapture::finish`] as [`CommandResult::output`]. Core cleans,
     /// bounds and forwards the text to the live sink the capture was made with.
     pub output: OutputCapture,
-    /// Foreground (with the timeout) or background.
+    /// Foreground (with the timeout), background or interactive.
     pub mode: ExecMode,
+    /// Interactive mode: when to return if the program neither exits nor
+    /// waits for input. `None`: the environment's default (10 s).
+    pub yield_after: Option<Duration>,
 }
 
 impl fmt::Debug for SpawnOptions {
@@ -96,6 +103,7 @@ impl fmt::Debug for SpawnOptions {
             .field("cancelled", &self.cancel.is_cancelled())
             .field("output", &self.output)
             .field("mode", &self.mode)
+            .field("yield_after", &self.yield_after)
             .finish()
     }
 }
@@ -156,6 +164,19 @@ pub struct BackgroundJob {
     pub output_file: Option<PathBuf>,
 }
 
+/// An interactive job that was still running when its call returned.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InteractiveStatus {
+    /// Its id for the jobs port.
+    pub job: String,
+    /// `running` or `awaiting_input`.
+    pub state: crate::jobs::JobState,
+    /// The rendered terminal screen, for a full-screen program.
+    pub screen: Option<String>,
+    /// How waiting for input was decided when not from the kernel.
+    pub detection_note: Option<String>,
+}
+
 /// Where a persistent shell stands after a call (seed 002's prompt as telemetry).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ShellState {
@@ -190,6 +211,8 @@ pub struct CommandResult {
     pub notes: Vec<String>,
     /// Set when the command was started in the background.
     pub background: Option<BackgroundJob>,
+    /// Set when an interactive command was still running at the yield.
+    pub interactive: Option<InteractiveStatus>,
     /// Where a persistent shell stands after the call.
     pub shell: Option<ShellState>,
     /// The directory the command ran in, as the environment resolved it.
@@ -209,6 +232,7 @@ impl CommandResult {
             log_file: None,
             notes: Vec::new(),
             background: None,
+            interactive: None,
             shell: None,
             working_directory: None,
         }

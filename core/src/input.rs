@@ -25,6 +25,9 @@ pub enum Mode {
     Slow,
     /// Detached: returns at once with a job.
     Background,
+    /// In a terminal: returns when the program exits, waits for input, or
+    /// at the yield time; the jobs tool types into it.
+    Interactive,
 }
 
 impl Mode {
@@ -34,6 +37,7 @@ impl Mode {
             Self::Default => "default",
             Self::Slow => "slow",
             Self::Background => "background",
+            Self::Interactive => "interactive",
         }
     }
 }
@@ -89,7 +93,8 @@ impl ToolInput {
         match (self.timeout, self.mode) {
             (Some(seconds), _) => Some(Duration::from_secs(seconds)),
             (None, Mode::Default) => Some(config.default_timeout),
-            (None, Mode::Slow) => Some(config.slow_timeout),
+            // Interactive: the whole life of the job.
+            (None, Mode::Slow | Mode::Interactive) => Some(config.slow_timeout),
             (None, Mode::Background) => None,
         }
     }
@@ -196,6 +201,12 @@ pub fn validate_input(input: &Value, config: &ToolConfig) -> Result<ToolInput, I
     let commands = parse_commands(object.get("command"), object.get("commands"), config)?;
     let mode = parse_mode(object.get("mode"), config)?;
     let timeout = parse_timeout(object.get("timeout"), config)?;
+    if mode == Mode::Interactive && matches!(commands, Commands::Batch(_)) {
+        return Err(InputError::new(
+            "mode",
+            "mode 'interactive' runs one 'command'; it cannot be used with 'commands'",
+        ));
+    }
     if mode == Mode::Background {
         if matches!(commands, Commands::Batch(_)) {
             return Err(InputError::new(
@@ -323,10 +334,11 @@ fn parse_commands(
 }
 
 fn parse_mode(value: Option<&Value>, config: &ToolConfig) -> Result<Mode, InputError> {
-    let allowed = if config.fields.background {
-        "'default', 'slow' or 'background'"
-    } else {
-        "'default' or 'slow'"
+    let allowed = match (config.fields.background, config.fields.interactive) {
+        (true, true) => "'default', 'slow', 'background' or 'interactive'",
+        (true, false) => "'default', 'slow' or 'background'",
+        (false, true) => "'default', 'slow' or 'interactive'",
+        (false, false) => "'default' or 'slow'",
     };
     match value {
         None | Some(Value::Null) => Ok(Mode::Default),
@@ -334,6 +346,7 @@ fn parse_mode(value: Option<&Value>, config: &ToolConfig) -> Result<Mode, InputE
             "default" => Ok(Mode::Default),
             "slow" => Ok(Mode::Slow),
             "background" if config.fields.background => Ok(Mode::Background),
+            "interactive" if config.fields.interactive => Ok(Mode::Interactive),
             other => Err(InputError::new(
                 "mode",
                 format!("unknown mode '{other}'; 'mode' must be {allowed}"),

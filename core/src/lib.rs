@@ -57,8 +57,8 @@ pub use error::{Error, ExecError};
 #[cfg(feature = "mock")]
 pub use exec::MockCommandExec;
 pub use exec::{
-    BackgroundJob, CommandExec, CommandResult, ExecMode, OutputChunk, OutputSink, ShellState,
-    SpawnOptions, Stream,
+    BackgroundJob, CommandExec, CommandResult, ExecMode, InteractiveStatus, OutputChunk,
+    OutputSink, ShellState, SpawnOptions, Stream,
 };
 pub use input::{
     BOTH_COMMAND_FIELDS, Commands, InputError, Mode, NO_COMMAND_FIELD, ToolInput,

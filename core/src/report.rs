@@ -136,6 +136,55 @@ pub(crate) fn background_text(job: &BackgroundJob, config: &ToolConfig) -> Strin
     text.trim_end().to_owned()
 }
 
+/// What an interactive command that runs on shows: its new output (or its
+/// rendered screen) and how to go on.
+pub(crate) fn interactive_text(
+    result: &CommandResult,
+    status: &crate::exec::InteractiveStatus,
+    config: &ToolConfig,
+) -> String {
+    let mut text = if let Some(screen) = &status.screen {
+        format!(
+            "[screen]\n{}\n[end of screen]\n",
+            screen.trim_end_matches('\n')
+        )
+    } else {
+        let formatted =
+            format_output_with_budget(&result.output, &config.output, config.output.budget_chars());
+        if formatted.text.is_empty() {
+            "(no output yet)\n".to_owned()
+        } else {
+            formatted.text
+        }
+    };
+    for note in &result.notes {
+        let _ = writeln!(text, "[{note}]");
+    }
+    if let Some(note) = &status.detection_note {
+        let _ = writeln!(text, "[{note}]");
+    }
+    let id = &status.job;
+    let tool = if config.jobs_tool {
+        "bash_jobs"
+    } else {
+        "the jobs tool"
+    };
+    let _ = write!(
+        text,
+        "{}",
+        if status.state == crate::jobs::JobState::AwaitingInput {
+            format!(
+                "[job {id} is waiting for input: answer with {tool} {{\"action\": \"write\", \"job\": \"{id}\", \"text\": \"...\", \"keys\": [\"Enter\"]}}; stop it with action \"stop\"]"
+            )
+        } else {
+            format!(
+                "[job {id} is still running (not waiting for input yet): see what it does next with {tool} {{\"action\": \"read\", \"job\": \"{id}\"}} or wait for it with action \"wait\"; stop it with action \"stop\"]"
+            )
+        }
+    );
+    text
+}
+
 /// Seed 002's prompt as telemetry: where the shell stands now.
 pub(crate) fn telemetry_line(shell: &ShellState) -> String {
     let mut line = format!("[cwd: {}", shell.cwd.display());

@@ -55,9 +55,14 @@ pub fn description(config: &ToolConfig) -> String {
         Shortening::ErrorAware => "the beginning, the end and error lines from the middle",
         Shortening::Plain => "the beginning and the end",
     };
+    let no_terminal = if config.fields.interactive {
+        "Commands run without a terminal (unless in mode \"interactive\", below): stdin is empty"
+    } else {
+        "Commands must not be interactive: stdin is empty and there is no terminal"
+    };
     text.push_str(&format!(
         "\nRules:\n\
-         - Commands must not be interactive: stdin is empty and there is no terminal. Pass \
+         - {no_terminal}. Pass \
          everything on the command line (git commit -m \"...\", apt-get -y, npx --yes). Pagers \
          are off; editors fail at once.\n\
          - Output is shortened for you to about {budget_tokens} tokens, keeping {kept}, and the \
@@ -82,6 +87,19 @@ pub fn description(config: &ToolConfig) -> String {
                 "- Never run a never-ending command (server, watcher, tail -f): it will be \
                  stopped at the timeout.\n",
             );
+        }
+        if fields.interactive {
+            text.push_str(&format!(
+                "- A program that asks questions or needs a terminal (a REPL, a debugger, a \
+                 prompt, less, vi, top): use mode \"interactive\". It runs in a terminal; the \
+                 call returns when the program exits, when it waits for input (seen from the \
+                 kernel), or after {}, with its new output or its rendered screen, the job id \
+                 and its state (awaiting_input or running). Answer with the jobs tool's \
+                 action \"write\" (text and keys such as Enter, C-c, Up, Tab); stop it with \
+                 \"stop\". Text typed while the terminal hides it (a password) is never \
+                 logged.\n",
+                human_duration(config.interactive_yield.as_secs())
+            ));
         }
     } else {
         text.push_str(&format!(
@@ -168,7 +186,7 @@ pub fn input_schema(config: &ToolConfig) -> Value {
         );
     }
     if fields.mode {
-        let (modes, text) = if fields.background {
+        let (mut modes, mut text) = if fields.background {
             (
                 json!(["default", "slow", "background"]),
                 format!(
@@ -189,6 +207,15 @@ pub fn input_schema(config: &ToolConfig) -> Value {
                 ),
             )
         };
+        if fields.interactive {
+            if let Some(list) = modes.as_array_mut() {
+                list.push(json!("interactive"));
+            }
+            text.push_str(
+                "; interactive (in a terminal: returns when the program exits or waits for \
+                 input, then answer with the jobs tool's write)",
+            );
+        }
         properties.insert(
             "mode".into(),
             json!({"type": "string", "enum": modes, "default": "default", "description": text}),

@@ -129,11 +129,12 @@ impl BashTool {
             env: input.environment.clone(),
             cancel: context.cancel.clone(),
             output: OutputCapture::new(&self.config.output, context.on_output.clone()),
-            mode: if input.mode == Mode::Background {
-                ExecMode::Background
-            } else {
-                ExecMode::Foreground
+            mode: match input.mode {
+                Mode::Background => ExecMode::Background,
+                Mode::Interactive => ExecMode::Interactive,
+                Mode::Default | Mode::Slow => ExecMode::Foreground,
             },
+            yield_after: (input.mode == Mode::Interactive).then_some(self.config.interactive_yield),
         }
     }
 
@@ -156,6 +157,23 @@ impl BashTool {
             details.sandbox.clone_from(&environment.sandbox);
             return ToolResult {
                 content: vec![Content::text(background_text(job, &self.config))],
+                is_error: false,
+                details,
+            };
+        }
+        if let Some(status) = &result.interactive {
+            let mut details = command_details(command, &result, None, false);
+            details.environment = environment_name(&environment);
+            details.sandbox.clone_from(&environment.sandbox);
+            details.job = Some(status.job.clone());
+            details.state = Some(status.state.as_str().to_owned());
+            details.success = true;
+            return ToolResult {
+                content: vec![Content::text(crate::report::interactive_text(
+                    &result,
+                    status,
+                    &self.config,
+                ))],
                 is_error: false,
                 details,
             };

@@ -1,6 +1,7 @@
-//! Errors of the environment's own API (state directory, job records).
-//! Errors of running a command are [`bashtool_core::ExecError`]s, and errors
-//! of the jobs port are [`bashtool_core::JobError`]s, as the ports say.
+//! Errors of the environment's own API (state directory, job records,
+//! interactive jobs). Errors of running a command are
+//! [`bashtool_core::ExecError`]s, and errors of the jobs port are
+//! [`bashtool_core::JobError`]s, as the ports say.
 
 use std::path::PathBuf;
 
@@ -16,6 +17,25 @@ pub enum Error {
     #[error("could not read or write `{}`: {source}", path.display())]
     Io {
         path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("unknown key `{name}`; allowed keys: {allowed}")]
+    UnknownKey { name: String, allowed: &'static str },
+    #[error("the interactive job has ended ({state}); its input is closed, start a new one")]
+    InputClosed { state: String },
+    #[error(
+        "the program did not take the input in time: {written} of {total} bytes sent; \
+         read the job to see what it is doing, or stop it"
+    )]
+    InputNotTaken { written: usize, total: usize },
+    #[error(
+        "a line of {length} bytes is longer than the terminal takes in line mode ({limit} bytes); \
+         nothing was sent: send shorter lines, or pass long text through a file"
+    )]
+    LineTooLong { length: usize, limit: usize },
+    #[error("could not write to the terminal: {source}")]
+    Terminal {
         #[source]
         source: std::io::Error,
     },

@@ -14,7 +14,10 @@ use tokio_util::sync::CancellationToken;
 use crate::call_log::CallLog;
 use crate::config::LocalConfig;
 use crate::containment::Containment;
-use crate::jobs::{JobStore, JobTable, StartedJob, supervised_argv};
+use crate::jobs::{
+    InteractiveJobs, JobStore, JobTable, StartedJob, detection_note, new_job_id, port_state,
+    supervised_argv,
+};
 use crate::kill::{ProcessInfo, RunMarker, group_is_empty, kill_survivors, signal_process};
 use crate::logs::LogDir;
 use crate::reader::OutputPump;
@@ -45,6 +48,7 @@ struct Inner {
     config: LocalConfig,
     logs: Arc<LogDir>,
     jobs: JobTable,
+    interactive: InteractiveJobs,
     environment: EnvironmentInfo,
     /// SIGKILLs scheduled for leftovers that ignored SIGTERM; shutdown waits
     /// for them, so a short-lived process (`bashtool call`) cannot exit
@@ -109,6 +113,7 @@ impl LocalExec {
                 config,
                 logs,
                 jobs,
+                interactive: InteractiveJobs::default(),
                 environment,
                 escalations: std::sync::Mutex::new(Vec::new()),
             }),
@@ -135,6 +140,8 @@ impl LocalExec {
         if !self.inner.config.keep_jobs_on_drop {
             self.inner.jobs.stop_all().await;
         }
+        // A terminal lives in this process: its job cannot outlive it.
+        self.inner.interactive.stop_all().await;
         let pending: Vec<tokio::task::JoinHandle<()>> = std::mem::take(
             &mut *self
                 .inner
@@ -255,6 +262,7 @@ impl LocalExec {
             log_file,
             notes,
             background: None,
+            interactive: None,
             shell: None,
             working_directory: Some(cwd),
         })
@@ -358,6 +366,89 @@ impl LocalExec {
                 pid: Some(pid),
                 output_file: Some(output_file),
             }),
+            interactive: None,
+            shell: None,
+            working_directory: Some(cwd),
+        })
+    }
+
+    /// Runs `command` in a terminal (`mode: "interactive"`): returns when it
+    /// exits (an ordinary result), when it waits for input, or at the yield
+    /// time; a job that runs on is kept for the jobs port.
+    async fn run_interactive(
+        &self,
+        command: &str,
+        options: &SpawnOptions,
+    ) -> Result<CommandResult, ExecError> {
+        use crate::interactive::{
+            DEFAULT_YIELD, InteractiveJob, InteractiveOptions, interactive_launch,
+        };
+        let started = Instant::now();
+        let config = &self.inner.config;
+        let cwd = spawn::resolve_cwd(&config.working_directory, options.cwd.as_deref())?;
+        let marker = RunMarker::new();
+        let mut launch = interactive_launch(config, command, &cwd, &options.env, &marker);
+        crate::wrap::apply_wrappers(&config.wrappers, &mut launch)?;
+        let (log_file, file) = match self.inner.logs.create_job_output(command) {
+            Ok((path, file)) => (Some(path), Some(file)),
+            Err(_) => (None, None),
+        };
+        let mut job = InteractiveJob::start(
+            &launch,
+            &config.wrappers,
+            marker,
+            InteractiveOptions {
+                timeout: options.timeout,
+                kill_grace: config.kill_grace,
+                log_file: file,
+                ..InteractiveOptions::default()
+            },
+        )?;
+        let yield_at = tokio::time::Instant::now() + options.yield_after.unwrap_or(DEFAULT_YIELD);
+        let (snapshot, cancelled) = tokio::select! {
+            snapshot = job.wait_until(yield_at) => (snapshot, false),
+            () = options.cancel.cancelled() => (job.stop().await, true),
+        };
+        options
+            .output
+            .push_text(bashtool_core::Stream::Stdout, &snapshot.text);
+        let mut notes = Vec::new();
+        if snapshot.dropped > 0 {
+            notes.push(format!(
+                "{} of earlier output did not fit in memory; it is in the log file",
+                bashtool_core::format_bytes(snapshot.dropped)
+            ));
+        }
+        let running = !matches!(snapshot.state, crate::interactive::JobState::Exited(_));
+        let (state, exit_code, signal) = port_state(&snapshot.state);
+        let timed_out =
+            matches!(&snapshot.state, crate::interactive::JobState::Exited(exit) if exit.timed_out);
+        let interactive = if running {
+            let id = new_job_id(job.pid());
+            let status = bashtool_core::InteractiveStatus {
+                job: id.clone(),
+                state,
+                screen: snapshot.screen.clone(),
+                detection_note: detection_note(snapshot.detection),
+            };
+            self.inner
+                .interactive
+                .add(id, job, command, log_file.clone());
+            Some(status)
+        } else {
+            None
+        };
+        Ok(CommandResult {
+            exit_code,
+            signal,
+            duration: started.elapsed(),
+            timed_out,
+            cancelled,
+            output: options.output.finish(),
+            log_file,
+            notes,
+            background: None,
+            interactive,
             shell: None,
             working_directory: Some(cwd),
         })
@@ -379,6 +470,7 @@ impl CommandExec for LocalExec {
         match options.mode {
             ExecMode::Foreground => self.run_foreground(command, options).await,
             ExecMode::Background => self.run_background(command, &options),
+            ExecMode::Interactive => self.run_interactive(command, &options).await,
         }
     }
 
@@ -390,7 +482,9 @@ impl CommandExec for LocalExec {
 #[async_trait::async_trait]
 impl Jobs for LocalExec {
     async fn list(&self) -> Vec<JobInfo> {
-        self.inner.jobs.list()
+        let mut jobs = self.inner.jobs.list();
+        jobs.extend(self.inner.interactive.list().await);
+        jobs
     }
 
     async fn read(
@@ -399,6 +493,9 @@ impl Jobs for LocalExec {
         from: ReadFrom,
         max_bytes: usize,
     ) -> Result<JobOutput, JobError> {
+        if let Some(output) = self.inner.interactive.read(id, from, max_bytes).await {
+            return output;
+        }
         self.inner.jobs.read(id, from, max_bytes).await
     }
 
@@ -408,10 +505,16 @@ impl Jobs for LocalExec {
         timeout: Duration,
         cancel: CancellationToken,
     ) -> Result<JobInfo, JobError> {
+        if let Some(info) = self.inner.interactive.wait(id, timeout, &cancel).await {
+            return Ok(info);
+        }
         self.inner.jobs.wait(id, timeout, cancel).await
     }
 
     async fn stop(&self, id: &str) -> Result<JobInfo, JobError> {
+        if let Some(info) = self.inner.interactive.stop(id).await {
+            return Ok(info);
+        }
         self.inner.jobs.stop(id).await
     }
 
@@ -421,7 +524,9 @@ impl Jobs for LocalExec {
         input: JobInput,
         yield_after: Duration,
     ) -> Result<JobOutput, JobError> {
-        let _ = (input, yield_after);
+        if let Some(output) = self.inner.interactive.write(id, &input, yield_after).await {
+            return output;
+        }
         self.inner.jobs.get(id).map_or_else(
             || Err(JobError::UnknownJob { id: id.to_owned() }),
             |_| Err(JobError::NotInteractive { id: id.to_owned() }),
@@ -430,6 +535,7 @@ impl Jobs for LocalExec {
 
     async fn stop_all(&self) {
         self.inner.jobs.stop_all().await;
+        self.inner.interactive.stop_all().await;
     }
 }
 

@@ -38,6 +38,11 @@
 //! core's capture, [`ContainmentStrategy`] tracks and stops a tree,
 //! [`LogDir`] manages log files, [`JobTable`] and [`RecordedJobs`] implement
 //! the jobs port in this process and across processes.
+//!
+//! [`InteractiveJob`] runs a command in its own pseudo-terminal: it returns
+//! when the command exits, when the kernel shows it waiting for input, or
+//! at a yield time, and takes text and named [`Key`]s (see
+//! `docs/interactive.md`).
 
 mod call_log;
 mod config;
@@ -45,6 +50,7 @@ mod containment;
 mod error;
 mod exec;
 mod fork_exec;
+mod interactive;
 mod jobs;
 mod kill;
 mod logs;
@@ -64,6 +70,12 @@ pub use config::{
 pub use containment::{Containment, ContainmentStrategy, SessionAndMarker};
 pub use error::Error;
 pub use exec::{DRAIN_AFTER_EXIT, FINAL_DRAIN, LEFTOVER_WAIT, LocalExec};
+pub use interactive::{
+    DEFAULT_COLUMNS, DEFAULT_ROWS, DEFAULT_SILENCE_FALLBACK, DEFAULT_TEXT_CAPACITY, DEFAULT_YIELD,
+    Detection, INTERACTIVE_TERM, InteractiveJob, InteractiveOptions, JobExit,
+    JobState as InteractiveState, KEY_NAMES, Key, MAX_COLUMNS, MAX_ROWS, PROBE_INTERVAL, Snapshot,
+    TerminalModes, TerminalSize, TextRead, interactive_env, interactive_launch,
+};
 pub use jobs::{
     FINAL_LINE_PREFIX, JobRecord, JobStore, JobTable, RecordedJobs, Window, parse_final_line,
     read_after, read_last_lines, supervised_argv,

@@ -281,6 +281,7 @@ pub async fn play(reply: Reply, options: SpawnOptions) -> Result<CommandResult, 
         log_file: reply.log_file,
         notes: reply.notes,
         background: reply.background,
+        interactive: None,
         shell: reply.shell,
         working_directory: options.cwd,
     })

@@ -298,6 +298,8 @@ async fn serve(mut settings: Settings) -> anyhow::Result<ExitCode> {
     let order = session.is_some().then(ArrivalOrder::default);
     let mut tool_config = settings.tool;
     tool_config.jobs_tool = true;
+    // Interactive jobs live in this server, which holds their terminals.
+    tool_config.fields.interactive = true;
     let backend = Backend {
         tool: BashTool::new(tool_config.clone(), exec),
         order: order.clone(),

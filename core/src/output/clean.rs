@@ -259,7 +259,9 @@ pub fn collapse_carriage_returns(text: &str) -> String {
         if index > 0 {
             out.push('\n');
         }
-        let line = line.strip_suffix('\r').unwrap_or(line);
+        // A `\r` with nothing after it overwrites nothing (`text\r\r\n`, as
+        // a program in raw mode may echo Enter): only the trailing ones go.
+        let line = line.trim_end_matches('\r');
         out.push_str(line.rsplit('\r').next().unwrap_or(line));
     }
     out
@@ -335,6 +337,12 @@ mod tests {
     #[test]
     fn backspace_erases_the_previous_character() {
         assert_eq!(clean_all(&[b"b\x08bold _\x08u\n\x08x"]), "bold u\nx");
+    }
+
+    #[test]
+    fn carriage_returns_at_the_end_of_a_line_overwrite_nothing() {
+        assert_eq!(collapse_carriage_returns("1+2\r\r\n3\r\n"), "1+2\n3\n");
+        assert_eq!(collapse_carriage_returns("50%\r100%\r\r"), "100%");
     }
 
     #[test]

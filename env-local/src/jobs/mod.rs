@@ -3,15 +3,18 @@
 //! read by cursor; the [`bashtool_core::Jobs`] port over them, in this
 //! process ([`JobTable`]) and across processes ([`RecordedJobs`]).
 
+mod interactive;
 mod recorded;
 mod records;
 mod supervisor;
 mod table;
 mod window;
 
+pub use interactive::InteractiveJobs;
+pub(crate) use interactive::{detection_note, port_state};
 pub use recorded::RecordedJobs;
 pub use records::{JobRecord, JobStore};
 pub use supervisor::{FINAL_LINE_PREFIX, parse_final_line, supervised_argv};
 pub use table::JobTable;
-pub(crate) use table::StartedJob;
+pub(crate) use table::{StartedJob, new_job_id};
 pub use window::{Window, read_after, read_last_lines};

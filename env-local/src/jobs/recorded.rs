@@ -156,6 +156,21 @@ impl Jobs for RecordedJobs {
         Ok(record.info())
     }
 
+    async fn write(
+        &self,
+        id: &str,
+        input: bashtool_core::JobInput,
+        yield_after: Duration,
+    ) -> Result<JobOutput, JobError> {
+        let _ = (input, yield_after);
+        self.record(id)?;
+        Err(JobError::Environment {
+            message: format!(
+                "job `{id}` has no terminal to type into: only interactive jobs take input, and an interactive job lives in the process that holds its terminal (an MCP server's bash_jobs, or `bashtool run --mode interactive`)"
+            ),
+        })
+    }
+
     async fn stop_all(&self) {
         for job in self.list().await {
             if job.state.is_running() {

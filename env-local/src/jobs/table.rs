@@ -103,7 +103,7 @@ pub(crate) struct StartedJob {
 
 /// A new job id: opaque, short, and unique across processes and time (the
 /// pid alone is reused).
-fn new_job_id(pid: u32) -> String {
+pub(crate) fn new_job_id(pid: u32) -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()

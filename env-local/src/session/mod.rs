@@ -643,6 +643,7 @@ impl Session {
             log_file: log.path(),
             notes,
             background: None,
+            interactive: None,
             shell: shell_state,
             working_directory: Some(call_cwd.unwrap_or_else(|| state.cwd.clone())),
         })
@@ -713,6 +714,15 @@ impl CommandExec for Session {
         match options.mode {
             ExecMode::Background => self.run_background(command, options).await,
             ExecMode::Foreground => self.run_foreground(command, &options).await,
+            // A terminal of its own, outside the session's shell (which has
+            // none), in the session's directory.
+            ExecMode::Interactive => {
+                let mut options = options;
+                if options.cwd.is_none() {
+                    options.cwd = Some(self.inner.state.lock().await.cwd.clone());
+                }
+                self.inner.background.spawn(command, options).await
+            }
         }
     }
 

@@ -1,0 +1,146 @@
+//! Item 9: from the moment a program starts reading the terminal to the
+//! interactive job's snapshot saying `awaiting_input`. The program writes
+//! the wall-clock time into a file just before its read (bash's
+//! `$EPOCHREALTIME`, a builtin: no fork in between; Python's `time.time()`
+//! before `input()`, which waits in `select` through readline), and the
+//! time is compared with the clock when the snapshot returns.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use bashtool_env_local::{
+    InteractiveJob, InteractiveOptions, InteractiveState, LocalConfig, PROBE_INTERVAL, RunMarker,
+    interactive_launch,
+};
+
+use crate::Effort;
+use crate::stats::{Samples, spread};
+use crate::table::Row;
+
+const PATIENCE: Duration = Duration::from_secs(20);
+
+async fn latency(command: &str, stamp: &Path, runs: usize) -> anyhow::Result<Samples> {
+    let mut durations = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let _ = std::fs::remove_file(stamp);
+        let marker = RunMarker::new();
+        let launch = interactive_launch(
+            &LocalConfig::default(),
+            command,
+            Path::new("/tmp"),
+            &BTreeMap::new(),
+            &marker,
+        );
+        let mut job = InteractiveJob::start(&launch, &[], marker, InteractiveOptions::default())?;
+        let snapshot = job.wait_until(tokio::time::Instant::now() + PATIENCE).await;
+        let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs_f64();
+        job.stop().await;
+        anyhow::ensure!(
+            snapshot.state == InteractiveState::AwaitingInput,
+            "`{command}` was not seen waiting: {snapshot:?}"
+        );
+        let started: f64 = std::fs::read_to_string(stamp)?.trim().parse()?;
+        durations.push(Duration::from_secs_f64((now - started).max(0.0)));
+    }
+    Ok(Samples::from_durations(durations))
+}
+
+/// Lines printed by the throughput run (`seq 1 N`, about 7.9 MB through the
+/// terminal).
+const FLOOD_LINES: u32 = 1_000_000;
+
+/// Time for `seq 1 N` through an interactive job, to its exit.
+async fn flood(runs: usize) -> anyhow::Result<Samples> {
+    let mut durations = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let marker = RunMarker::new();
+        let launch = interactive_launch(
+            &LocalConfig::default(),
+            &format!("seq 1 {FLOOD_LINES}"),
+            Path::new("/tmp"),
+            &BTreeMap::new(),
+            &marker,
+        );
+        let start = std::time::Instant::now();
+        let mut job = InteractiveJob::start(&launch, &[], marker, InteractiveOptions::default())?;
+        let snapshot = job.wait_until(tokio::time::Instant::now() + PATIENCE).await;
+        durations.push(start.elapsed());
+        anyhow::ensure!(
+            matches!(snapshot.state, InteractiveState::Exited(_)),
+            "the flood did not end: {:?}",
+            snapshot.state
+        );
+    }
+    Ok(Samples::from_durations(durations))
+}
+
+/// The same through `script`, a C program that copies a terminal to a pipe.
+fn flood_baseline(runs: usize) -> anyhow::Result<Samples> {
+    let mut durations = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let start = std::time::Instant::now();
+        let status = std::process::Command::new("script")
+            .args(["-qc", &format!("seq 1 {FLOOD_LINES}"), "/dev/null"])
+            .stdout(std::process::Stdio::null())
+            .stdin(std::process::Stdio::null())
+            .status()?;
+        durations.push(start.elapsed());
+        anyhow::ensure!(status.success(), "script failed: {status}");
+    }
+    Ok(Samples::from_durations(durations))
+}
+
+pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
+    let directory = tempfile::tempdir()?;
+    let stamp = directory.path().join("stamp");
+    let runs = effort.runs(20);
+    let bash = latency(
+        &format!("echo $EPOCHREALTIME > {}; read line", stamp.display()),
+        &stamp,
+        runs,
+    )
+    .await?;
+    let python = latency(
+        &format!(
+            "python3 -c 'import time; open(\"{}\", \"w\").write(repr(time.time())); input(\"? \")'",
+            stamp.display()
+        ),
+        &stamp,
+        runs,
+    )
+    .await?;
+    let limit = Duration::from_millis(500);
+    let row = |what: &str, samples: &Samples| Row {
+        number: "9",
+        what: what.to_owned(),
+        ours: spread(samples),
+        baseline: format!("probe every {} ms", PROBE_INTERVAL.as_millis()),
+        ratio: "—".into(),
+        target: "< 500 ms",
+        met: Some(samples.median() < limit),
+    };
+    let flood_runs = effort.runs(5);
+    let ours = flood(flood_runs).await?;
+    let baseline = flood_baseline(flood_runs)?;
+    let ratio = ours.median().as_secs_f64() / baseline.median().as_secs_f64().max(1e-9);
+    Ok(vec![
+        row(
+            "interactive: read blocked → `awaiting_input` (bash `read`)",
+            &bash,
+        ),
+        row(
+            "interactive: read blocked → `awaiting_input` (Python `input`, select)",
+            &python,
+        ),
+        Row {
+            number: "9",
+            what: format!("interactive: `seq 1 {FLOOD_LINES}` through the terminal, to exit"),
+            ours: spread(&ours),
+            baseline: format!("`script -qc` to /dev/null: {}", spread(&baseline)),
+            ratio: format!("{ratio:.1}×"),
+            target: "—",
+            met: None,
+        },
+    ])
+}
