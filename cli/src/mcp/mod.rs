@@ -289,6 +289,10 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
     };
     // Calls into the session must reach it in the order they arrived.
     let order = session.is_some().then(ArrivalOrder::default);
+    let session_calls = order.clone().map(|order| gate::SessionCalls {
+        order,
+        tool: settings.tool.name.clone(),
+    });
     let backend = Backend {
         tool: BashTool::new(settings.tool, exec),
         order: order.clone(),
@@ -296,7 +300,7 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
         job_store: Some(JobStore::new(JobStore::default_dir())),
     };
     let server = BashServer::new(backend, settings.progress_interval);
-    let (transport, input_closed) = gate::spawn(tokio::io::stdin(), tokio::io::stdout(), order);
+    let (transport, input_closed) = gate::spawn(tokio::io::stdin(), tokio::io::stdout(), session_calls);
     {
         let server = server.clone();
         tokio::spawn(async move {
