@@ -3,6 +3,7 @@
 
 mod call;
 mod check;
+mod config;
 mod exit;
 mod jobs;
 mod mcp;

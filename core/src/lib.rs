@@ -18,6 +18,7 @@
 //! ```
 
 mod config;
+mod env_policy;
 mod error;
 mod exec;
 mod input;
@@ -34,6 +35,7 @@ pub use config::{
     CHARACTERS_PER_TOKEN, HEAD_PERCENT, InputFields, MAX_BATCH_COMMANDS, MAX_CHARS_PER_LINE,
     MAX_COMMAND_BYTES, MAX_OUTPUT_TOKENS, OutputConfig, SALIENT_PERCENT, Shortening, ToolConfig,
 };
+pub use env_policy::{DEFAULT_EXCLUDES, EnvPolicy};
 pub use error::{Error, ExecError};
 pub use exec::{
     Approval, ApproveAll, BackgroundJob, CommandExec, CommandResult, EnvironmentInfo, ExecMode,

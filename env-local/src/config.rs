@@ -108,6 +108,9 @@ pub struct LocalConfig {
     /// Variables added to every call, after the non-interactive ones (so
     /// they may override them) and before the call's own.
     pub env: BTreeMap<String, String>,
+    /// Which inherited variables commands see; by default those that look
+    /// like secrets are dropped. Its `set` comes before `env`.
+    pub env_policy: bashtool_core::EnvPolicy,
     /// Set [`NON_INTERACTIVE_ENV`] for every command. Default true.
     pub non_interactive: bool,
     /// Time between SIGTERM and SIGKILL when stopping a process tree.
@@ -135,6 +138,7 @@ impl Default for LocalConfig {
             shell_args: vec!["-c".to_owned()],
             working_directory: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
             env: BTreeMap::new(),
+            env_policy: bashtool_core::EnvPolicy::default(),
             non_interactive: true,
             kill_grace: DEFAULT_KILL_GRACE,
             log_dir: None,

@@ -46,6 +46,8 @@ pub struct SpawnRequest<'a> {
     pub env: Vec<&'a BTreeMap<String, String>>,
     pub non_interactive: bool,
     pub marker: &'a RunMarker,
+    /// Filters what is inherited from our own environment.
+    pub env_policy: &'a bashtool_core::EnvPolicy,
 }
 
 impl<'a> SpawnRequest<'a> {
@@ -61,7 +63,8 @@ impl<'a> SpawnRequest<'a> {
             shell_args: &config.shell_args,
             command,
             cwd,
-            env: vec![&config.env, call_env],
+            env: vec![&config.env_policy.set, &config.env, call_env],
+            env_policy: &config.env_policy,
             non_interactive: config.non_interactive,
             marker,
         }
@@ -122,7 +125,9 @@ pub fn spawn(request: &SpawnRequest<'_>, output: Output) -> Result<Spawned, Exec
     };
     // Our environment, then the non-interactive defaults, the configured and
     // per-call variables, and the run marker: later ones win.
-    let mut env: BTreeMap<OsString, OsString> = std::env::vars_os().collect();
+    let mut env: BTreeMap<OsString, OsString> = std::env::vars_os()
+        .filter(|(name, _)| request.env_policy.inherits(&name.to_string_lossy()))
+        .collect();
     if request.non_interactive {
         for (key, value) in NON_INTERACTIVE_ENV {
             env.insert(OsString::from(key), OsString::from(value));

@@ -1,6 +1,5 @@
 //! `bashtool mcp`: the bash tool as an MCP server over stdio.
 
-mod config;
 mod env_jobs;
 mod gate;
 pub mod jobs_tool;
@@ -23,7 +22,7 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use crate::jobs::records::JobStore;
 use crate::options::{ToolArgs, seconds};
-use config::FileConfig;
+use crate::config::FileConfig;
 use env_jobs::LocalJobs;
 use order::ArrivalOrder;
 use server::{Backend, BashServer};
@@ -51,9 +50,6 @@ const SHUTDOWN_MARGIN: Duration = Duration::from_secs(3);
 pub struct McpArgs {
     #[command(flatten)]
     pub tool: ToolArgs,
-    /// TOML config file [default: $XDG_CONFIG_HOME/bashtool/config.toml, if it exists]
-    #[arg(long, value_name = "FILE", env = "BASHTOOL_CONFIG")]
-    pub config: Option<PathBuf>,
     /// Run each call in a fresh shell instead of one persistent session
     #[arg(long)]
     pub stateless: bool,
@@ -114,7 +110,11 @@ Config file (TOML; every key optional):
   [policy]    enabled = true   git_add = true   git_push_force = true   rm_critical = true
               deny_patterns = [\"terraform destroy\"]
   [logs]      dir = \"/tmp/bashtool\"   max_files = 200   max_bytes = 104857600
-  [env]       CARGO_TERM_COLOR = \"never\"";
+  [env]       CARGO_TERM_COLOR = \"never\"
+  [environment]  exclude = [\"AWS_*\"]   keep = [\"GITHUB_TOKEN\"]   include_only = []
+                 ignore_default_excludes = false   set = { CI = \"1\" }
+The config file applies to run, call and check too (all but cwd, stateless,
+keep_jobs, log_level and progress_interval_ms).";
 
 /// Everything the server runs with, after flags and file are merged.
 struct Settings {
@@ -190,6 +190,7 @@ fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
     if let Some(grace) = args.tool.kill_grace {
         local.kill_grace = seconds("--kill-grace", grace, 600.0)?;
     }
+    args.tool.apply_env_flags(&mut local, &mut tool);
     for pair in &args.env {
         let (key, value) = pair
             .split_once('=')
@@ -255,7 +256,7 @@ fn init_logging(filter: &str) -> anyhow::Result<()> {
 }
 
 pub fn run(args: &McpArgs) -> anyhow::Result<ExitCode> {
-    let (file, path) = FileConfig::load(args.config.as_deref())?;
+    let (file, path) = FileConfig::load(args.tool.config.as_deref())?;
     let settings = settings(args, &file)?;
     init_logging(&settings.log_filter)?;
     if let Some(path) = &path {

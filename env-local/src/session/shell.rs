@@ -22,6 +22,8 @@ pub(crate) struct ShellSpec<'a> {
     /// Start from an empty environment (the snapshot being restored has
     /// every exported variable, and `unset` ones must stay unset).
     pub clear_env: bool,
+    /// Inherited variables the shell must not see (the environment policy).
+    pub remove: Vec<std::ffi::OsString>,
     /// Lines written to the shell's stdin before any call.
     pub startup: String,
 }
@@ -67,6 +69,9 @@ impl Shell {
             .stderr(Stdio::null());
         if spec.clear_env {
             command.env_clear();
+        }
+        for name in &spec.remove {
+            command.env_remove(name);
         }
         command.envs(spec.env);
         let control_fd = control_write.as_raw_fd();
