@@ -180,6 +180,7 @@ fn schema_prints_each_api_shape() {
 fn isolated(dir: &std::path::Path) -> Command {
     let mut command = bashtool();
     command
+        .current_dir(dir)
         .env("XDG_CONFIG_HOME", dir)
         .env("BASHTOOL_STATE_DIR", dir.join("state"))
         .env_remove("BASHTOOL_CONFIG");
@@ -222,14 +223,18 @@ fn inherited_secrets_are_withheld_from_commands() {
             .env("VISIBLE_VAR", "seen");
         command
     };
-    for session in [&[][..], &["--session", "secrets"][..]] {
-        let result = call_with(secrets(isolated(dir.path())), session, env);
-        assert_eq!(
-            result["content"][0]["text"],
-            json!("stdout:\nCALL_TOKEN=given\nVISIBLE_VAR=seen\nexit code 0"),
-            "session {session:?}"
-        );
-    }
+    let seen = "stdout:\nCALL_TOKEN=given\nVISIBLE_VAR=seen\nexit code 0";
+    let result = call_with(secrets(isolated(dir.path())), &[], env);
+    assert_eq!(result["content"][0]["text"], json!(seen));
+    let session = call_with(
+        secrets(isolated(dir.path())),
+        &["--session", "secrets"],
+        env,
+    );
+    assert_eq!(
+        session["content"][0]["text"],
+        json!(format!("{seen}\n[cwd: {}]", dir.path().display()))
+    );
     let result = call_with(
         secrets(isolated(dir.path())),
         &["--keep-env", "github_*", "--drop-env", "VISIBLE_*"],
