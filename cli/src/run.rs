@@ -254,7 +254,10 @@ mod tests {
             script(&words(&["printf", "[%s]\\n", "a b", "it's", ""])),
             r"printf '[%s]\n' 'a b' 'it'\''s' ''"
         );
-        assert_eq!(script(&words(&["cargo", "test", "--", "-q"])), "cargo test -- -q");
+        assert_eq!(
+            script(&words(&["cargo", "test", "--", "-q"])),
+            "cargo test -- -q"
+        );
         assert_eq!(script(&words(&["-x"])), " -x");
         assert_eq!(script(&words(&["--weird", "a"])), " --weird a");
     }

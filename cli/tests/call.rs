@@ -268,7 +268,11 @@ fn call_refuses_input_over_the_cap_without_echoing_it() {
     let result = call_with(isolated(dir.path()), &[], &input);
     assert_eq!(result["details"]["field"], json!("input"));
     assert_eq!(result["details"]["error_kind"], json!("invalid_input"));
-    assert!(result.to_string().len() < 4096, "{} bytes", result.to_string().len());
+    assert!(
+        result.to_string().len() < 4096,
+        "{} bytes",
+        result.to_string().len()
+    );
     // Under the cap but over the command limit: refused, echoed as a prefix.
     let input = format!(r#"{{"command": "{}"}}"#, "y".repeat(4 * 1024 * 1024));
     let result = call_with(isolated(dir.path()), &[], &input);
@@ -328,7 +332,10 @@ fn schema_mcp_describes_the_persistent_session_without_type_arrays() {
         .expect("schema");
     let schema: Value = serde_json::from_slice(&output.stdout).expect("json");
     let description = schema["description"].as_str().expect("description");
-    assert!(description.contains("The shell is persistent"), "{description}");
+    assert!(
+        description.contains("The shell is persistent"),
+        "{description}"
+    );
     let output_schema = schema["outputSchema"].to_string();
     assert!(!output_schema.contains(r#""type":["#), "{output_schema}");
     let stateless = isolated(dir.path())

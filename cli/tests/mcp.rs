@@ -785,17 +785,26 @@ async fn a_call_cancelled_while_queued_does_not_block_the_next_one() {
     server.client.list_all_tools().await.expect("tools/list");
     std::fs::write(&release, "").expect("release A");
     assert!(text(&answer(a).await).contains("A\n"));
-    let c = server.call(json!({"command": "echo C", "timeout": 2})).await;
+    let c = server
+        .call(json!({"command": "echo C", "timeout": 2}))
+        .await;
     assert_eq!(
         text(&c),
-        format!("stdout:\nC\nexit code 0\n[cwd: {}]", server.dir.path().display())
+        format!(
+            "stdout:\nC\nexit code 0\n[cwd: {}]",
+            server.dir.path().display()
+        )
     );
 }
 
 async fn wait_for_file(path: &Path) {
     let deadline = Instant::now() + DEADLINE;
     while !path.exists() {
-        assert!(Instant::now() < deadline, "{} never appeared", path.display());
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
@@ -814,7 +823,11 @@ async fn bash_jobs_and_rejected_calls_do_not_hold_up_the_next_bash_call() {
     let next = timeout(Duration::from_millis(1500), answer(next))
         .await
         .expect("the bash call waited for calls that never take a turn");
-    assert!(text(&next).starts_with("stdout:\nnext\n"), "{}", text(&next));
+    assert!(
+        text(&next).starts_with("stdout:\nnext\n"),
+        "{}",
+        text(&next)
+    );
     answer(jobs).await;
     let _ = timeout(DEADLINE, unknown.await_response()).await;
 }
@@ -846,7 +859,10 @@ async fn a_line_over_the_cap_gets_an_error_with_its_id() {
         .await
         .expect("answer in time")
         .expect_err("protocol error");
-    assert!(error.to_string().contains("larger than the limit"), "{error}");
+    assert!(
+        error.to_string().contains("larger than the limit"),
+        "{error}"
+    );
     let alive = server.call(json!({"command": "echo alive"})).await;
     assert!(text(&alive).starts_with("stdout:\nalive\n"));
 }

@@ -152,7 +152,10 @@ mod tests {
             ..EnvPolicy::default()
         };
         // An explicit include does not override the secret defaults: `keep` does.
-        assert_eq!(only.dropped(["PATH", "HOME", "USER", "GH_TOKEN"]), ["USER", "GH_TOKEN"]);
+        assert_eq!(
+            only.dropped(["PATH", "HOME", "USER", "GH_TOKEN"]),
+            ["USER", "GH_TOKEN"]
+        );
         let all = EnvPolicy {
             ignore_default_excludes: true,
             ..EnvPolicy::default()

@@ -18,9 +18,9 @@
 //! Everything written to stdout, rmcp's messages and the gate's errors, goes
 //! through one writer task as whole lines, so the two never interleave.
 
-use serde_json::{Value, json};
 use rmcp::RoleServer;
 use rmcp::transport::async_rw::AsyncRwTransport;
+use serde_json::{Value, json};
 use tokio::io::{
     AsyncBufReadExt as _, AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _, BufReader,
     DuplexStream,
@@ -274,13 +274,17 @@ fn oversized_id(head: &[u8], tail: &[u8]) -> Value {
 /// The value of `"id":` in a run of top-level members, if it is whole.
 fn id_in(members: &str) -> Option<Value> {
     let start = members.find("\"id\"")? + 4;
-    let value = members[start..].trim_start().strip_prefix(':')?.trim_start();
-    let end = if value.starts_with('"') {
-        value[1..].find('"')? + 2
-    } else {
-        value
-            .find(|character: char| !(character.is_ascii_alphanumeric() || "-+.".contains(character)))
-            .unwrap_or(value.len())
+    let value = members[start..]
+        .trim_start()
+        .strip_prefix(':')?
+        .trim_start();
+    let end = match value.strip_prefix('"') {
+        Some(quoted) => quoted.find('"')? + 2,
+        None => value
+            .find(|character: char| {
+                !(character.is_ascii_alphanumeric() || "-+.".contains(character))
+            })
+            .unwrap_or(value.len()),
     };
     let id: Value = serde_json::from_str(&value[..end]).ok()?;
     (id.is_number() || id.is_string()).then_some(id)
@@ -388,7 +392,10 @@ mod tests {
         let head = br#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"#;
         assert_eq!(oversized_id(head, b"xx\"}}}"), json!(12));
         let tail = br#"aaaa"}},"jsonrpc":"2.0","id":"req-9"}"#;
-        assert_eq!(oversized_id(br#"{"method":"tools/call","params":{"#, tail), json!("req-9"));
+        assert_eq!(
+            oversized_id(br#"{"method":"tools/call","params":{"#, tail),
+            json!("req-9")
+        );
         // An "id" inside the arguments is not the request's.
         let nested = br#"{"method":"tools/call","params":{"arguments":{"id":3,"#;
         assert_eq!(oversized_id(nested, b"aaaa"), Value::Null);

@@ -20,9 +20,9 @@ use clap::Args;
 use rmcp::ServiceExt as _;
 use tokio::signal::unix::{SignalKind, signal};
 
+use crate::config::FileConfig;
 use crate::jobs::records::JobStore;
 use crate::options::{ToolArgs, seconds};
-use crate::config::FileConfig;
 use env_jobs::LocalJobs;
 use order::ArrivalOrder;
 use server::{Backend, BashServer};
@@ -301,7 +301,8 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
         job_store: Some(JobStore::new(JobStore::default_dir())),
     };
     let server = BashServer::new(backend, settings.progress_interval);
-    let (transport, input_closed) = gate::spawn(tokio::io::stdin(), tokio::io::stdout(), session_calls);
+    let (transport, input_closed) =
+        gate::spawn(tokio::io::stdin(), tokio::io::stdout(), session_calls);
     {
         let server = server.clone();
         tokio::spawn(async move {

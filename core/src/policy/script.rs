@@ -52,9 +52,8 @@ fn select_as_for(text: &str) -> Option<String> {
             .last()
             .or_else(|| rewritten.chars().last());
         let after = rest[index + KEYWORD.len()..].chars().next();
-        let starts_word = before.is_none_or(|character| {
-            character.is_whitespace() || ";&|(){}!".contains(character)
-        });
+        let starts_word = before
+            .is_none_or(|character| character.is_whitespace() || ";&|(){}!".contains(character));
         let ends_word = after.is_some_and(|character| character == ' ' || character == '\t');
         rewritten.push_str(&rest[..index]);
         if starts_word && ends_word {
@@ -100,8 +99,7 @@ impl Walker<'_> {
                 .script(text)
             });
         }
-        let program = match Parser::new(text.as_bytes(), &words::parser_options()).parse_program()
-        {
+        let program = match Parser::new(text.as_bytes(), &words::parser_options()).parse_program() {
             Ok(program) => program,
             Err(error) => select_as_for(text)
                 .and_then(|rewritten| {

@@ -55,7 +55,9 @@ fn is_critical_target(word: &Word) -> bool {
             || has_git_component(characters)
             || globs_current_directory(characters)
             || is_current_or_parent(characters)
-    }) || emptied.iter().any(|characters| is_root_when_empty(characters))
+    }) || emptied
+        .iter()
+        .any(|characters| is_root_when_empty(characters))
 }
 
 /// Most words one brace expansion may produce before the rest is ignored

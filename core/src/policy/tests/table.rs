@@ -134,7 +134,10 @@ const CASES: &[(&str, Option<Rule>)] = &[
     ("select x in a b; do echo $x; break; done", OK),
     ("select x; do echo $x; done", OK),
     ("select opt in build test\ndo make $opt; break\ndone", OK),
-    ("select d in / ~; do rm -rf $d; done; select x in ~; do rm -rf ~; done", RM),
+    (
+        "select d in / ~; do rm -rf $d; done; select x in ~; do rm -rf ~; done",
+        RM,
+    ),
     ("echo 'select x'; select y in a; do git add -A; done", ADD),
     ("rm -rf node_modules", OK),
     ("rm -rf ./build", OK),
