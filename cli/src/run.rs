@@ -76,21 +76,14 @@ fn quote(word: &str) -> String {
 }
 
 /// The script to run: one argument as is, several as one quoted command.
-/// A script starting with `-` gets a leading space, or `bash -c` would read
-/// it as an option.
 fn script(words: &[String]) -> String {
-    let script = match words {
+    match words {
         [script] => script.clone(),
         words => words
             .iter()
             .map(|word| quote(word))
             .collect::<Vec<_>>()
             .join(" "),
-    };
-    if script.starts_with('-') {
-        format!(" {script}")
-    } else {
-        script
     }
 }
 
@@ -258,7 +251,7 @@ mod tests {
             script(&words(&["cargo", "test", "--", "-q"])),
             "cargo test -- -q"
         );
-        assert_eq!(script(&words(&["-x"])), " -x");
-        assert_eq!(script(&words(&["--weird", "a"])), " --weird a");
+        assert_eq!(script(&words(&["-x"])), "-x");
+        assert_eq!(script(&words(&["--weird", "a b"])), "--weird 'a b'");
     }
 }

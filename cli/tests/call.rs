@@ -349,3 +349,26 @@ fn schema_mcp_describes_the_persistent_session_without_type_arrays() {
             .is_some_and(|text| text.contains("do NOT persist"))
     );
 }
+
+/// Issue 18, item 12: a command starting with `-` runs as a command in a
+/// fresh shell too (`bash -c -x` read it as an option of bash).
+#[test]
+fn call_runs_a_command_starting_with_a_dash() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let program = dir.path().join("-hello");
+    std::fs::write(&program, "#!/bin/sh\necho \"hello $1\"\n").expect("write");
+    std::fs::set_permissions(
+        &program,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    let input = json!({
+        "command": "-hello world",
+        "environment": {"PATH": format!("{}:/usr/bin:/bin", dir.path().display())},
+    });
+    let result = call_with(isolated(dir.path()), &[], &input.to_string());
+    assert_eq!(
+        result["content"][0]["text"],
+        json!("stdout:\nhello world\nexit code 0")
+    );
+}
