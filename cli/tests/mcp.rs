@@ -59,8 +59,15 @@ fn command(dir: &Path, args: &[&str]) -> tokio::process::Command {
 }
 
 async fn start(args: &[&str]) -> Server {
+    start_with_env(args, &[]).await
+}
+
+/// A server whose own environment also holds `env`.
+async fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Server {
     let dir = tempfile::tempdir().expect("temp dir");
-    let transport = TokioChildProcess::new(command(dir.path(), args)).expect("spawn bashtool mcp");
+    let mut command = command(dir.path(), args);
+    command.envs(env.iter().copied());
+    let transport = TokioChildProcess::new(command).expect("spawn bashtool mcp");
     let pid = transport.id().expect("server pid");
     let (sender, progress) = mpsc::unbounded_channel();
     let client = timeout(DEADLINE, Client { progress: sender }.serve(transport))
@@ -865,4 +872,42 @@ async fn a_line_over_the_cap_gets_an_error_with_its_id() {
     );
     let alive = server.call(json!({"command": "echo alive"})).await;
     assert!(text(&alive).starts_with("stdout:\nalive\n"));
+}
+
+/// Issue 18, item 6: the client's secrets, inherited by the server, do not
+/// reach the session's commands unless kept with --keep-env.
+#[tokio::test]
+async fn the_clients_secrets_do_not_reach_commands() {
+    let secrets = [
+        ("ANTHROPIC_API_KEY", "sk-ant-secret"),
+        ("GITHUB_TOKEN", "ghp-secret"),
+        ("VISIBLE_VAR", "seen"),
+    ];
+    let grep =
+        json!({"command": "env | grep -E '^(ANTHROPIC_API_KEY|GITHUB_TOKEN|VISIBLE_VAR)=' | sort"});
+    let server = start_with_env(&[], &secrets).await;
+    let result = server.call(grep.clone()).await;
+    assert_eq!(
+        text(&result),
+        format!(
+            "stdout:\nVISIBLE_VAR=seen\nexit code 0\n[cwd: {}]",
+            server.dir.path().display()
+        )
+    );
+    let tools = server.client.list_all_tools().await.expect("tools/list");
+    assert!(
+        tools[0]
+            .description
+            .as_deref()
+            .is_some_and(|text| text.contains("look like secrets"))
+    );
+    let kept = start_with_env(&["--keep-env", "GITHUB_TOKEN"], &secrets).await;
+    let result = kept.call(grep).await;
+    assert_eq!(
+        text(&result),
+        format!(
+            "stdout:\nGITHUB_TOKEN=ghp-secret\nVISIBLE_VAR=seen\nexit code 0\n[cwd: {}]",
+            kept.dir.path().display()
+        )
+    );
 }
