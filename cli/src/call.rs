@@ -35,12 +35,35 @@ fn not_json(error: &str) -> ToolResult {
     result
 }
 
+/// Largest input read from stdin: what the MCP server accepts in one message.
+const MAX_INPUT_BYTES: usize = 32 * 1024 * 1024;
+
+/// The error result for input over [`MAX_INPUT_BYTES`].
+fn too_large() -> ToolResult {
+    let mut result = ToolResult::refused(
+        "",
+        "invalid_input",
+        format!(
+            "invalid input: the input is larger than {} MiB; a command may be at most {} KiB",
+            MAX_INPUT_BYTES / (1024 * 1024),
+            bashtool_core::MAX_COMMAND_BYTES / 1024
+        ),
+    );
+    result.details.field = Some("input".to_owned());
+    result
+}
+
 pub fn run(args: &CallArgs) -> anyhow::Result<ExitCode> {
     let mut bytes = Vec::new();
-    std::io::stdin().read_to_end(&mut bytes)?;
-    let mut config = args.tool.tool_config()?;
-    let local = args.tool.local_config(&config)?;
+    std::io::stdin()
+        .take(MAX_INPUT_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)?;
+    let file = args.tool.file()?;
+    let mut config = args.tool.tool_config(&file)?;
+    let local = args.tool.local_config(&mut config, &file)?;
     let result = match serde_json::from_slice::<serde_json::Value>(&bytes) {
+        // Nothing more is read: the writer gets EPIPE rather than a hang.
+        _ if bytes.len() > MAX_INPUT_BYTES => too_large(),
         Err(error) => not_json(&error.to_string()),
         Ok(input) => {
             let runtime = tokio::runtime::Runtime::new()?;

@@ -4,9 +4,11 @@ use std::io::{Read as _, Write as _};
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use bashtool_core::{PolicyConfig, check_policy};
+use bashtool_core::{PolicyConfig, ToolConfig, check_policy};
 use clap::Args;
 use serde_json::json;
+
+use crate::config::FileConfig;
 
 /// Check a command against the safety policy without running it
 ///
@@ -20,6 +22,12 @@ pub struct CheckArgs {
     /// Print {"allowed", "rule", "message"} as JSON
     #[arg(long)]
     pub json: bool,
+    /// TOML config file whose [policy] applies, as in `bashtool mcp` [default: $XDG_CONFIG_HOME/bashtool/config.toml, if it exists]
+    #[arg(long, value_name = "FILE", env = "BASHTOOL_CONFIG")]
+    pub config: Option<std::path::PathBuf>,
+    /// Also refuse commands that contain PATTERN (repeatable)
+    #[arg(long = "deny", value_name = "PATTERN")]
+    pub deny: Vec<String>,
     /// The script to check [default: read from stdin]
     pub script: Option<String>,
 }
@@ -34,7 +42,12 @@ pub fn run(args: &CheckArgs) -> anyhow::Result<ExitCode> {
             .context("reading the script from stdin (it must be UTF-8)")?;
         script
     };
-    let verdict = check_policy(&script, &PolicyConfig::default());
+    let (file, _) = FileConfig::load(args.config.as_deref())?;
+    let mut tool = ToolConfig::default();
+    file.apply_to_tool(&mut tool)?;
+    let mut rules: PolicyConfig = tool.policy;
+    rules.deny_patterns.extend(args.deny.iter().cloned());
+    let verdict = check_policy(&script, &rules);
     let mut stdout = std::io::stdout().lock();
     if args.json {
         let value = match &verdict {

@@ -8,6 +8,9 @@ pub const REFUSED: u8 = 126;
 pub const TIMED_OUT: u8 = 124;
 /// Like a shell after Ctrl-C.
 pub const INTERRUPTED: u8 = 130;
+/// Like a pipeline writer killed by SIGPIPE: our stdout was closed and the
+/// command was stopped.
+pub const STDOUT_CLOSED: u8 = 141;
 
 /// A closed stdout (`bashtool ... | head`) is not an error.
 pub fn is_broken_pipe(error: &anyhow::Error) -> bool {

@@ -8,6 +8,8 @@ use bashtool_core::{Shortening, ToolConfig};
 use bashtool_env_local::LocalConfig;
 use clap::Args;
 
+use crate::config::FileConfig;
+
 /// How the tool and its environment are set up.
 #[derive(Debug, Clone, Args)]
 pub struct ToolArgs {
@@ -29,6 +31,15 @@ pub struct ToolArgs {
     /// Run in the persistent session NAME: cwd, variables, functions and aliases carry over to the next `bashtool --session NAME` call
     #[arg(long, value_name = "NAME")]
     pub session: Option<String>,
+    /// TOML config file [default: $XDG_CONFIG_HOME/bashtool/config.toml, if it exists]
+    #[arg(long, value_name = "FILE", env = "BASHTOOL_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// Pass inherited variables matching PATTERN to commands even if they look like secrets (glob, repeatable)
+    #[arg(long = "keep-env", value_name = "PATTERN")]
+    pub keep_env: Vec<String>,
+    /// Withhold inherited variables matching PATTERN from commands (glob, repeatable) [default: *KEY*, *SECRET*, *TOKEN*, *PASSWORD*]
+    #[arg(long = "drop-env", value_name = "PATTERN")]
+    pub drop_env: Vec<String>,
 }
 
 impl ToolArgs {
@@ -46,12 +57,21 @@ impl ToolArgs {
         Ok(directory)
     }
 
-    pub fn tool_config(&self) -> anyhow::Result<ToolConfig> {
+    /// The config file named by `--config`, or the default one if it exists.
+    pub fn file(&self) -> anyhow::Result<FileConfig> {
+        Ok(FileConfig::load(self.config.as_deref())?.0)
+    }
+
+    /// The tool's settings: defaults, then the file, then the flags.
+    pub fn tool_config(&self, file: &FileConfig) -> anyhow::Result<ToolConfig> {
         let mut config = ToolConfig {
             working_directory: Some(self.working_directory()?),
             ..ToolConfig::default()
         };
-        config.policy.enabled = !self.no_policy;
+        file.apply_to_tool(&mut config)?;
+        if self.no_policy {
+            config.policy.enabled = false;
+        }
         if let Some(tokens) = self.budget_tokens {
             anyhow::ensure!(tokens > 0, "--budget-tokens must be at least 1");
             config.output.max_output_tokens = tokens;
@@ -62,8 +82,13 @@ impl ToolArgs {
         Ok(config)
     }
 
-    pub fn local_config(&self, tool: &ToolConfig) -> anyhow::Result<LocalConfig> {
-        let _ = tool;
+    /// The environment's settings: defaults, then the file, then the flags;
+    /// tells `tool` whether the environment withholds variables.
+    pub fn local_config(
+        &self,
+        tool: &mut ToolConfig,
+        file: &FileConfig,
+    ) -> anyhow::Result<LocalConfig> {
         let state = bashtool_env_local::default_state_dir()?;
         let mut local = LocalConfig {
             working_directory: self.working_directory()?,
@@ -73,10 +98,20 @@ impl ToolArgs {
             keep_jobs_on_drop: true,
             ..LocalConfig::default()
         };
+        file.apply_to_local(&mut local)?;
         if let Some(grace) = self.kill_grace {
             local.kill_grace = seconds("--kill-grace", grace, 600.0)?;
         }
+        self.apply_env_flags(&mut local, tool);
         Ok(local)
+    }
+
+    /// `--keep-env` and `--drop-env` over the file's `[environment]`.
+    pub fn apply_env_flags(&self, local: &mut LocalConfig, tool: &mut ToolConfig) {
+        let policy = &mut local.env_policy;
+        policy.keep.extend(self.keep_env.iter().cloned());
+        policy.exclude.extend(self.drop_env.iter().cloned());
+        tool.withholds_env = policy.drops_any();
     }
 }
 

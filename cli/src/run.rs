@@ -4,6 +4,7 @@
 use std::io::Write as _;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::Context as _;
 use bashtool_core::{BashTool, CallContext, Details, OutputChunk, Stream, ToolResult};
@@ -25,8 +26,14 @@ pub enum ModeArg {
 
 /// Run a command through the tool and stream its output
 ///
+/// One argument is the script, as is (`bashtool run 'ls | wc -l'`); several
+/// are one command whose words are quoted for bash, as `exec` would pass
+/// them (`bashtool run -- printf '[%s]\n' "a b"`). Flags go before the
+/// command; `--` ends them.
+///
 /// Exit status is the command's (124 on timeout, 130 on Ctrl-C, 126 when
-/// refused by the policy, 2 on invalid input).
+/// refused by the policy, 2 on invalid input, 141 when our stdout closed and
+/// the command was stopped).
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  bashtool run 'ls -la'\n  bashtool run --mode slow -- cargo test\n  \
@@ -50,14 +57,40 @@ pub struct RunArgs {
     /// Print only the text the model would see (shortened), not the live output
     #[arg(long)]
     pub model_text: bool,
-    /// The command (words are joined with spaces)
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+    /// The script (one argument), or a command and its arguments (quoted for bash)
+    #[arg(required = true, trailing_var_arg = true)]
     pub command: Vec<String>,
+}
+
+/// Characters that need no quoting in a bash word.
+fn is_plain(character: char) -> bool {
+    character.is_ascii_alphanumeric() || "_-+=%@:,./".contains(character)
+}
+
+/// One word quoted for bash: as is when plain, else in single quotes.
+fn quote(word: &str) -> String {
+    if !word.is_empty() && word.chars().all(is_plain) {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// The script to run: one argument as is, several as one quoted command.
+fn script(words: &[String]) -> String {
+    match words {
+        [script] => script.clone(),
+        words => words
+            .iter()
+            .map(|word| quote(word))
+            .collect::<Vec<_>>()
+            .join(" "),
+    }
 }
 
 fn tool_input(args: &RunArgs) -> anyhow::Result<Value> {
     let mut input = Map::new();
-    input.insert("command".into(), json!(args.command.join(" ")));
+    input.insert("command".into(), json!(script(&args.command)));
     if let Some(mode) = args.mode {
         let name = match mode {
             ModeArg::Default => "default",
@@ -111,17 +144,29 @@ fn summary(details: &Details) -> String {
     line
 }
 
-fn print_chunk(chunk: &OutputChunk) {
-    // Best effort: a closed terminal must not stop the command early.
-    let _ = match chunk.stream {
+/// Prints live output; when our stdout is closed (`bashtool run ... | head`)
+/// nobody reads the output any more, so the command is stopped, as a shell
+/// pipeline's writer would be by SIGPIPE.
+fn printer(cancel: CancellationToken, closed: Arc<AtomicBool>) -> bashtool_core::OutputSink {
+    Arc::new(move |chunk: &OutputChunk| match chunk.stream {
         Stream::Stdout => {
+            if closed.load(Ordering::Relaxed) {
+                return;
+            }
             let mut stdout = std::io::stdout().lock();
-            stdout
+            let written = stdout
                 .write_all(chunk.text.as_bytes())
-                .and_then(|()| stdout.flush())
+                .and_then(|()| stdout.flush());
+            if written.is_err_and(|error| error.kind() == std::io::ErrorKind::BrokenPipe) {
+                closed.store(true, Ordering::Relaxed);
+                cancel.cancel();
+            }
         }
-        Stream::Stderr => std::io::stderr().lock().write_all(chunk.text.as_bytes()),
-    };
+        // Best effort: stderr is where the status goes; a closed one loses it.
+        Stream::Stderr => {
+            let _ = std::io::stderr().lock().write_all(chunk.text.as_bytes());
+        }
+    })
 }
 
 /// `run --mode interactive`: shows what the program shows and answers it
@@ -194,20 +239,22 @@ async fn converse(
 
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let input = tool_input(args)?;
-    let mut config = args.tool.tool_config()?;
+    let file = args.tool.file()?;
+    let mut config = args.tool.tool_config(&file)?;
     let interactive = matches!(args.mode, Some(ModeArg::Interactive));
     config.fields.interactive = interactive;
     config.jobs_tool = interactive;
-    let local = args.tool.local_config(&config)?;
+    let local = args.tool.local_config(&mut config, &file)?;
     let exec = crate::session::Exec::new(args.tool.session.as_deref(), &mut config, local)?;
     let live = !args.json && !args.model_text && !interactive;
+    let stdout_closed = Arc::new(AtomicBool::new(false));
     let runtime = tokio::runtime::Runtime::new()?;
     let result: ToolResult = runtime.block_on(async {
         let tool = BashTool::new(config, exec.command_exec());
         let cancel = CancellationToken::new();
         let context = CallContext {
             cancel: cancel.clone(),
-            on_output: live.then(|| Arc::new(print_chunk) as bashtool_core::OutputSink),
+            on_output: live.then(|| printer(cancel.clone(), Arc::clone(&stdout_closed))),
         };
         // Ctrl-C, SIGTERM and SIGHUP stop the command's whole process
         // tree, not just bashtool.
@@ -228,6 +275,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         }
         result
     });
+    if stdout_closed.load(Ordering::Relaxed) {
+        eprintln!("{}", summary(&result.details));
+        eprintln!("bashtool: stdout was closed, so the command was stopped");
+        return Ok(ExitCode::from(exit::STDOUT_CLOSED));
+    }
     let mut stdout = std::io::stdout().lock();
     if args.json {
         serde_json::to_writer(&mut stdout, &result)?;
@@ -237,8 +289,34 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     } else if result.details.error_kind.is_some() {
         eprintln!("bashtool: {}", result.text());
     } else {
-        stdout.flush()?;
+        // The reader may have gone after the last chunk: the status still
+        // goes to stderr.
+        let _ = stdout.flush();
         eprintln!("{}", summary(&result.details));
     }
     Ok(ExitCode::from(exit::status_of(&result.details)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(words: &[&str]) -> Vec<String> {
+        words.iter().map(|word| (*word).to_owned()).collect()
+    }
+
+    #[test]
+    fn one_argument_is_the_script_and_several_are_quoted_words() {
+        assert_eq!(script(&words(&["ls | wc -l"])), "ls | wc -l");
+        assert_eq!(
+            script(&words(&["printf", "[%s]\\n", "a b", "it's", ""])),
+            r"printf '[%s]\n' 'a b' 'it'\''s' ''"
+        );
+        assert_eq!(
+            script(&words(&["cargo", "test", "--", "-q"])),
+            "cargo test -- -q"
+        );
+        assert_eq!(script(&words(&["-x"])), "-x");
+        assert_eq!(script(&words(&["--weird", "a b"])), "--weird 'a b'");
+    }
 }

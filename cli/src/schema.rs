@@ -7,6 +7,8 @@ use bashtool_core::{ToolConfig, tool_spec};
 use clap::{Args, ValueEnum};
 use serde_json::{Value, json};
 
+use crate::config::FileConfig;
+
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Format {
     /// {name, description, input_schema} (Anthropic Messages API)
@@ -23,9 +25,15 @@ pub enum Format {
 pub struct SchemaArgs {
     #[arg(long, value_enum, default_value_t = Format::Anthropic)]
     pub format: Format,
-    /// Describe a persistent session (state carries over between calls)
-    #[arg(long)]
+    /// Describe a persistent session (state carries over between calls) [default for --format mcp, as `bashtool mcp` serves one]
+    #[arg(long, conflicts_with = "stateless")]
     pub session: bool,
+    /// Describe a fresh shell per call, as `bashtool call` and `bashtool mcp --stateless` give
+    #[arg(long)]
+    pub stateless: bool,
+    /// TOML config file whose settings the definition follows, as in `bashtool mcp` [default: $XDG_CONFIG_HOME/bashtool/config.toml, if it exists]
+    #[arg(long, value_name = "FILE", env = "BASHTOOL_CONFIG")]
+    pub config: Option<std::path::PathBuf>,
     /// Working directory shown to the model as <pwd>
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<std::path::PathBuf>,
@@ -52,11 +60,15 @@ pub fn definition(config: &ToolConfig, format: Format) -> Value {
 }
 
 pub fn run(args: &SchemaArgs) -> anyhow::Result<ExitCode> {
-    let config = ToolConfig {
+    let (file, _) = FileConfig::load(args.config.as_deref())?;
+    let mut config = ToolConfig {
         working_directory: args.cwd.clone(),
-        persistent_session: args.session,
         ..ToolConfig::default()
     };
+    file.apply_to_tool(&mut config)?;
+    let stateless = args.stateless || file.stateless.unwrap_or(false);
+    config.persistent_session = args.session || (matches!(args.format, Format::Mcp) && !stateless);
+    config.withholds_env = file.environment.drops_any();
     let text = serde_json::to_string_pretty(&definition(&config, args.format))?;
     writeln!(std::io::stdout().lock(), "{text}")?;
     Ok(ExitCode::SUCCESS)

@@ -175,3 +175,200 @@ fn schema_prints_each_api_shape() {
         assert_eq!(value.pointer(name_path), Some(&json!("bash")), "{format}");
     }
 }
+
+/// `bashtool` with no user config file and no inherited secrets of its own.
+fn isolated(dir: &std::path::Path) -> Command {
+    let mut command = bashtool();
+    command
+        .current_dir(dir)
+        .env("XDG_CONFIG_HOME", dir)
+        .env("BASHTOOL_STATE_DIR", dir.join("state"))
+        .env_remove("BASHTOOL_CONFIG");
+    command
+}
+
+fn call_with(mut command: Command, args: &[&str], input: &str) -> Value {
+    let mut child = command
+        .arg("call")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start bashtool call");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let input = input.to_owned();
+    // bashtool may stop reading before the end (the input cap): a write
+    // error is then expected.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(input.as_bytes());
+    });
+    let output = child.wait_with_output().expect("bashtool call ends");
+    writer.join().expect("writer");
+    assert!(output.status.success(), "{output:?}");
+    serde_json::from_slice(&output.stdout).expect("one JSON result on stdout")
+}
+
+/// Issue 18, item 6: the client's secrets do not reach commands, in a
+/// fresh shell or a session, unless kept on purpose.
+#[test]
+fn inherited_secrets_are_withheld_from_commands() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let env = r#"{"command": "env | grep -E '^(ANTHROPIC_API_KEY|GITHUB_TOKEN|DB_PASSWORD|VISIBLE_VAR|CALL_TOKEN)=' | sort", "environment": {"CALL_TOKEN": "given"}}"#;
+    let secrets = |mut command: Command| {
+        command
+            .env("ANTHROPIC_API_KEY", "sk-ant-secret")
+            .env("GITHUB_TOKEN", "ghp-secret")
+            .env("DB_PASSWORD", "hunter2")
+            .env("VISIBLE_VAR", "seen");
+        command
+    };
+    let seen = "stdout:\nCALL_TOKEN=given\nVISIBLE_VAR=seen\nexit code 0";
+    let result = call_with(secrets(isolated(dir.path())), &[], env);
+    assert_eq!(result["content"][0]["text"], json!(seen));
+    let session = call_with(
+        secrets(isolated(dir.path())),
+        &["--session", "secrets"],
+        env,
+    );
+    assert_eq!(
+        session["content"][0]["text"],
+        json!(format!("{seen}\n[cwd: {}]", dir.path().display()))
+    );
+    let result = call_with(
+        secrets(isolated(dir.path())),
+        &["--keep-env", "github_*", "--drop-env", "VISIBLE_*"],
+        env,
+    );
+    assert_eq!(
+        result["content"][0]["text"],
+        json!("stdout:\nCALL_TOKEN=given\nGITHUB_TOKEN=ghp-secret\nexit code 0")
+    );
+}
+
+/// Issue 18, item 6: the generated description says so.
+#[test]
+fn the_description_says_secrets_are_withheld() {
+    let output = bashtool().args(["schema"]).output().expect("schema");
+    let schema: Value = serde_json::from_slice(&output.stdout).expect("json");
+    assert!(
+        schema["description"]
+            .as_str()
+            .is_some_and(|text| text.contains("look like secrets")),
+        "{schema}"
+    );
+}
+
+/// Issue 18, item 11: stdin is read with a cap, and the error result does
+/// not echo the input back.
+#[test]
+fn call_refuses_input_over_the_cap_without_echoing_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let input = format!(r#"{{"command": "{}"}}"#, "x".repeat(33 * 1024 * 1024));
+    let result = call_with(isolated(dir.path()), &[], &input);
+    assert_eq!(result["details"]["field"], json!("input"));
+    assert_eq!(result["details"]["error_kind"], json!("invalid_input"));
+    assert!(
+        result.to_string().len() < 4096,
+        "{} bytes",
+        result.to_string().len()
+    );
+    // Under the cap but over the command limit: refused, echoed as a prefix.
+    let input = format!(r#"{{"command": "{}"}}"#, "y".repeat(4 * 1024 * 1024));
+    let result = call_with(isolated(dir.path()), &[], &input);
+    assert_eq!(result["details"]["field"], json!("command"));
+    assert_eq!(
+        result["details"]["command"],
+        json!(format!("{}... [4194304 bytes in all]", "y".repeat(200)))
+    );
+}
+
+/// Issue 18, item 13: `check` reads the config file the server reads, so a
+/// hook refuses what the server refuses.
+#[test]
+fn check_and_run_follow_the_config_file() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let config = dir.path().join("config.toml");
+    std::fs::write(
+        &config,
+        "[policy]\ndeny_patterns = [\"terraform destroy\"]\n[env]\nFROM_FILE = \"yes\"\n",
+    )
+    .expect("config");
+    let blocked = isolated(dir.path())
+        .args(["check", "--config"])
+        .arg(&config)
+        .arg("terraform destroy -auto-approve")
+        .output()
+        .expect("check");
+    assert_eq!(blocked.status.code(), Some(1), "{blocked:?}");
+    // The default location is read too.
+    std::fs::create_dir(dir.path().join("bashtool")).expect("mkdir");
+    std::fs::copy(&config, dir.path().join("bashtool/config.toml")).expect("copy");
+    let blocked = isolated(dir.path())
+        .args(["check", "terraform destroy"])
+        .output()
+        .expect("check");
+    assert_eq!(blocked.status.code(), Some(1), "{blocked:?}");
+    let run = isolated(dir.path())
+        .args(["run", "echo $FROM_FILE"])
+        .output()
+        .expect("run");
+    assert_eq!(String::from_utf8_lossy(&run.stdout), "yes\n");
+    let refused = isolated(dir.path())
+        .args(["run", "terraform destroy"])
+        .output()
+        .expect("run");
+    assert_eq!(refused.status.code(), Some(126), "{refused:?}");
+}
+
+/// Issue 18, item 13: `schema --format mcp` describes the persistent
+/// session `bashtool mcp` serves, and an output schema without type arrays.
+#[test]
+fn schema_mcp_describes_the_persistent_session_without_type_arrays() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let output = isolated(dir.path())
+        .args(["schema", "--format", "mcp"])
+        .output()
+        .expect("schema");
+    let schema: Value = serde_json::from_slice(&output.stdout).expect("json");
+    let description = schema["description"].as_str().expect("description");
+    assert!(
+        description.contains("The shell is persistent"),
+        "{description}"
+    );
+    let output_schema = schema["outputSchema"].to_string();
+    assert!(!output_schema.contains(r#""type":["#), "{output_schema}");
+    let stateless = isolated(dir.path())
+        .args(["schema", "--format", "mcp", "--stateless"])
+        .output()
+        .expect("schema");
+    let schema: Value = serde_json::from_slice(&stateless.stdout).expect("json");
+    assert!(
+        schema["description"]
+            .as_str()
+            .is_some_and(|text| text.contains("do NOT persist"))
+    );
+}
+
+/// Issue 18, item 12: a command starting with `-` runs as a command in a
+/// fresh shell too (`bash -c -x` read it as an option of bash).
+#[test]
+fn call_runs_a_command_starting_with_a_dash() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let program = dir.path().join("-hello");
+    std::fs::write(&program, "#!/bin/sh\necho \"hello $1\"\n").expect("write");
+    std::fs::set_permissions(
+        &program,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    let input = json!({
+        "command": "-hello world",
+        "environment": {"PATH": format!("{}:/usr/bin:/bin", dir.path().display())},
+    });
+    let result = call_with(isolated(dir.path()), &[], &input.to_string());
+    assert_eq!(
+        result["content"][0]["text"],
+        json!("stdout:\nhello world\nexit code 0")
+    );
+}

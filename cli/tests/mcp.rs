@@ -59,8 +59,15 @@ fn command(dir: &Path, args: &[&str]) -> tokio::process::Command {
 }
 
 async fn start(args: &[&str]) -> Server {
+    start_with_env(args, &[]).await
+}
+
+/// A server whose own environment also holds `env`.
+async fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Server {
     let dir = tempfile::tempdir().expect("temp dir");
-    let transport = TokioChildProcess::new(command(dir.path(), args)).expect("spawn bashtool mcp");
+    let mut command = command(dir.path(), args);
+    command.envs(env.iter().copied());
+    let transport = TokioChildProcess::new(command).expect("spawn bashtool mcp");
     let pid = transport.id().expect("server pid");
     let (sender, progress) = mpsc::unbounded_channel();
     let client = timeout(DEADLINE, Client { progress: sender }.serve(transport))
@@ -779,4 +786,149 @@ async fn no_policy_lets_the_command_run() {
     let result = server.call(json!({"command": "git add -A"})).await;
     let details = result.structured_content.expect("details");
     assert!(details.get("error_kind").is_none(), "{details}");
+}
+
+/// Issue 18, item 1: a call cancelled while it waits behind a running one
+/// must give its place up; the next call then runs (it hung forever).
+#[tokio::test]
+async fn a_call_cancelled_while_queued_does_not_block_the_next_one() {
+    let server = start(&[]).await;
+    let started = server.path("started");
+    let release = server.path("release");
+    let a = server
+        .send(
+            "bash",
+            json!({"command": format!(
+                "touch {}; while [ ! -e {} ]; do sleep 0.01; done; echo A",
+                started.display(),
+                release.display()
+            )}),
+        )
+        .await;
+    wait_for_file(&started).await;
+    let b = server.send("bash", json!({"command": "echo B"})).await;
+    b.cancel(Some("test".to_owned())).await.expect("cancelled");
+    // rmcp handles messages in order: once tools/list is answered, B's
+    // cancel has reached the server while A still holds the session.
+    server.client.list_all_tools().await.expect("tools/list");
+    std::fs::write(&release, "").expect("release A");
+    assert!(text(&answer(a).await).contains("A\n"));
+    let c = server
+        .call(json!({"command": "echo C", "timeout": 2}))
+        .await;
+    assert_eq!(
+        text(&c),
+        format!(
+            "stdout:\nC\nexit code 0\n[cwd: {}]",
+            server.dir.path().display()
+        )
+    );
+}
+
+async fn wait_for_file(path: &Path) {
+    let deadline = Instant::now() + DEADLINE;
+    while !path.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "{} never appeared",
+            path.display()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// Issue 18, item 7: a `bash_jobs` call and a call of an unknown tool were
+/// queued in the session like `bash` calls, and as no handler claimed their
+/// places, the next `bash` call waited 2 s for them to expire. The deadline
+/// here is far below those 2 s and far above an `echo` in a warm session.
+#[tokio::test]
+async fn bash_jobs_and_rejected_calls_do_not_hold_up_the_next_bash_call() {
+    let server = start(&[]).await;
+    server.call(json!({"command": "true"})).await;
+    let jobs = server.send("bash_jobs", json!({"action": "list"})).await;
+    let unknown = server.send("nope", json!({})).await;
+    let next = server.send("bash", json!({"command": "echo next"})).await;
+    let next = timeout(Duration::from_millis(1500), answer(next))
+        .await
+        .expect("the bash call waited for calls that never take a turn");
+    assert!(
+        text(&next).starts_with("stdout:\nnext\n"),
+        "{}",
+        text(&next)
+    );
+    answer(jobs).await;
+    let _ = timeout(DEADLINE, unknown.await_response()).await;
+}
+
+/// Issue 18, item 11: rmcp dropped lines over 16 MiB unanswered while the
+/// gate let up to 32 MiB through; the oversized command must come back as
+/// an error result that does not echo the command whole.
+#[tokio::test]
+async fn a_20_mib_call_is_answered_without_echoing_the_command() {
+    let server = start(&[]).await;
+    let command = "x".repeat(20 * 1024 * 1024);
+    let result = server.call(json!({"command": command})).await;
+    assert_eq!(result.is_error, Some(true));
+    let reply = serde_json::to_string(&result).expect("json");
+    assert!(reply.len() < 64 * 1024, "reply of {} bytes", reply.len());
+    let details = result.structured_content.expect("details");
+    assert_eq!(details["error_kind"], "invalid_input");
+    assert_eq!(details["field"], "command");
+}
+
+/// Issue 18, item 11: a line over the gate's cap is skipped and answered
+/// with an error carrying the request's id, and the server lives on.
+#[tokio::test]
+async fn a_line_over_the_cap_gets_an_error_with_its_id() {
+    let server = start(&[]).await;
+    let command = "x".repeat(33 * 1024 * 1024);
+    let handle = server.send("bash", json!({"command": command})).await;
+    let error = timeout(DEADLINE, handle.await_response())
+        .await
+        .expect("answer in time")
+        .expect_err("protocol error");
+    assert!(
+        error.to_string().contains("larger than the limit"),
+        "{error}"
+    );
+    let alive = server.call(json!({"command": "echo alive"})).await;
+    assert!(text(&alive).starts_with("stdout:\nalive\n"));
+}
+
+/// Issue 18, item 6: the client's secrets, inherited by the server, do not
+/// reach the session's commands unless kept with --keep-env.
+#[tokio::test]
+async fn the_clients_secrets_do_not_reach_commands() {
+    let secrets = [
+        ("ANTHROPIC_API_KEY", "sk-ant-secret"),
+        ("GITHUB_TOKEN", "ghp-secret"),
+        ("VISIBLE_VAR", "seen"),
+    ];
+    let grep =
+        json!({"command": "env | grep -E '^(ANTHROPIC_API_KEY|GITHUB_TOKEN|VISIBLE_VAR)=' | sort"});
+    let server = start_with_env(&[], &secrets).await;
+    let result = server.call(grep.clone()).await;
+    assert_eq!(
+        text(&result),
+        format!(
+            "stdout:\nVISIBLE_VAR=seen\nexit code 0\n[cwd: {}]",
+            server.dir.path().display()
+        )
+    );
+    let tools = server.client.list_all_tools().await.expect("tools/list");
+    assert!(
+        tools[0]
+            .description
+            .as_deref()
+            .is_some_and(|text| text.contains("look like secrets"))
+    );
+    let kept = start_with_env(&["--keep-env", "GITHUB_TOKEN"], &secrets).await;
+    let result = kept.call(grep).await;
+    assert_eq!(
+        text(&result),
+        format!(
+            "stdout:\nGITHUB_TOKEN=ghp-secret\nVISIBLE_VAR=seen\nexit code 0\n[cwd: {}]",
+            kept.dir.path().display()
+        )
+    );
 }

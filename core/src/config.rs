@@ -127,6 +127,9 @@ pub struct ToolConfig {
     /// State (cwd, variables, functions) persists between calls: the
     /// description tells the model which it has.
     pub persistent_session: bool,
+    /// The environment withholds some inherited variables (secrets) from
+    /// commands (see [`crate::EnvPolicy`]): the description says so.
+    pub withholds_env: bool,
     /// Show where the shell stands (cwd, git branch) after each call.
     pub shell_telemetry: bool,
     /// The output budget and how output is shortened.
@@ -152,6 +155,7 @@ impl Default for ToolConfig {
             max_timeout_secs: 1800,
             max_command_bytes: MAX_COMMAND_BYTES,
             persistent_session: false,
+            withholds_env: true,
             shell_telemetry: true,
             output: OutputConfig::default(),
             policy: PolicyConfig::default(),

@@ -26,11 +26,9 @@
 
 #![warn(missing_docs)]
 
-#[cfg(not(target_os = "linux"))]
-compile_error!("bashtool supports Linux only: it relies on Linux process groups, /proc and pidfds");
-
 mod approval;
 mod config;
+mod env_policy;
 mod environment;
 mod error;
 mod exec;
@@ -52,6 +50,7 @@ pub use config::{
     CHARACTERS_PER_TOKEN, HEAD_PERCENT, InputFields, MAX_BATCH_COMMANDS, MAX_CHARS_PER_LINE,
     MAX_COMMAND_BYTES, MAX_OUTPUT_TOKENS, OutputConfig, SALIENT_PERCENT, Shortening, ToolConfig,
 };
+pub use env_policy::{DEFAULT_EXCLUDES, EnvPolicy};
 pub use environment::{EnvironmentInfo, SandboxInfo};
 pub use error::{Error, ExecError};
 #[cfg(feature = "mock")]

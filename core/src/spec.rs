@@ -69,6 +69,12 @@ pub fn description(config: &ToolConfig) -> String {
          full log is saved to a file you can read. Do not pipe to head or tail to shorten it.\n\
          - stderr is already included: do not add 2>&1.\n"
     ));
+    if config.withholds_env {
+        text.push_str(
+            "- Inherited environment variables that look like secrets (API keys, tokens, \
+             passwords) are withheld from commands; if a command needs one, ask the user.\n",
+        );
+    }
     let default_timeout = human_duration(config.default_timeout.as_secs());
     if fields.mode {
         text.push_str(&format!(
@@ -319,9 +325,12 @@ mod tests {
         assert!(
             description(&config).contains("These destructive mistakes are refused: blind git add")
         );
+        assert!(description(&config).contains("look like secrets"));
         config.output.shortening = Shortening::Plain;
         config.policy.enabled = false;
+        config.withholds_env = false;
         let text = description(&config);
+        assert!(!text.contains("secrets"));
         assert!(text.contains("keeping the beginning and the end, and the full log"));
         assert!(!text.contains("refused"));
     }

@@ -86,7 +86,7 @@ impl BashTool {
         let input = match validate_input(input, &self.config) {
             Ok(input) => input,
             Err(error) => {
-                let command = crate::input::raw_command(input);
+                let command = echoed_command(crate::input::raw_command(input));
                 let mut result = ToolResult::refused(
                     &command,
                     "invalid_input",
@@ -315,6 +315,22 @@ fn environment_name(environment: &crate::environment::EnvironmentInfo) -> Option
     (!environment.name.is_empty()).then(|| environment.name.clone())
 }
 
+/// Longest rejected command echoed back whole in the details.
+const ECHOED_COMMAND_BYTES: usize = 1024;
+/// How much of a longer one is echoed, before its size.
+const ECHOED_PREFIX_CHARS: usize = 200;
+
+/// The command of a rejected input as the details show it: whole when
+/// short, else a prefix and its size, so a 4 MiB command refused for its
+/// size does not come back as 4 MiB of result.
+fn echoed_command(command: String) -> String {
+    if command.len() <= ECHOED_COMMAND_BYTES {
+        return command;
+    }
+    let prefix: String = command.chars().take(ECHOED_PREFIX_CHARS).collect();
+    format!("{prefix}... [{} bytes in all]", command.len())
+}
+
 /// The details of a batch command that did not run: the environment could
 /// not start it, or the batch was cancelled before it (`skipped`).
 fn not_run_item(command: &str, skipped: bool) -> BatchItemDetails {
@@ -346,4 +362,19 @@ pub(crate) fn exec_error_result(command: &str, error: &ExecError) -> ToolResult 
         result.content = vec![Content::text(format!("invalid input: {error}"))];
     }
     result
+}
+
+#[cfg(test)]
+mod echo_tests {
+    use super::*;
+
+    #[test]
+    fn a_long_rejected_command_is_echoed_as_a_prefix_and_its_size() {
+        assert_eq!(echoed_command("ls".to_owned()), "ls");
+        let long = "é".repeat(ECHOED_COMMAND_BYTES);
+        assert_eq!(
+            echoed_command(long),
+            format!("{}... [2048 bytes in all]", "é".repeat(ECHOED_PREFIX_CHARS))
+        );
+    }
 }

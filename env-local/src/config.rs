@@ -103,16 +103,21 @@ pub const NO_EDITOR: &str = "echo 'error: no interactive editor is available to 
 pub struct LocalConfig {
     /// The shell program, looked up in `PATH` when relative. Default `bash`.
     pub shell: PathBuf,
-    /// Arguments before the script. Default `["-c"]`: the command runs as
-    /// `bash -c <command>`. Scripts over [`crate::MAX_INLINE_SCRIPT`] bytes
-    /// (Linux refuses one argument over 128 KiB) are written to a temp file
-    /// and run as `bash -c '. "$0"' <file>`.
+    /// Arguments before the script. Default `["-c", "--"]`: the command runs
+    /// as `bash -c -- <command>` (`--` so that a command starting with `-`
+    /// is not read as an option of bash). Scripts over
+    /// [`crate::MAX_INLINE_SCRIPT`] bytes (Linux refuses one argument over
+    /// 128 KiB) are written to a temp file and run as
+    /// `bash -c -- '. "$0"' <file>`.
     pub shell_args: Vec<String>,
     /// Where commands run by default, and what relative `cwd`s resolve against.
     pub working_directory: PathBuf,
     /// Variables added to every call, after the non-interactive ones (so
     /// they may override them) and before the call's own.
     pub env: BTreeMap<String, String>,
+    /// Which inherited variables commands see; by default those that look
+    /// like secrets are dropped. Its `set` comes before `env`.
+    pub env_policy: bashtool_core::EnvPolicy,
     /// Set [`NON_INTERACTIVE_ENV`] for every command. Default true.
     pub non_interactive: bool,
     /// Time between SIGTERM and SIGKILL when stopping a process tree.
@@ -144,9 +149,10 @@ impl Default for LocalConfig {
     fn default() -> Self {
         Self {
             shell: PathBuf::from("bash"),
-            shell_args: vec!["-c".to_owned()],
+            shell_args: vec!["-c".to_owned(), "--".to_owned()],
             working_directory: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
             env: BTreeMap::new(),
+            env_policy: bashtool_core::EnvPolicy::default(),
             non_interactive: true,
             kill_grace: DEFAULT_KILL_GRACE,
             log_dir: None,

@@ -307,7 +307,8 @@ impl LocalExec {
             None
         };
         let env = spawn::child_environment(
-            &[&config.env, &options.env],
+            &[&config.env_policy.set, &config.env, &options.env],
+            &config.env_policy,
             config.non_interactive,
             &marker,
         );

@@ -44,6 +44,25 @@
 //! at a yield time, and takes text and named [`Key`]s (see
 //! `docs/interactive.md`).
 
+// Linux only (process groups, /proc, pidfd_open, bash): one clear error
+// naming the OS elsewhere, rather than a screen of unresolved symbols.
+#[cfg(target_os = "macos")]
+compile_error!(
+    "bashtool-env-local runs only on Linux, not on macOS: it needs process groups, /proc, pidfd_open (Linux 5.3+) and bash"
+);
+#[cfg(target_os = "windows")]
+compile_error!(
+    "bashtool-env-local runs only on Linux, not on Windows: it needs process groups, /proc, pidfd_open (Linux 5.3+) and bash"
+);
+#[cfg(all(
+    not(target_os = "linux"),
+    not(target_os = "macos"),
+    not(target_os = "windows")
+))]
+compile_error!(
+    "bashtool-env-local runs only on Linux, not on this OS: it needs process groups, /proc, pidfd_open (Linux 5.3+) and bash"
+);
+
 mod call_log;
 mod config;
 mod containment;

@@ -96,6 +96,8 @@ pub struct SpawnRequest<'a> {
     pub marker: &'a RunMarker,
     /// Applied to the launch, in order.
     pub wrappers: &'a [Arc<dyn SpawnWrapper>],
+    /// Filters what is inherited from our own environment.
+    pub env_policy: &'a bashtool_core::EnvPolicy,
 }
 
 impl<'a> SpawnRequest<'a> {
@@ -111,7 +113,8 @@ impl<'a> SpawnRequest<'a> {
             shell_args: &config.shell_args,
             command,
             cwd,
-            env: vec![&config.env, call_env],
+            env: vec![&config.env_policy.set, &config.env, call_env],
+            env_policy: &config.env_policy,
             non_interactive: config.non_interactive,
             marker,
             wrappers: &config.wrappers,
@@ -145,14 +148,18 @@ pub fn resolve_cwd(base: &Path, cwd: Option<&Path>) -> Result<PathBuf, ExecError
     }
 }
 
-/// The environment of a child: ours, then the non-interactive defaults,
-/// the configured and per-call variables, and the run marker (later wins).
+/// The environment of a child: ours as the policy lets through (secrets
+/// withheld), then the non-interactive defaults, the configured and
+/// per-call variables, and the run marker (later wins).
 pub fn child_environment(
     layers: &[&BTreeMap<String, String>],
+    policy: &bashtool_core::EnvPolicy,
     non_interactive: bool,
     marker: &RunMarker,
 ) -> Vec<(OsString, OsString)> {
-    let mut env: BTreeMap<OsString, OsString> = std::env::vars_os().collect();
+    let mut env: BTreeMap<OsString, OsString> = std::env::vars_os()
+        .filter(|(name, _)| policy.inherits(&name.to_string_lossy()))
+        .collect();
     if non_interactive {
         for (key, value) in NON_INTERACTIVE_ENV {
             env.insert(OsString::from(key), OsString::from(value));
@@ -201,7 +208,12 @@ pub fn spawn(request: &SpawnRequest<'_>, output: Output) -> Result<Spawned, Exec
         argv.push(OsString::from(request.command));
         None
     };
-    let env = child_environment(&request.env, request.non_interactive, request.marker);
+    let env = child_environment(
+        &request.env,
+        request.env_policy,
+        request.non_interactive,
+        request.marker,
+    );
     let io = ChildIo::from_output(output).map_err(&spawn_error)?;
     let mut spawned = launch(
         Launch {

@@ -5,23 +5,47 @@
 //! client that sent a broken request would otherwise wait for an answer that
 //! never comes, so the gate reads stdin itself: a line that is not JSON gets
 //! that error; every other line goes on to rmcp unchanged. The gate also
-//! records the ids of `tools/call` requests in arrival order for the session
-//! queue ([`super::order`]), since it is the only place that sees that order.
+//! records the ids of the session tool's `tools/call` requests in arrival
+//! order for the session queue ([`super::order`]), since it is the only place
+//! that sees that order. Calls of other tools (`bash_jobs`) and of unknown
+//! tools never wait in that queue, so they are not recorded: an entry no
+//! handler claims would hold up the next call.
+//!
+//! Lines are read with a hard cap ([`MAX_LINE_BYTES`]) that rmcp is told to
+//! accept too, so every line either reaches rmcp or gets an error here; the
+//! rest of an oversized line is skipped without being kept in memory.
 //!
 //! Everything written to stdout, rmcp's messages and the gate's errors, goes
 //! through one writer task as whole lines, so the two never interleave.
 
+use rmcp::RoleServer;
+use rmcp::transport::async_rw::AsyncRwTransport;
 use serde_json::{Value, json};
 use tokio::io::{
     AsyncBufReadExt as _, AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _, BufReader,
+    DuplexStream,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::order::ArrivalOrder;
 
-/// Largest message accepted: a batch of 64 commands of 256 KiB, plus room.
-const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;
+/// Largest message accepted, newline included: a batch of 64 commands of
+/// 256 KiB, plus room. rmcp is given the same cap (its own default is 16 MiB,
+/// and a line it drops is never answered).
+pub const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;
+/// How much of each end of an oversized line is kept to find its id.
+const ID_WINDOW_BYTES: usize = 256;
+
+/// The transport rmcp serves on.
+pub type Transport = AsyncRwTransport<RoleServer, DuplexStream, DuplexStream>;
+
+/// Which calls wait their turn in the session: those of `tool`.
+#[derive(Clone)]
+pub struct SessionCalls {
+    pub order: ArrivalOrder,
+    pub tool: String,
+}
 /// Bytes buffered between the gate and rmcp.
 const PIPE_BYTES: usize = 1024 * 1024;
 
@@ -33,11 +57,24 @@ const PIPE_BYTES: usize = 1024 * 1024;
 pub fn spawn<I, O>(
     input: I,
     output: O,
-    order: Option<ArrivalOrder>,
-) -> (
-    (tokio::io::DuplexStream, tokio::io::DuplexStream),
-    CancellationToken,
-)
+    session: Option<SessionCalls>,
+) -> (Transport, CancellationToken)
+where
+    I: AsyncRead + Unpin + Send + 'static,
+    O: AsyncWrite + Unpin + Send + 'static,
+{
+    let ((rmcp_reader, rmcp_writer), closed) = pipes(input, output, session);
+    let transport =
+        AsyncRwTransport::new_server(rmcp_reader, rmcp_writer).with_max_line_length(MAX_LINE_BYTES);
+    (transport, closed)
+}
+
+/// The gate's two tasks, with the pipes rmcp reads from and writes to.
+fn pipes<I, O>(
+    input: I,
+    output: O,
+    session: Option<SessionCalls>,
+) -> ((DuplexStream, DuplexStream), CancellationToken)
 where
     I: AsyncRead + Unpin + Send + 'static,
     O: AsyncWrite + Unpin + Send + 'static,
@@ -48,7 +85,7 @@ where
     let closed = CancellationToken::new();
     let input_done = closed.clone();
     tokio::spawn(async move {
-        read_input(input, to_rmcp, errors, order).await;
+        read_input(input, to_rmcp, errors, session).await;
         input_done.cancel();
     });
     tokio::spawn(write_output(from_rmcp, error_lines, output));
@@ -61,9 +98,13 @@ pub fn id_key(id: &Value) -> String {
 }
 
 fn parse_error(detail: &str) -> String {
+    error_answer(&Value::Null, detail)
+}
+
+fn error_answer(id: &Value, detail: &str) -> String {
     json!({
         "jsonrpc": "2.0",
-        "id": null,
+        "id": id,
         "error": {"code": -32700, "message": format!("Parse error: {detail}")},
     })
     .to_string()
@@ -90,9 +131,9 @@ fn invalid_request(message: &Value) -> Option<String> {
 
 async fn read_input<I: AsyncRead + Unpin>(
     input: I,
-    mut to_rmcp: tokio::io::DuplexStream,
+    mut to_rmcp: DuplexStream,
     errors: mpsc::UnboundedSender<String>,
-    order: Option<ArrivalOrder>,
+    session: Option<SessionCalls>,
 ) {
     let mut reader = BufReader::new(input);
     let mut line = Vec::new();
@@ -110,11 +151,27 @@ async fn read_input<I: AsyncRead + Unpin>(
                 break;
             }
         }
-        if line.len() > MAX_LINE_BYTES && !line.ends_with(b"\n") {
-            // Skip the rest of the oversized line before answering.
-            let mut rest = Vec::new();
-            let _ = reader.read_until(b'\n', &mut rest).await;
-            let _ = errors.send(parse_error("message larger than 32 MiB"));
+        if line.len() > MAX_LINE_BYTES {
+            let size = if line.ends_with(b"\n") {
+                line.len() as u64
+            } else {
+                match skip_line(&mut reader, &mut line).await {
+                    Ok(size) => size,
+                    Err(error) => {
+                        tracing::error!(%error, "reading stdin");
+                        break;
+                    }
+                }
+            };
+            tracing::warn!(size, "message over the size limit; answered with an error");
+            let id = oversized_id(&line[..ID_WINDOW_BYTES.min(line.len())], tail(&line));
+            let _ = errors.send(error_answer(
+                &id,
+                &format!(
+                    "message of {size} bytes is larger than the limit of {} MiB",
+                    MAX_LINE_BYTES / (1024 * 1024)
+                ),
+            ));
             continue;
         }
         let text = line.trim_ascii();
@@ -133,11 +190,12 @@ async fn read_input<I: AsyncRead + Unpin>(
             let _ = errors.send(error);
             continue;
         }
-        if let Some(order) = &order
+        if let Some(session) = &session
             && message.get("method").and_then(Value::as_str) == Some("tools/call")
+            && message.pointer("/params/name").and_then(Value::as_str) == Some(&session.tool)
             && let Some(id) = message.get("id")
         {
-            order.record(id_key(id));
+            session.order.record(id_key(id));
         }
         let mut forward = text.to_vec();
         forward.push(b'\n');
@@ -148,8 +206,92 @@ async fn read_input<I: AsyncRead + Unpin>(
     // Dropping `to_rmcp` is rmcp's end of input.
 }
 
+/// Reads and drops the rest of an oversized line in buffer-sized pieces,
+/// keeping only the first [`ID_WINDOW_BYTES`] of `line` and its last
+/// [`ID_WINDOW_BYTES`] (where clients often put the id). Returns the
+/// line's whole size.
+async fn skip_line<R: AsyncRead + Unpin>(
+    reader: &mut BufReader<R>,
+    line: &mut Vec<u8>,
+) -> std::io::Result<u64> {
+    let mut size = line.len() as u64;
+    let mut last = tail(line).to_vec();
+    line.truncate(ID_WINDOW_BYTES);
+    loop {
+        let (consumed, done) = {
+            let available = reader.fill_buf().await?;
+            if available.is_empty() {
+                break;
+            }
+            let newline = memchr_newline(available);
+            let take = newline.map_or(available.len(), |index| index + 1);
+            last.extend_from_slice(&available[..take]);
+            let excess = last.len().saturating_sub(ID_WINDOW_BYTES);
+            last.drain(..excess);
+            (take, newline.is_some())
+        };
+        reader.consume(consumed);
+        size += consumed as u64;
+        if done {
+            break;
+        }
+    }
+    line.extend_from_slice(&last);
+    Ok(size)
+}
+
+fn memchr_newline(bytes: &[u8]) -> Option<usize> {
+    bytes.iter().position(|byte| *byte == b'\n')
+}
+
+fn tail(line: &[u8]) -> &[u8] {
+    &line[line.len().saturating_sub(ID_WINDOW_BYTES)..]
+}
+
+/// The id of an oversized request, when one of its ends shows it at the top
+/// level of the object: `{"jsonrpc":"2.0","id":7,...` or `...},"id":7}`.
+/// Best effort: without it the error goes out with a null id.
+fn oversized_id(head: &[u8], tail: &[u8]) -> Value {
+    let head = String::from_utf8_lossy(head);
+    let tail = String::from_utf8_lossy(tail);
+    // Before the first nested value, everything is at the top level.
+    let head_top = head
+        .trim_start()
+        .strip_prefix('{')
+        .map(|rest| rest.split(['{', '[']).next().unwrap_or_default());
+    // After the last nested value closes, likewise.
+    let tail_top = tail
+        .trim_end()
+        .strip_suffix('}')
+        .map(|rest| rest.rsplit(['}', ']']).next().unwrap_or_default());
+    [head_top, tail_top]
+        .into_iter()
+        .flatten()
+        .find_map(id_in)
+        .unwrap_or(Value::Null)
+}
+
+/// The value of `"id":` in a run of top-level members, if it is whole.
+fn id_in(members: &str) -> Option<Value> {
+    let start = members.find("\"id\"")? + 4;
+    let value = members[start..]
+        .trim_start()
+        .strip_prefix(':')?
+        .trim_start();
+    let end = match value.strip_prefix('"') {
+        Some(quoted) => quoted.find('"')? + 2,
+        None => value
+            .find(|character: char| {
+                !(character.is_ascii_alphanumeric() || "-+.".contains(character))
+            })
+            .unwrap_or(value.len()),
+    };
+    let id: Value = serde_json::from_str(&value[..end]).ok()?;
+    (id.is_number() || id.is_string()).then_some(id)
+}
+
 async fn write_output<O: AsyncWrite + Unpin>(
-    from_rmcp: tokio::io::DuplexStream,
+    from_rmcp: DuplexStream,
     mut error_lines: mpsc::UnboundedReceiver<String>,
     mut output: O,
 ) {
@@ -194,6 +336,8 @@ mod tests {
     use super::*;
 
     const CALL: &str = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"bash","arguments":{"command":"ls"}}}"#;
+    const JOBS: &str = r#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"bash_jobs","arguments":{"action":"list"}}}"#;
+    const OTHER: &str = r#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"nope","arguments":{}}}"#;
     const BROKEN: &str = r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":"nope"}"#;
 
     #[tokio::test]
@@ -201,10 +345,13 @@ mod tests {
         let (mut client_in, server_in) = tokio::io::duplex(4096);
         let (server_out, mut client_out) = tokio::io::duplex(4096);
         let order = ArrivalOrder::default();
-        let ((mut rmcp_reader, rmcp_writer), closed) =
-            spawn(server_in, server_out, Some(order.clone()));
+        let session = SessionCalls {
+            order: order.clone(),
+            tool: "bash".to_owned(),
+        };
+        let ((mut rmcp_reader, rmcp_writer), closed) = pipes(server_in, server_out, Some(session));
         client_in
-            .write_all(format!("not json\n\n{CALL}\n{BROKEN}\n").as_bytes())
+            .write_all(format!("not json\n\n{CALL}\n{BROKEN}\n{JOBS}\n{OTHER}\n").as_bytes())
             .await
             .expect("written");
         drop(client_in);
@@ -213,7 +360,7 @@ mod tests {
             .read_to_string(&mut forwarded)
             .await
             .expect("read");
-        assert_eq!(forwarded, format!("{CALL}\n"));
+        assert_eq!(forwarded, format!("{CALL}\n{JOBS}\n{OTHER}\n"));
         closed.cancelled().await;
         drop(rmcp_writer);
         let mut answered = String::new();
@@ -230,6 +377,42 @@ mod tests {
         assert_eq!(answers[0]["id"], Value::Null);
         assert_eq!(answers[1]["error"]["code"], -32600);
         assert_eq!(answers[1]["id"], 8);
-        let _turn = order.turn("7").await;
+        // Only the bash call waits in the session: the `bash_jobs` call and
+        // the unknown tool's call hold up nothing (issue 18, item 7).
+        let turn = order.turn("7").await;
+        drop(turn);
+        tokio::time::pause();
+        let started = tokio::time::Instant::now();
+        let _next = order.turn("10").await;
+        assert_eq!(started.elapsed(), std::time::Duration::ZERO);
+    }
+
+    #[test]
+    fn finds_the_id_of_an_oversized_request_at_either_end() {
+        let head = br#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"#;
+        assert_eq!(oversized_id(head, b"xx\"}}}"), json!(12));
+        let tail = br#"aaaa"}},"jsonrpc":"2.0","id":"req-9"}"#;
+        assert_eq!(
+            oversized_id(br#"{"method":"tools/call","params":{"#, tail),
+            json!("req-9")
+        );
+        // An "id" inside the arguments is not the request's.
+        let nested = br#"{"method":"tools/call","params":{"arguments":{"id":3,"#;
+        assert_eq!(oversized_id(nested, b"aaaa"), Value::Null);
+        assert_eq!(oversized_id(b"garbage", b"garbage"), Value::Null);
+    }
+
+    #[tokio::test]
+    async fn skips_an_oversized_line_keeping_only_its_ends() {
+        let mut line = vec![b'a'; 1000];
+        let rest = [vec![b'b'; 5000], b"end\nnext\n".to_vec()].concat();
+        let mut reader = BufReader::with_capacity(64, rest.as_slice());
+        let size = skip_line(&mut reader, &mut line).await.expect("read");
+        assert_eq!(size, 1000 + 5000 + 4);
+        assert_eq!(line.len(), 2 * ID_WINDOW_BYTES);
+        assert!(line.ends_with(b"bend\n"));
+        let mut next = String::new();
+        reader.read_to_string(&mut next).await.expect("read");
+        assert_eq!(next, "next\n");
     }
 }

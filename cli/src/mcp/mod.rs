@@ -1,6 +1,5 @@
 //! `bashtool mcp`: the bash tool as an MCP server over stdio.
 
-mod config;
 mod gate;
 mod order;
 mod progress;
@@ -19,8 +18,8 @@ use clap::Args;
 use rmcp::ServiceExt as _;
 use tokio::signal::unix::{SignalKind, signal};
 
+use crate::config::FileConfig;
 use crate::options::{ToolArgs, seconds};
-use config::FileConfig;
 use order::ArrivalOrder;
 use server::{Backend, BashServer};
 
@@ -47,9 +46,6 @@ const SHUTDOWN_MARGIN: Duration = Duration::from_secs(3);
 pub struct McpArgs {
     #[command(flatten)]
     pub tool: ToolArgs,
-    /// TOML config file [default: $XDG_CONFIG_HOME/bashtool/config.toml, if it exists]
-    #[arg(long, value_name = "FILE", env = "BASHTOOL_CONFIG")]
-    pub config: Option<PathBuf>,
     /// Run each call in a fresh shell instead of one persistent session
     #[arg(long)]
     pub stateless: bool,
@@ -110,7 +106,11 @@ Config file (TOML; every key optional):
   [policy]    enabled = true   git_add = true   git_push_force = true   rm_critical = true
               deny_patterns = [\"terraform destroy\"]
   [logs]      dir = \"/tmp/bashtool\"   max_files = 200   max_bytes = 104857600
-  [env]       CARGO_TERM_COLOR = \"never\"";
+  [env]       CARGO_TERM_COLOR = \"never\"
+  [environment]  exclude = [\"AWS_*\"]   keep = [\"GITHUB_TOKEN\"]   include_only = []
+                 ignore_default_excludes = false   set = { CI = \"1\" }
+The config file applies to run, call and check too (all but cwd, stateless,
+keep_jobs, log_level and progress_interval_ms).";
 
 /// Everything the server runs with, after flags and file are merged.
 struct Settings {
@@ -186,6 +186,7 @@ fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
     if let Some(grace) = args.tool.kill_grace {
         local.kill_grace = seconds("--kill-grace", grace, 600.0)?;
     }
+    args.tool.apply_env_flags(&mut local, &mut tool);
     for pair in &args.env {
         let (key, value) = pair
             .split_once('=')
@@ -251,7 +252,7 @@ fn init_logging(filter: &str) -> anyhow::Result<()> {
 }
 
 pub fn run(args: &McpArgs) -> anyhow::Result<ExitCode> {
-    let (file, path) = FileConfig::load(args.config.as_deref())?;
+    let (file, path) = FileConfig::load(args.tool.config.as_deref())?;
     let settings = settings(args, &file)?;
     init_logging(&settings.log_filter)?;
     if let Some(path) = &path {
@@ -296,6 +297,10 @@ async fn serve(mut settings: Settings) -> anyhow::Result<ExitCode> {
     };
     // Calls into the session must reach it in the order they arrived.
     let order = session.is_some().then(ArrivalOrder::default);
+    let session_calls = order.clone().map(|order| gate::SessionCalls {
+        order,
+        tool: settings.tool.name.clone(),
+    });
     let mut tool_config = settings.tool;
     tool_config.jobs_tool = true;
     // Interactive jobs live in this server, which holds their terminals.
@@ -306,7 +311,8 @@ async fn serve(mut settings: Settings) -> anyhow::Result<ExitCode> {
         jobs: Some(JobsTool::new(tool_config, jobs)),
     };
     let server = BashServer::new(backend, settings.progress_interval);
-    let (transport, input_closed) = gate::spawn(tokio::io::stdin(), tokio::io::stdout(), order);
+    let (transport, input_closed) =
+        gate::spawn(tokio::io::stdin(), tokio::io::stdout(), session_calls);
     {
         let server = server.clone();
         tokio::spawn(async move {

@@ -6,7 +6,9 @@
 //! output schema describes [`bashtool_core::Details`], which becomes
 //! `structuredContent`; clients such as the TypeScript SDK validate one
 //! against the other, so every field the details may carry is listed, with
-//! `null` wherever the value is optional.
+//! `null` wherever the value is optional. Optional values are written as
+//! `anyOf: [{type: X}, {type: "null"}]`, not `type: [X, "null"]`, which
+//! some clients' schema converters reject.
 
 use std::sync::Arc;
 
@@ -76,7 +78,7 @@ pub fn object(value: Value) -> JsonObject {
 }
 
 fn nullable(kind: &str, description: &str) -> Value {
-    json!({"type": [kind, "null"], "description": description})
+    json!({"anyOf": [{"type": kind}, {"type": "null"}], "description": description})
 }
 
 /// JSON schema of [`bashtool_core::Details`] (the `structuredContent`).

@@ -35,6 +35,39 @@ pub(crate) fn check_script(
     .script(script)
 }
 
+/// brush-parser 0.4 does not know bash's `select NAME [in WORDS]; do ...;
+/// done`, which runs its body like a `for` loop over the words; for the
+/// policy the two are the same, so a script that fails to parse is tried
+/// again with each `select` keyword written as `for`. `None` when the
+/// script has no such keyword.
+fn select_as_for(text: &str) -> Option<String> {
+    const KEYWORD: &str = "select";
+    let mut rewritten = String::with_capacity(text.len());
+    let mut found = false;
+    let mut rest = text;
+    while let Some(index) = rest.find(KEYWORD) {
+        // The character before, possibly the end of what is already copied.
+        let before = rest[..index]
+            .chars()
+            .last()
+            .or_else(|| rewritten.chars().last());
+        let after = rest[index + KEYWORD.len()..].chars().next();
+        let starts_word = before
+            .is_none_or(|character| character.is_whitespace() || ";&|(){}!".contains(character));
+        let ends_word = after.is_some_and(|character| character == ' ' || character == '\t');
+        rewritten.push_str(&rest[..index]);
+        if starts_word && ends_word {
+            rewritten.push_str("for");
+            found = true;
+        } else {
+            rewritten.push_str(KEYWORD);
+        }
+        rest = &rest[index + KEYWORD.len()..];
+    }
+    rewritten.push_str(rest);
+    found.then_some(rewritten)
+}
+
 /// Walks the AST, carrying the policy and how deep scripts nest.
 pub(crate) struct Walker<'a> {
     pub(crate) config: &'a PolicyConfig,
@@ -66,9 +99,16 @@ impl Walker<'_> {
                 .script(text)
             });
         }
-        let program = Parser::new(text.as_bytes(), &words::parser_options())
-            .parse_program()
-            .map_err(|error| Violation::parse_error(&error.to_string()))?;
+        let program = match Parser::new(text.as_bytes(), &words::parser_options()).parse_program() {
+            Ok(program) => program,
+            Err(error) => select_as_for(text)
+                .and_then(|rewritten| {
+                    Parser::new(rewritten.as_bytes(), &words::parser_options())
+                        .parse_program()
+                        .ok()
+                })
+                .ok_or_else(|| Violation::parse_error(&error.to_string()))?,
+        };
         self.script_depth += 1;
         let result = program
             .complete_commands

@@ -55,7 +55,9 @@ pub fn interactive_launch(
     let mut argv: Vec<OsString> = vec![config.shell.as_os_str().to_owned()];
     argv.extend(config.shell_args.iter().map(OsString::from));
     argv.push(OsString::from(command));
-    let mut env: BTreeMap<OsString, OsString> = std::env::vars_os().collect();
+    let mut env: BTreeMap<OsString, OsString> = std::env::vars_os()
+        .filter(|(name, _)| config.env_policy.inherits(&name.to_string_lossy()))
+        .collect();
     if config.non_interactive {
         for (name, value) in interactive_env() {
             env.insert(OsString::from(name), OsString::from(value));
@@ -63,7 +65,7 @@ pub fn interactive_launch(
     } else {
         env.insert(OsString::from("TERM"), OsString::from(INTERACTIVE_TERM));
     }
-    for variables in [&config.env, call_env] {
+    for variables in [&config.env_policy.set, &config.env, call_env] {
         for (name, value) in variables {
             env.insert(OsString::from(name), OsString::from(value));
         }

@@ -442,7 +442,12 @@ impl Session {
         } else {
             config.working_directory.clone()
         };
-        let mut env: Vec<(String, String)> = Vec::new();
+        let mut env: Vec<(String, String)> = config
+            .env_policy
+            .set
+            .iter()
+            .map(|(key, value)| (key.clone(), value.clone()))
+            .collect();
         if config.non_interactive {
             env.extend(
                 NON_INTERACTIVE_ENV
@@ -467,6 +472,10 @@ impl Session {
             cwd: &cwd,
             env,
             clear_env: restore.is_some(),
+            remove: std::env::vars_os()
+                .map(|(name, _)| name)
+                .filter(|name| !config.env_policy.inherits(&name.to_string_lossy()))
+                .collect(),
             startup,
             wrappers: &config.wrappers,
         })

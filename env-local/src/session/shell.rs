@@ -26,6 +26,8 @@ pub(crate) struct ShellSpec<'a> {
     /// Start from an empty environment (the snapshot being restored has
     /// every exported variable, and `unset` ones must stay unset).
     pub clear_env: bool,
+    /// Inherited variables the shell must not see (the environment policy).
+    pub remove: Vec<std::ffi::OsString>,
     /// Lines written to the shell's stdin before any call.
     pub startup: String,
     /// The environment's spawn wrappers (a sandbox applies to the shell and
@@ -60,6 +62,9 @@ impl Shell {
         } else {
             std::env::vars_os().collect()
         };
+        for name in &spec.remove {
+            env.remove(name);
+        }
         env.extend(
             spec.env
                 .into_iter()

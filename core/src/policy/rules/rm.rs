@@ -1,5 +1,7 @@
 //! Recursive `rm` of critical data: the root, the home directory, a `.git`
-//! directory, or everything in the current directory.
+//! directory, the current or a parent directory, or everything in the
+//! current directory. Unquoted brace expansions are expanded first, so
+//! `/{,}` is seen as the `/ /` bash makes of it.
 
 use super::super::words::{Segment, Word};
 use super::super::{PolicyConfig, Rule, Violation};
@@ -40,10 +42,96 @@ fn is_critical(args: &[Word]) -> bool {
 }
 
 fn is_critical_target(word: &Word) -> bool {
-    starts_at_home(word)
-        || has_git_component(word)
-        || globs_current_directory(word)
-        || is_root_when_empty(word)
+    if starts_at_home(word) {
+        return true;
+    }
+    let placeholders = brace_expansions(&characters(word, false));
+    let emptied = brace_expansions(&characters(word, true));
+    placeholders.iter().any(|characters| {
+        // Tilde expansion comes after brace expansion: `{a,~}` is home.
+        characters
+            .first()
+            .is_some_and(|first| first.unquoted && first.value == '~')
+            || has_git_component(characters)
+            || globs_current_directory(characters)
+            || is_current_or_parent(characters)
+    }) || emptied
+        .iter()
+        .any(|characters| is_root_when_empty(characters))
+}
+
+/// Most words one brace expansion may produce before the rest is ignored
+/// (`{a,b}{c,d}...` grows exponentially).
+const MAX_BRACE_WORDS: usize = 256;
+
+/// The words bash makes of unquoted `{a,b}` alternatives, in order; the word
+/// itself when it has none. Sequences (`{1..3}`) are left as they are.
+fn brace_expansions(characters: &[Character]) -> Vec<Vec<Character>> {
+    let mut done = Vec::new();
+    let mut pending = vec![characters.to_vec()];
+    while let Some(word) = pending.pop() {
+        if done.len() + pending.len() >= MAX_BRACE_WORDS {
+            done.push(word);
+            continue;
+        }
+        match first_brace(&word) {
+            Some((open, commas, close)) => {
+                let mut bounds = vec![open];
+                bounds.extend(commas);
+                bounds.push(close);
+                // Pushed in reverse, so that they pop in order.
+                for pair in bounds.windows(2).rev() {
+                    let mut expanded = word[..open].to_vec();
+                    expanded.extend_from_slice(&word[pair[0] + 1..pair[1]]);
+                    expanded.extend_from_slice(&word[close + 1..]);
+                    pending.push(expanded);
+                }
+            }
+            None => done.push(word),
+        }
+    }
+    done
+}
+
+/// The first unquoted `{` whose matching `}` encloses at least one comma at
+/// its own level: its index, the commas' and the `}`'s.
+fn first_brace(word: &[Character]) -> Option<(usize, Vec<usize>, usize)> {
+    for open in 0..word.len() {
+        if !word[open].unquoted || word[open].value != '{' {
+            continue;
+        }
+        let mut depth = 0;
+        let mut commas = Vec::new();
+        for (index, character) in word.iter().enumerate().skip(open + 1) {
+            if !character.unquoted {
+                continue;
+            }
+            match character.value {
+                '{' => depth += 1,
+                '}' if depth == 0 => {
+                    if commas.is_empty() {
+                        break;
+                    }
+                    return Some((open, commas, index));
+                }
+                '}' => depth -= 1,
+                ',' if depth == 0 => commas.push(index),
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+/// `.`, `./`, `..`, `../..`: the current directory or one above it.
+fn is_current_or_parent(characters: &[Character]) -> bool {
+    if characters.first().is_none_or(|first| first.value == '/') {
+        return false;
+    }
+    components(characters)
+        .into_iter()
+        .filter(|component| !component.is_empty())
+        .all(|component| matches!(text(component).as_str(), "." | ".."))
 }
 
 /// `~`, `~user`, `~/x`, `$HOME`, `${HOME}/x`, `"$HOME"`.
@@ -59,11 +147,13 @@ fn starts_at_home(word: &Word) -> bool {
     }
 }
 
-/// One character of a word, and whether a glob would treat it as special.
+/// One character of a word, whether a glob would treat it as special, and
+/// whether it was outside quotes (braces expand only there).
 #[derive(Clone, Copy)]
 struct Character {
     value: char,
     wildcard: bool,
+    unquoted: bool,
 }
 
 /// The word's characters with every expansion replaced: unguarded
@@ -76,6 +166,7 @@ fn characters(word: &Word, empty_parameters: bool) -> Vec<Character> {
                 characters.extend(text.chars().map(|value| Character {
                     value,
                     wildcard: !quoted && matches!(value, '*' | '?' | '['),
+                    unquoted: !quoted,
                 }));
             }
             Segment::Parameter { guarded: false, .. } if empty_parameters => {}
@@ -83,6 +174,7 @@ fn characters(word: &Word, empty_parameters: bool) -> Vec<Character> {
                 characters.push(Character {
                     value: '\u{1}',
                     wildcard: false,
+                    unquoted: false,
                 });
             }
         }
@@ -103,17 +195,15 @@ fn text(component: &[Character]) -> String {
 
 /// `.git`, `x/.git`, `.git/objects`, and unquoted globs matching `.git`
 /// (`.g*`, `.git*`).
-fn has_git_component(word: &Word) -> bool {
-    let characters = characters(word, false);
-    components(&characters)
+fn has_git_component(characters: &[Character]) -> bool {
+    components(characters)
         .into_iter()
         .any(|component| glob_matches(component, ".git"))
 }
 
 /// `*`, `.*`, `./*`, `*/`: everything in the current directory.
-fn globs_current_directory(word: &Word) -> bool {
-    let characters = characters(word, false);
-    let parts: Vec<&[Character]> = components(&characters)
+fn globs_current_directory(characters: &[Character]) -> bool {
+    let parts: Vec<&[Character]> = components(characters)
         .into_iter()
         .filter(|component| text(component) != "." && !component.is_empty())
         .collect();
@@ -125,13 +215,12 @@ fn globs_current_directory(word: &Word) -> bool {
 
 /// The word is `/` or `/*` once unguarded variables are empty: `/`, `//`,
 /// `/.`, `/*`, `"$DIR"/*`, `"$PREFIX/"`. `${DIR:?}` is guarded.
-fn is_root_when_empty(word: &Word) -> bool {
-    let characters = characters(word, true);
+fn is_root_when_empty(characters: &[Character]) -> bool {
     if characters.first().is_none_or(|first| first.value != '/') {
         return false;
     }
     let mut depth: Vec<&[Character]> = Vec::new();
-    for component in components(&characters) {
+    for component in components(characters) {
         match text(component).as_str() {
             "" | "." => {}
             ".." => {

@@ -1,4 +1,8 @@
-//! The server's settings: the optional TOML config file, overridden by flags.
+//! The optional TOML config file, overridden by flags. `run`, `call` and
+//! `check` read it too, so a `check` hook refuses what the server refuses and
+//! a terminal run sees the environment the model's commands see. The keys
+//! `cwd`, `stateless`, `keep_jobs`, `log_level` and `progress_interval_ms`
+//! concern only `bashtool mcp`.
 //!
 //! Unknown keys are an error, so that a typo (`budget_token = 500`) does not
 //! silently leave the default in force.
@@ -8,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use bashtool_core::{Shortening, ToolConfig};
+use bashtool_core::{EnvPolicy, Shortening, ToolConfig};
 use bashtool_env_local::LocalConfig;
 use serde::Deserialize;
 
@@ -58,6 +62,13 @@ use crate::options::seconds;
 ///
 /// [env]                 # added to every command's environment
 /// CARGO_TERM_COLOR = "never"
+///
+/// [environment]         # which inherited variables commands see
+/// ignore_default_excludes = false   # true: pass on *KEY*, *SECRET*, *TOKEN*, *PASSWORD* too
+/// include_only = []                 # when set, only these are inherited
+/// exclude = ["AWS_*"]               # dropped on top of the defaults
+/// keep = ["GITHUB_TOKEN"]           # passed on even if a drop pattern matches
+/// set = { CI = "1" }                # added, never dropped
 /// ```
 #[derive(Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -82,6 +93,8 @@ pub struct FileConfig {
     pub logs: Logs,
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub environment: EnvPolicy,
 }
 
 #[derive(Debug, Default, Deserialize, PartialEq)]
@@ -285,6 +298,13 @@ impl FileConfig {
                 "[env] {name:?} is not a valid variable name"
             );
         }
+        for name in self.environment.set.keys() {
+            anyhow::ensure!(
+                bashtool_core::is_valid_variable_name(name),
+                "[environment] set: {name:?} is not a valid variable name"
+            );
+        }
+        local.env_policy = self.environment.clone();
         local.env.extend(
             self.env
                 .iter()
@@ -337,6 +357,9 @@ mod tests {
             max_files = 3
             [env]
             FOO = "bar"
+            [environment]
+            exclude = ["AWS_*"]
+            set = { CI = "1" }
             "#,
         )
         .expect("valid");
@@ -354,6 +377,9 @@ mod tests {
         config.apply_to_local(&mut local).expect("applies");
         assert_eq!(local.kill_grace, Duration::from_millis(500));
         assert_eq!(local.env["FOO"], "bar");
+        assert_eq!(local.env_policy.exclude, ["AWS_*"]);
+        assert_eq!(local.env_policy.set["CI"], "1");
+        assert!(!local.env_policy.inherits("AWS_REGION"));
         assert_eq!(
             local.log_dir.as_deref(),
             Some(Path::new("/tmp/bashtool-test-logs"))
