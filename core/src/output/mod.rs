@@ -2,6 +2,7 @@
 
 mod buffer;
 mod format;
+mod lines;
 pub mod salient;
 
 pub use buffer::{OutputBuffer, OutputLine};

@@ -8,8 +8,14 @@
 //! number of them; `format_error_aware` lays them out between the head and
 //! the tail.
 
+mod choose;
+mod decoys;
+mod groups;
 mod layout;
+mod long_lines;
+mod markers;
 mod patterns;
+mod shapes;
 mod tracker;
 
 pub(crate) use layout::format_error_aware;
@@ -28,7 +34,7 @@ pub(crate) fn display_line<'a>(
     if line.original_chars <= config.max_line_chars {
         return std::borrow::Cow::Borrowed(&line.text);
     }
-    layout::display_long_line(line, config, tracker)
+    long_lines::display_long_line(line, config, tracker)
 }
 
 #[cfg(test)]

@@ -13,10 +13,15 @@ use std::collections::VecDeque;
 use crate::config::{OutputConfig, Shortening};
 use crate::output::OutputLine;
 
+use super::decoys::DecoyWatch;
+pub(crate) use super::groups::{Entry, Group, Overflow, entry_cost, repeat_suffix};
+use super::groups::{copy_line, is_indented};
 use super::patterns::{Kind, MAX_BEFORE, Matcher};
 
 /// The longest group of consecutive lines kept around error-like lines.
-const MAX_GROUP_ENTRIES: usize = 24;
+const MAX_GROUP_ENTRIES: usize = 40;
+/// The share of the kept groups' cost that decoy groups may take.
+const DECOY_SHARE_PERCENT: usize = 25;
 
 /// Windows of very long lines kept from their start and their end.
 const MAX_WINDOWS: usize = 32;
@@ -33,75 +38,15 @@ pub(crate) struct MiddleWindow {
     text: String,
 }
 
-/// A line and the identical lines that directly followed it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Entry {
-    pub line: OutputLine,
-    /// How many lines this entry stands for (1 + repeats).
-    pub count: u64,
-    /// The line looks like an error (not just context).
-    pub salient: bool,
-}
-
-impl Entry {
-    pub(crate) fn last_number(&self) -> u64 {
-        self.line.number + self.count - 1
-    }
-
-    /// Appends `line` if it repeats this entry's line directly.
-    fn absorb(&mut self, line: &OutputLine) -> bool {
-        let repeats = line.number == self.last_number() + 1
-            && line.stream == self.line.stream
-            && line.original_chars == self.line.original_chars
-            && line.text == self.line.text;
-        if repeats {
-            self.count += 1;
-        }
-        repeats
-    }
-}
-
-/// Consecutive lines around one or more error-like lines.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Group {
-    pub entries: Vec<Entry>,
-}
-
-impl Group {
-    pub(crate) fn last_number(&self) -> u64 {
-        self.entries.last().map_or(0, Entry::last_number)
-    }
-
-    fn push(&mut self, line: &OutputLine, salient: bool) {
-        if let Some(last) = self.entries.last_mut()
-            && last.salient == salient
-            && last.absorb(line)
-        {
-            return;
-        }
-        self.entries.push(Entry {
-            line: line.clone(),
-            count: 1,
-            salient,
-        });
-    }
-}
-
-/// Error-like lines that came after the groups were full.
-#[derive(Debug, Default)]
-pub(crate) struct Overflow {
-    pub count: u64,
-    /// Number and log line of the first of them.
-    pub first: Option<(u64, Option<u64>)>,
-    /// Numbers of the latest of them, to leave out those in the shown tail.
-    pub recent: VecDeque<u64>,
-}
-
 /// Where the open group stands.
 #[derive(Debug, Clone, Copy)]
 struct Open {
     after_left: usize,
     stop_at_blank: bool,
+    /// Indentation of the latest error-like line: more indented lines
+    /// after it continue it (frames, notes, the source line) past
+    /// `after_left`.
+    indent: usize,
 }
 
 /// See the module docs.
@@ -126,50 +71,35 @@ pub struct SalientTracker {
     runs_cost: usize,
     /// Middle windows of the first and of the latest very long lines, by
     /// line number.
-    first_windows: Vec<(u64, String)>,
-    last_windows: VecDeque<(u64, String)>,
+    first_windows: Vec<(u64, Kind, String)>,
+    last_windows: VecDeque<(u64, Kind, String)>,
+    decoys: DecoyWatch,
+    decoy_cost: usize,
 }
 
-/// Copies `line` into `slot`, reusing its allocation: this runs on every
-/// line (a derived `clone_from` would allocate a new String).
-fn copy_line(slot: &mut OutputLine, line: &OutputLine) {
-    slot.text.clone_from(&line.text);
-    slot.stream = line.stream;
-    slot.number = line.number;
-    slot.log_line = line.log_line;
-    slot.original_chars = line.original_chars;
+/// Chars of leading whitespace.
+fn indentation(text: &str) -> usize {
+    text.len() - text.trim_start().len()
 }
 
-fn is_indented(text: &str) -> bool {
-    text.starts_with([' ', '\t'])
-}
-
-/// The display cost of `count` lines shown as one (`text (repeated N times)`).
-pub(crate) fn entry_cost(line: &OutputLine, count: u64, max_line_chars: usize) -> usize {
-    // Computed, not formatted: this runs for every repeated line.
-    let repeat = if count > 1 {
-        REPEAT_SUFFIX_FIXED_CHARS + decimal_digits(count)
-    } else {
-        0
-    };
-    line.original_chars.min(max_line_chars) + 1 + repeat
-}
-
-/// Chars of `repeat_suffix` besides the count's digits.
-const REPEAT_SUFFIX_FIXED_CHARS: usize = " (repeated  times)".len();
-
-fn decimal_digits(mut value: u64) -> usize {
-    let mut digits = 1;
-    while value >= 10 {
-        value /= 10;
-        digits += 1;
-    }
-    digits
-}
-
-/// What a collapsed run gets appended.
-pub(crate) fn repeat_suffix(count: u64) -> String {
-    format!(" (repeated {count} times)")
+/// Whether `text` continues the block of an error-like line indented by
+/// `indent`, past its fixed context: more indented (frames, the source line
+/// and carets, a race report's stacks), or a frame or a note of a chain
+/// (`at 0x…`, `by 0x…`, `#3 0x…`, `x.h:9:5: note: …`, `required from …`).
+fn continues(text: &str, indent: usize) -> bool {
+    // valgrind prefixes every line with `==PID==`.
+    let text = text
+        .strip_prefix("==")
+        .and_then(|rest| rest.split_once("== ").map(|(_, after)| after))
+        .unwrap_or(text);
+    let trimmed = text.trim_start();
+    indentation(text) > indent
+        || trimmed.starts_with("at ")
+        || trimmed.starts_with("by 0x")
+        || (trimmed.starts_with('#') && trimmed.as_bytes().get(1).is_some_and(u8::is_ascii_digit))
+        || trimmed.contains(": note: ")
+        || trimmed.contains("required from ")
+        || trimmed.starts_with("In file included from")
 }
 
 impl SalientTracker {
@@ -188,11 +118,25 @@ impl SalientTracker {
 
     /// Looks for an error-like token in `dropped`, a part of a very long
     /// line that the buffer is about to forget; `rest` is what follows it.
-    pub(crate) fn middle_window(&self, dropped: &str, rest: &str) -> Option<MiddleWindow> {
+    /// `kept` is the window found so far in the same line: the better of
+    /// the two (a higher [`Kind::rank`], else the later) is returned.
+    pub(crate) fn middle_window(
+        &self,
+        kept: Option<MiddleWindow>,
+        dropped: &str,
+        rest: &str,
+    ) -> Option<MiddleWindow> {
         if !self.enabled {
             return None;
         }
-        let found = self.matcher.find_inside(dropped)?;
+        let Some(found) = self.matcher.find_best(dropped) else {
+            return kept;
+        };
+        if let Some(kept) = kept
+            && kept.kind.rank() > found.kind.rank()
+        {
+            return Some(kept);
+        }
         let before = &dropped[..found.offset];
         let start = before
             .char_indices()
@@ -244,7 +188,7 @@ impl SalientTracker {
             .map(|found| found.kind);
         if let Some(window) = window {
             found = found.or(Some(window.kind));
-            let entry = (line.number, window.text);
+            let entry = (line.number, window.kind, window.text);
             if self.first_windows.len() < MAX_WINDOWS {
                 self.first_windows.push(entry);
             } else {
@@ -256,7 +200,8 @@ impl SalientTracker {
         }
         if let Some(open) = self.open {
             let blank = line.text.trim().is_empty();
-            let context = open.after_left > 0 && !(open.stop_at_blank && blank);
+            let context = (open.after_left > 0 && !(open.stop_at_blank && blank))
+                || (!blank && continues(&line.text, open.indent));
             let room = self.groups.last().is_some_and(|group| {
                 group.entries.len() < MAX_GROUP_ENTRIES
                     || group.entries.last().is_some_and(|last| {
@@ -288,8 +233,9 @@ impl SalientTracker {
                     let context = kind.context();
                     open.after_left = context.after;
                     open.stop_at_blank = context.stop_at_blank;
+                    open.indent = indentation(&line.text);
                 }
-                None => open.after_left -= 1,
+                None => open.after_left = open.after_left.saturating_sub(1),
             }
         }
     }
@@ -305,15 +251,29 @@ impl SalientTracker {
     }
 
     fn start_group(&mut self, line: &OutputLine, kind: Kind) {
-        if self.groups_cost >= self.cap {
+        let decoy = self.decoys.is_decoy(&line.text);
+        let decoys_full = decoy && self.decoy_cost * 100 >= self.cap * DECOY_SHARE_PERCENT;
+        if self.groups_cost >= self.cap || decoys_full {
             self.record_overflow(line);
             return;
         }
         let context = kind.context();
         let kept_until = self.groups.last().map_or(0, Group::last_number);
-        let mut group = Group::default();
+        let mut group = Group {
+            decoy,
+            ..Group::default()
+        };
         let mut before = context.before;
-        if kind == Kind::Exception {
+        if context.block_before {
+            // The block this marker closes: back to the last blank line.
+            before = self
+                .ring
+                .iter()
+                .rev()
+                .take(before)
+                .take_while(|earlier| !earlier.text.trim().is_empty())
+                .count();
+        } else if kind == Kind::Exception {
             // Only the frames of a traceback or stack (indented lines), not
             // the log lines that happen to precede an exception.
             before = self
@@ -347,10 +307,15 @@ impl SalientTracker {
         }
         group.push(line, true);
         self.groups.push(group);
-        self.groups_cost += self.last_group_cost();
+        let cost = self.last_group_cost();
+        self.groups_cost += cost;
+        if decoy {
+            self.decoy_cost += cost;
+        }
         self.open = Some(Open {
             after_left: context.after,
             stop_at_blank: context.stop_at_blank,
+            indent: indentation(&line.text),
         });
     }
 
@@ -365,6 +330,7 @@ impl SalientTracker {
     }
 
     fn remember(&mut self, line: &OutputLine) {
+        self.decoys.observe(&line.text);
         if self.ring.len() == MAX_BEFORE
             && let Some(mut slot) = self.ring.pop_front()
         {
@@ -427,12 +393,12 @@ impl SalientTracker {
     }
 
     /// The middle window kept for line `number`, if any.
-    pub(crate) fn window_of(&self, number: u64) -> Option<&str> {
+    pub(crate) fn window_of(&self, number: u64) -> Option<(Kind, &str)> {
         self.first_windows
             .iter()
             .chain(&self.last_windows)
-            .find(|(kept, _)| *kept == number)
-            .map(|(_, text)| text.as_str())
+            .find(|(kept, _, _)| *kept == number)
+            .map(|(_, kind, text)| (*kind, text.as_str()))
     }
 
     /// Number of error-like lines seen.
