@@ -412,7 +412,8 @@ impl Matcher {
                     .find(|(word, _)| whole_word(bytes, index, word))
                     .map(|(_, kind)| *kind)
                     .or_else(|| Self::phrase(bytes, index)),
-                b'p' | b'u' | b'P' | b'N' | b'c' | b'S' | b'C' | b'T' | b'O' | b'"' => {
+                b'p' | b'u' | b'P' | b'N' | b'c' | b'S' | b'C' | b'T' | b'O' | b'"' | b'i'
+                | b'I' | b'd' | b'*' => {
                     Self::phrase(bytes, index)
                 }
                 _ => None,

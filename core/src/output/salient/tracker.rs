@@ -47,6 +47,10 @@ struct Open {
     /// after it continue it (frames, notes, the source line) past
     /// `after_left`.
     indent: usize,
+    /// The latest line kept was a blank one.
+    after_blank: bool,
+    /// The latest line kept was more indented than the error-like line.
+    deeper: bool,
 }
 
 /// See the module docs.
@@ -200,8 +204,18 @@ impl SalientTracker {
         }
         if let Some(open) = self.open {
             let blank = line.text.trim().is_empty();
+            let continued = !blank && continues(&line.text, open.indent);
+            // A blank line inside an indented block (CMake's `CMake Error
+            // at …:` and its indented paragraphs, rspec's `Failure/Error:`
+            // then `expected:`/`got:` further in) is kept while the block
+            // goes on after it; `close_open` drops it when the block ends.
             let context = (open.after_left > 0 && !(open.stop_at_blank && blank))
-                || (!blank && continues(&line.text, open.indent));
+                || continued
+                || (blank && !open.after_blank && (open.indent > 0 || open.deeper));
+            if let Some(open) = &mut self.open {
+                open.after_blank = blank && found.is_none();
+                open.deeper = !blank && indentation(&line.text) > open.indent;
+            }
             let room = self.groups.last().is_some_and(|group| {
                 group.entries.len() < MAX_GROUP_ENTRIES
                     || group.entries.last().is_some_and(|last| {
@@ -213,12 +227,32 @@ impl SalientTracker {
                 self.remember(line);
                 return;
             }
-            self.open = None;
+            self.close_open();
         }
         if let Some(kind) = found {
             self.start_group(line, kind);
         }
         self.remember(line);
+    }
+
+    /// Ends the open group, less a blank line it kept in case its block
+    /// went on.
+    fn close_open(&mut self) {
+        self.open = None;
+        let cost_before = self.last_group_cost();
+        if let Some(group) = self.groups.last_mut()
+            && group
+                .entries
+                .last()
+                .is_some_and(|last| !last.salient && last.line.text.trim().is_empty())
+        {
+            group.entries.pop();
+            let cost_after = self.last_group_cost();
+            self.groups_cost -= cost_before - cost_after;
+            if self.groups.last().is_some_and(|group| group.decoy) {
+                self.decoy_cost = self.decoy_cost.saturating_sub(cost_before - cost_after);
+            }
+        }
     }
 
     fn extend_open(&mut self, line: &OutputLine, kind: Option<Kind>) {
@@ -316,6 +350,8 @@ impl SalientTracker {
             after_left: context.after,
             stop_at_blank: context.stop_at_blank,
             indent: indentation(&line.text),
+            after_blank: false,
+            deeper: false,
         });
     }
 
