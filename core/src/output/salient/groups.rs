@@ -115,3 +115,16 @@ pub(crate) fn repeat_suffix(count: u64) -> String {
     format!(" (repeated {count} times)")
 }
 
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn computed_repeat_cost_matches_the_suffix() {
+        for count in [2_u64, 9, 10, 99, 100, 12_345, u64::MAX] {
+            assert_eq!(
+                super::REPEAT_SUFFIX_FIXED_CHARS + super::decimal_digits(count),
+                super::repeat_suffix(count).len()
+            );
+        }
+    }
+}

@@ -47,8 +47,6 @@ struct Open {
     /// after it continue it (frames, notes, the source line) past
     /// `after_left`.
     indent: usize,
-    /// The latest line kept was a blank one.
-    after_blank: bool,
     /// The latest line kept was more indented than the error-like line.
     deeper: bool,
 }
@@ -79,6 +77,8 @@ pub struct SalientTracker {
     last_windows: VecDeque<(u64, Kind, String)>,
     decoys: DecoyWatch,
     decoy_cost: usize,
+    /// A blank line after an indented block, kept if the block goes on.
+    held_blank: Option<OutputLine>,
 }
 
 /// Chars of leading whitespace.
@@ -205,54 +205,51 @@ impl SalientTracker {
         if let Some(open) = self.open {
             let blank = line.text.trim().is_empty();
             let continued = !blank && continues(&line.text, open.indent);
-            // A blank line inside an indented block (CMake's `CMake Error
-            // at …:` and its indented paragraphs, rspec's `Failure/Error:`
-            // then `expected:`/`got:` further in) is kept while the block
-            // goes on after it; `close_open` drops it when the block ends.
-            let context = (open.after_left > 0 && !(open.stop_at_blank && blank))
-                || continued
-                || (blank && !open.after_blank && (open.indent > 0 || open.deeper));
-            if let Some(open) = &mut self.open {
-                open.after_blank = blank && found.is_none();
-                open.deeper = !blank && indentation(&line.text) > open.indent;
-            }
             let room = self.groups.last().is_some_and(|group| {
                 group.entries.len() < MAX_GROUP_ENTRIES
                     || group.entries.last().is_some_and(|last| {
                         last.salient == found.is_some() && last.line.text == line.text
                     })
             });
-            if (found.is_some() || context) && room {
-                self.extend_open(line, found);
+            // A blank line inside an indented block (CMake's `CMake Error
+            // at …:` and its indented paragraphs, rspec's `Failure/Error:`
+            // then `expected:`/`got:` further in) is held, and kept only if
+            // the block goes on after it.
+            let plain_context = open.after_left > 0 && !open.stop_at_blank;
+            if blank
+                && found.is_none()
+                && room
+                && self.held_blank.is_none()
+                && !plain_context
+                && (open.indent > 0 || open.deeper)
+            {
+                self.held_blank = Some(line.clone());
                 self.remember(line);
                 return;
             }
-            self.close_open();
+            let context = if self.held_blank.is_some() {
+                continued
+            } else {
+                (open.after_left > 0 && !(open.stop_at_blank && blank)) || continued
+            };
+            if (found.is_some() || context) && room {
+                if let Some(held) = self.held_blank.take() {
+                    self.extend_open(&held, None);
+                }
+                self.extend_open(line, found);
+                if let Some(open) = &mut self.open {
+                    open.deeper = !blank && indentation(&line.text) > open.indent;
+                }
+                self.remember(line);
+                return;
+            }
+            self.open = None;
+            self.held_blank = None;
         }
         if let Some(kind) = found {
             self.start_group(line, kind);
         }
         self.remember(line);
-    }
-
-    /// Ends the open group, less a blank line it kept in case its block
-    /// went on.
-    fn close_open(&mut self) {
-        self.open = None;
-        let cost_before = self.last_group_cost();
-        if let Some(group) = self.groups.last_mut()
-            && group
-                .entries
-                .last()
-                .is_some_and(|last| !last.salient && last.line.text.trim().is_empty())
-        {
-            group.entries.pop();
-            let cost_after = self.last_group_cost();
-            self.groups_cost -= cost_before - cost_after;
-            if self.groups.last().is_some_and(|group| group.decoy) {
-                self.decoy_cost = self.decoy_cost.saturating_sub(cost_before - cost_after);
-            }
-        }
     }
 
     fn extend_open(&mut self, line: &OutputLine, kind: Option<Kind>) {
@@ -350,7 +347,6 @@ impl SalientTracker {
             after_left: context.after,
             stop_at_blank: context.stop_at_blank,
             indent: indentation(&line.text),
-            after_blank: false,
             deeper: false,
         });
     }
@@ -452,16 +448,6 @@ impl SalientTracker {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn computed_repeat_cost_matches_the_suffix() {
-        for count in [2_u64, 9, 10, 99, 100, 12_345, u64::MAX] {
-            assert_eq!(
-                super::REPEAT_SUFFIX_FIXED_CHARS + super::decimal_digits(count),
-                super::repeat_suffix(count).len()
-            );
-        }
-    }
-
     use super::*;
     use crate::exec::Stream;
 
