@@ -116,6 +116,31 @@ pub(crate) fn repeat_suffix(count: u64) -> String {
 }
 
 
+/// Chars of leading whitespace.
+pub(crate) fn indentation(text: &str) -> usize {
+    text.len() - text.trim_start().len()
+}
+
+/// Whether `text` continues the block of an error-like line indented by
+/// `indent`, past its fixed context: more indented (frames, the source line
+/// and carets, a race report's stacks), or a frame or a note of a chain
+/// (`at 0x…`, `by 0x…`, `#3 0x…`, `x.h:9:5: note: …`, `required from …`).
+pub(crate) fn continues(text: &str, indent: usize) -> bool {
+    // valgrind prefixes every line with `==PID==`.
+    let text = text
+        .strip_prefix("==")
+        .and_then(|rest| rest.split_once("== ").map(|(_, after)| after))
+        .unwrap_or(text);
+    let trimmed = text.trim_start();
+    indentation(text) > indent
+        || trimmed.starts_with("at ")
+        || trimmed.starts_with("by 0x")
+        || (trimmed.starts_with('#') && trimmed.as_bytes().get(1).is_some_and(u8::is_ascii_digit))
+        || trimmed.contains(": note: ")
+        || trimmed.contains("required from ")
+        || trimmed.starts_with("In file included from")
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -15,13 +15,15 @@ mod layout;
 mod long_lines;
 mod markers;
 mod patterns;
+mod prefilter;
 mod shapes;
 mod tracker;
+mod windows;
 
 pub(crate) use layout::format_error_aware;
 
-pub(crate) use patterns::first_anchor;
-pub(crate) use tracker::MiddleWindow;
+pub(crate) use prefilter::first_anchor;
+pub(crate) use windows::MiddleWindow;
 pub use tracker::SalientTracker;
 
 /// How a line is shown in error-aware mode when the output fits: a long

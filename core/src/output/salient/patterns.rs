@@ -91,6 +91,9 @@ pub(crate) struct Match {
     pub offset: usize,
 }
 
+use super::prefilter::first_anchor;
+#[cfg(test)]
+use super::prefilter::scan_prefilter;
 use super::shapes::{
     WORDS, error_word, exception_line, fail_word, located_error, starts_with_ignore_case,
     whole_word,
@@ -192,90 +195,6 @@ static STARTS_A_PATTERN: [bool; 256] = {
     }
     table
 };
-
-/// A word of every pattern `Matcher::scan` looks for, in the cases tools
-/// print them: a line that contains none of them cannot match. (Case
-/// variants are listed rather than matched ignoring case, which would take
-/// the prefilter off its SIMD path.)
-const SCAN_ANCHORS: &[&str] = &[
-    "error",
-    "Error",
-    "ERROR",
-    "fatal",
-    "Fatal",
-    "FATAL",
-    "FAIL",
-    "File system loop",
-    "\u{2715}",
-    "\u{2716}",
-    "\u{2717}",
-    "Killed",
-    "Aborted",
-    "Assertion",
-    "panicked at",
-    "undefined",
-    "Permission denied",
-    "No such file or directory",
-    "No space left on device",
-    "command not found",
-    "cannot access",
-    "cannot open",
-    "core dumped",
-    "Segmentation fault",
-    "CONFLICT",
-    "Too many levels of symbolic links",
-    "Operation not permitted",
-    "Out of memory",
-    "\"level\":50",
-    "\"level\":60",
-    "invalid-syntax:",
-    "Invalid read",
-    "Invalid write",
-    "Invalid free",
-    "definitely lost",
-    "***",
-];
-
-/// Finds whether a line holds any anchor. Teddy (SIMD) when the CPU has it,
-/// else an Aho-Corasick automaton.
-enum Prefilter {
-    Packed(aho_corasick::packed::Searcher),
-    Automaton(aho_corasick::AhoCorasick),
-}
-
-impl Prefilter {
-    #[cfg(test)]
-    fn is_match(&self, bytes: &[u8]) -> bool {
-        match self {
-            Self::Packed(searcher) => searcher.find(bytes).is_some(),
-            Self::Automaton(automaton) => automaton.is_match(bytes),
-        }
-    }
-}
-
-/// Offset of the first scan anchor in `bytes`: lines before it cannot match
-/// the byte scan. One pass over a whole chunk instead of one call per line.
-pub(crate) fn first_anchor(bytes: &[u8]) -> Option<usize> {
-    match scan_prefilter() {
-        Prefilter::Packed(searcher) => searcher.find(bytes).map(|found| found.start()),
-        Prefilter::Automaton(automaton) => automaton.find(bytes).map(|found| found.start()),
-    }
-}
-
-fn scan_prefilter() -> &'static Prefilter {
-    static PREFILTER: std::sync::LazyLock<Prefilter> = std::sync::LazyLock::new(|| {
-        aho_corasick::packed::Searcher::new(SCAN_ANCHORS).map_or_else(
-            || {
-                Prefilter::Automaton(
-                    aho_corasick::AhoCorasick::new(SCAN_ANCHORS)
-                        .expect("the scan anchors are valid literals"),
-                )
-            },
-            Prefilter::Packed,
-        )
-    });
-    &PREFILTER
-}
 
 /// The most tokens [`Matcher::find_best`] compares in one text.
 const MAX_CANDIDATES: usize = 64;
@@ -553,5 +472,50 @@ mod tests {
             Some(Kind::Custom)
         );
         assert_eq!(matcher.find("deadline_exceeded"), None);
+    }
+
+    #[test]
+    fn recognizes_errors_by_their_shape() {
+        let cases = [
+            ("In x.sh line 2: SC1049 (error): Did you forget the 'then'?", Kind::Diagnostic),
+            ("Parse error near line 155: near \",\": syntax error", Kind::Diagnostic),
+            ("Runtime error near line 183: UNIQUE constraint failed", Kind::Diagnostic),
+            ("CMake Error at CMakeLists.txt:63 (find_package):", Kind::Diagnostic),
+            (
+                " post-installation script subprocess returned error exit status 127",
+                Kind::Diagnostic,
+            ),
+            ("shop/m.py:8: [E0602(undefined-variable), f] Undefined variable", Kind::Diagnostic),
+            ("./report.tex:94: Undefined control sequence.", Kind::Diagnostic),
+            ("! LaTeX Error: \\begin{itemize} ended by \\end{enumerate}.", Kind::Diagnostic),
+            ("shop/m.py:1:12: invalid-syntax: Expected a parameter", Kind::Diagnostic),
+            ("==4242== Invalid read of size 4", Kind::Diagnostic),
+            ("==4242== 12 bytes in 1 blocks are definitely lost in loss record 1", Kind::Diagnostic),
+            ("13/80 Test #13: pair_12 ..........***Failed    0.00 sec", Kind::TestFailure),
+            ("34/60 Test #34: unit_33 ....Subprocess aborted***Exception:", Kind::TestFailure),
+            ("Program received signal SIGSEGV, Segmentation fault.", Kind::Panic),
+            ("WARNING: DATA RACE", Kind::Panic),
+        ];
+        for (line, expected) in cases {
+            assert_eq!(kind(line), Some(expected), "{line}");
+        }
+        for line in [
+            "Errors were encountered while processing:",
+            "src/a.py:3:1: E501 line too long (88 > 79 characters)",
+            "shop/m.py:7: [W0612(unused-variable), f] Unused variable 'total'",
+            "Overfull \\hbox (43.4pt too wide) in paragraph at lines 93--95",
+            "Test #12: pair_11 ....................   Passed    0.00 sec",
+        ] {
+            assert_eq!(kind(line), None, "{line}");
+        }
+    }
+
+    #[test]
+    fn the_best_token_of_a_long_text_is_the_last_of_the_highest_rank() {
+        let text = "{\"level\": \"error\", \"exc\": \"KeyError: 'a'\\nValueError: b\", \"x\": \"error: c\"}";
+        let found = Matcher::default().find_best(text).expect("match");
+        assert_eq!(found.kind, Kind::Exception);
+        // The match is the `Error:` of the exception's name.
+        assert!(text[..found.offset].ends_with("\\nValue"), "{}", &text[found.offset..]);
     }
 }

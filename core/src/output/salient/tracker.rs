@@ -15,28 +15,15 @@ use crate::output::OutputLine;
 
 use super::decoys::DecoyWatch;
 pub(crate) use super::groups::{Entry, Group, Overflow, entry_cost, repeat_suffix};
-use super::groups::{copy_line, is_indented};
+use super::groups::{continues, copy_line, indentation, is_indented};
 use super::patterns::{Kind, MAX_BEFORE, Matcher};
+pub(crate) use super::windows::MiddleWindow;
+use super::windows::Windows;
 
 /// The longest group of consecutive lines kept around error-like lines.
 const MAX_GROUP_ENTRIES: usize = 40;
 /// The share of the kept groups' cost that decoy groups may take.
 const DECOY_SHARE_PERCENT: usize = 25;
-
-/// Windows of very long lines kept from their start and their end.
-const MAX_WINDOWS: usize = 32;
-/// Chars of a middle window before its token.
-const WINDOW_BEFORE: usize = 198;
-/// Chars of a middle window in all.
-const WINDOW_CHARS: usize = 594;
-
-/// An error-like token found in the middle of a line so long that the
-/// buffer keeps only its first and last chars, with the text around it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct MiddleWindow {
-    kind: Kind,
-    text: String,
-}
 
 /// Where the open group stands.
 #[derive(Debug, Clone, Copy)]
@@ -71,39 +58,11 @@ pub struct SalientTracker {
     /// The whole output as runs of identical lines, while it fits the budget.
     runs: Option<Vec<Entry>>,
     runs_cost: usize,
-    /// Middle windows of the first and of the latest very long lines, by
-    /// line number.
-    first_windows: Vec<(u64, Kind, String)>,
-    last_windows: VecDeque<(u64, Kind, String)>,
+    windows: Windows,
     decoys: DecoyWatch,
     decoy_cost: usize,
     /// A blank line after an indented block, kept if the block goes on.
     held_blank: Option<OutputLine>,
-}
-
-/// Chars of leading whitespace.
-fn indentation(text: &str) -> usize {
-    text.len() - text.trim_start().len()
-}
-
-/// Whether `text` continues the block of an error-like line indented by
-/// `indent`, past its fixed context: more indented (frames, the source line
-/// and carets, a race report's stacks), or a frame or a note of a chain
-/// (`at 0x…`, `by 0x…`, `#3 0x…`, `x.h:9:5: note: …`, `required from …`).
-fn continues(text: &str, indent: usize) -> bool {
-    // valgrind prefixes every line with `==PID==`.
-    let text = text
-        .strip_prefix("==")
-        .and_then(|rest| rest.split_once("== ").map(|(_, after)| after))
-        .unwrap_or(text);
-    let trimmed = text.trim_start();
-    indentation(text) > indent
-        || trimmed.starts_with("at ")
-        || trimmed.starts_with("by 0x")
-        || (trimmed.starts_with('#') && trimmed.as_bytes().get(1).is_some_and(u8::is_ascii_digit))
-        || trimmed.contains(": note: ")
-        || trimmed.contains("required from ")
-        || trimmed.starts_with("In file included from")
 }
 
 impl SalientTracker {
@@ -133,29 +92,7 @@ impl SalientTracker {
         if !self.enabled {
             return None;
         }
-        let Some(found) = self.matcher.find_best(dropped) else {
-            return kept;
-        };
-        if let Some(kept) = kept
-            && kept.kind.rank() > found.kind.rank()
-        {
-            return Some(kept);
-        }
-        let before = &dropped[..found.offset];
-        let start = before
-            .char_indices()
-            .rev()
-            .nth(WINDOW_BEFORE - 1)
-            .map_or(0, |(byte, _)| byte);
-        let text: String = dropped[start..]
-            .chars()
-            .chain(rest.chars())
-            .take(WINDOW_CHARS)
-            .collect();
-        Some(MiddleWindow {
-            kind: found.kind,
-            text,
-        })
+        MiddleWindow::better(kept, &self.matcher, dropped, rest)
     }
 
     /// Looks at the next complete line of the output.
@@ -192,15 +129,7 @@ impl SalientTracker {
             .map(|found| found.kind);
         if let Some(window) = window {
             found = found.or(Some(window.kind));
-            let entry = (line.number, window.kind, window.text);
-            if self.first_windows.len() < MAX_WINDOWS {
-                self.first_windows.push(entry);
-            } else {
-                if self.last_windows.len() == MAX_WINDOWS {
-                    self.last_windows.pop_front();
-                }
-                self.last_windows.push_back(entry);
-            }
+            self.windows.keep(line.number, window);
         }
         if let Some(open) = self.open {
             let blank = line.text.trim().is_empty();
@@ -426,11 +355,7 @@ impl SalientTracker {
 
     /// The middle window kept for line `number`, if any.
     pub(crate) fn window_of(&self, number: u64) -> Option<(Kind, &str)> {
-        self.first_windows
-            .iter()
-            .chain(&self.last_windows)
-            .find(|(kept, _, _)| *kept == number)
-            .map(|(_, kind, text)| (*kind, text.as_str()))
+        self.windows.of(number)
     }
 
     /// Number of error-like lines seen.
@@ -447,161 +372,5 @@ impl SalientTracker {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::exec::Stream;
-
-    fn line(number: u64, text: &str) -> OutputLine {
-        OutputLine {
-            stream: Stream::Stdout,
-            text: text.to_owned(),
-            number,
-            log_line: None,
-            original_chars: text.chars().count(),
-        }
-    }
-
-    fn tracker_of(lines: &[&str]) -> SalientTracker {
-        let mut tracker = SalientTracker::new(&OutputConfig::default());
-        for (index, text) in lines.iter().enumerate() {
-            tracker.observe(&line(index as u64 + 1, text));
-        }
-        tracker
-    }
-
-    fn group_texts(tracker: &SalientTracker) -> Vec<Vec<(String, u64, bool)>> {
-        tracker
-            .groups()
-            .iter()
-            .map(|group| {
-                group
-                    .entries
-                    .iter()
-                    .map(|entry| (entry.line.text.clone(), entry.count, entry.salient))
-                    .collect()
-            })
-            .collect()
-    }
-
-    #[test]
-    fn keeps_a_rustc_error_with_its_location_until_the_blank_line() {
-        let tracker = tracker_of(&[
-            "   Compiling beta v0.1.0",
-            "error[E0308]: mismatched types",
-            " --> beta/src/lib.rs:2:21",
-            "  |",
-            "2 |     let port: u16 = text.trim();",
-            "",
-            "warning: unused variable",
-        ]);
-        assert_eq!(
-            group_texts(&tracker),
-            [vec![
-                ("   Compiling beta v0.1.0".to_owned(), 1, false),
-                ("error[E0308]: mismatched types".to_owned(), 1, true),
-                (" --> beta/src/lib.rs:2:21".to_owned(), 1, false),
-                ("  |".to_owned(), 1, false),
-                ("2 |     let port: u16 = text.trim();".to_owned(), 1, false),
-            ]]
-        );
-    }
-
-    #[test]
-    fn keeps_the_last_frames_before_an_exception_line() {
-        let tracker = tracker_of(&[
-            "log 1",
-            "  File \"app.py\", line 3, in a",
-            "    b()",
-            "  File \"app.py\", line 8, in b",
-            "    return CONFIG[key]",
-            "KeyError: 'user'",
-            "",
-            "log 2",
-            "log 3",
-        ]);
-        let groups = group_texts(&tracker);
-        assert_eq!(groups.len(), 1);
-        let texts: Vec<&str> = groups[0].iter().map(|entry| entry.0.as_str()).collect();
-        assert_eq!(
-            texts,
-            [
-                "  File \"app.py\", line 3, in a",
-                "    b()",
-                "  File \"app.py\", line 8, in b",
-                "    return CONFIG[key]",
-                "KeyError: 'user'",
-                "",
-                "log 2",
-            ]
-        );
-    }
-
-    #[test]
-    fn keeps_the_heading_of_an_indented_error_further_back_than_the_context() {
-        let tracker = tracker_of(&[
-            "src/module27.js",
-            "  1:7   warning  'helper' is assigned a value but never used",
-            "  2:10  warning  'unused' is defined but never used",
-            "  2:21  warning  'b' is defined but never used",
-            "  2:26  warning  Unexpected console statement",
-            "  3:24  error    'fetchConfg' is not defined  no-undef",
-            "",
-        ]);
-        let numbers: Vec<(u64, bool)> = tracker.groups()[0]
-            .entries
-            .iter()
-            .map(|entry| (entry.line.number, entry.salient))
-            .collect();
-        assert_eq!(numbers, [(1, false), (5, false), (6, true)]);
-    }
-
-    #[test]
-    fn collapses_repeated_error_lines_into_one_entry() {
-        let mut lines = vec!["start"];
-        lines.extend(std::iter::repeat_n("grep: x: Permission denied", 1000));
-        let tracker = tracker_of(&lines);
-        assert_eq!(
-            group_texts(&tracker),
-            [vec![
-                ("start".to_owned(), 1, false),
-                ("grep: x: Permission denied".to_owned(), 1000, true),
-            ]]
-        );
-    }
-
-    #[test]
-    fn counts_error_lines_past_the_cap_without_keeping_them() {
-        let config = OutputConfig::default();
-        let mut tracker = SalientTracker::new(&config);
-        for number in 1..=100_000 {
-            let text = format!("error: failure number {number}");
-            tracker.observe(&line(number * 2, "ok"));
-            tracker.observe(&line(number * 2 + 1, &text));
-        }
-        let kept: usize = tracker
-            .groups()
-            .iter()
-            .flat_map(|group| &group.entries)
-            .map(|entry| entry.line.text.len() + 1)
-            .sum();
-        // The cap, plus at most the one group that crossed it.
-        let group = MAX_GROUP_ENTRIES * (config.max_line_chars + 1);
-        assert!(kept <= config.budget_chars() * 2 + group, "kept {kept}");
-        assert_eq!(tracker.salient_lines(), 100_000);
-        assert!(tracker.overflow().count > 90_000);
-        assert!(tracker.overflow().recent.len() <= config.budget_chars());
-        assert!(tracker.runs().is_none());
-    }
-
-    #[test]
-    fn plain_shortening_tracks_nothing() {
-        let config = OutputConfig {
-            shortening: Shortening::Plain,
-            ..OutputConfig::default()
-        };
-        let mut tracker = SalientTracker::new(&config);
-        tracker.observe(&line(1, "error: boom"));
-        assert!(tracker.groups().is_empty());
-        assert_eq!(tracker.salient_lines(), 0);
-    }
-}
+#[path = "tracker_tests.rs"]
+mod tests;
