@@ -260,7 +260,10 @@ fn error_aware_keeps_the_decisive_lines_of_real_failures_within_budget() {
     );
     for totals in [&mut dev, &mut held_out] {
         let median = median(&mut totals.aware_chars);
-        assert!(median <= budget, "median {median} chars over the budget {budget}");
+        assert!(
+            median <= budget,
+            "median {median} chars over the budget {budget}"
+        );
     }
 }
 

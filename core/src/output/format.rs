@@ -91,7 +91,6 @@ impl Renderer {
     }
 }
 
-
 /// Formats the buffer within `budget` chars of output lines (markers and
 /// headers are fixed overhead on top).
 pub fn format_output_with_budget(

@@ -62,7 +62,9 @@ struct Candidate<'a> {
 
 impl<'a> Candidate<'a> {
     fn new(units: Vec<Unit<'a>>, decoy: bool) -> Self {
-        let salient: Vec<usize> = (0..units.len()).filter(|index| units[*index].salient).collect();
+        let salient: Vec<usize> = (0..units.len())
+            .filter(|index| units[*index].salient)
+            .collect();
         let mut order: Vec<(usize, usize)> = (0..units.len())
             .map(|index| {
                 let rank = salient
@@ -169,7 +171,10 @@ pub(super) fn choose_parts<'a>(
     for index in &priority {
         candidates[*index].grow(CORE_RANK, usize::MAX, &mut used, &costs);
     }
-    let started = candidates.iter().filter(|candidate| candidate.is_started()).count();
+    let started = candidates
+        .iter()
+        .filter(|candidate| candidate.is_started())
+        .count();
     if let Some(share) = (budget - used).checked_div(started) {
         for index in &priority {
             let candidate = &mut candidates[*index];
@@ -256,5 +261,3 @@ pub(super) fn omitted_errors(
     }
     (omitted, first_omitted)
 }
-
-

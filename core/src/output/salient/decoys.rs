@@ -83,8 +83,7 @@ fn shape(text: &str) -> u64 {
                 false
             }
             None => {
-                byte.is_ascii_digit()
-                    || (byte.is_ascii_hexdigit() && previous.is_ascii_hexdigit())
+                byte.is_ascii_digit() || (byte.is_ascii_hexdigit() && previous.is_ascii_hexdigit())
             }
         };
         previous = byte;
@@ -103,19 +102,27 @@ mod tests {
     #[test]
     fn a_shape_seen_often_marks_its_lines_as_decoys() {
         let mut watch = DecoyWatch::default();
-        let line = |path: &str| format!("openat(AT_FDCWD, \"{path}\", O_RDONLY) = -1 ENOENT (No such file or directory)");
+        let line = |path: &str| {
+            format!(
+                "openat(AT_FDCWD, \"{path}\", O_RDONLY) = -1 ENOENT (No such file or directory)"
+            )
+        };
         for path in ["/a", "/b/c", "/d"] {
             assert!(!watch.is_decoy(&line(path)));
             watch.observe(&line(path));
         }
         assert!(watch.is_decoy(&line("/e")));
-        assert!(!watch.is_decoy("openat(AT_FDCWD, \"conf\", O_RDONLY) = -1 EACCES (Permission denied)"));
+        assert!(
+            !watch.is_decoy("openat(AT_FDCWD, \"conf\", O_RDONLY) = -1 EACCES (Permission denied)")
+        );
     }
 
     #[test]
     fn failures_under_a_pending_heading_are_decoys_until_the_next_heading() {
         let mut watch = DecoyWatch::default();
-        watch.observe("Pending: (Failures listed here are expected and do not affect your suite's status)");
+        watch.observe(
+            "Pending: (Failures listed here are expected and do not affect your suite's status)",
+        );
         watch.observe("");
         assert!(watch.is_decoy("     Failure/Error: expect(1).to eq(2)"));
         watch.observe("Failures:");

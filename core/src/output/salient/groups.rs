@@ -115,7 +115,6 @@ pub(crate) fn repeat_suffix(count: u64) -> String {
     format!(" (repeated {count} times)")
 }
 
-
 /// Chars of leading whitespace.
 pub(crate) fn indentation(text: &str) -> usize {
     text.len() - text.trim_start().len()

@@ -288,4 +288,3 @@ pub(crate) fn format_error_aware(
     }
     writer.text
 }
-

@@ -111,7 +111,6 @@ fn with_middle_window(line: &OutputLine, max_chars: usize, window: &str) -> Stri
     )
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

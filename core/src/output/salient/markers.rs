@@ -22,7 +22,6 @@ impl Location {
     }
 }
 
-
 /// The marker before a group of error-like lines.
 pub(crate) fn group_marker(gap: u64, first: Location, last: Location) -> String {
     let span = if first.line() == last.line() {
@@ -39,7 +38,11 @@ pub(crate) fn group_marker(gap: u64, first: Location, last: Location) -> String 
 }
 
 /// The marker before the tail, with the error-like lines that did not fit.
-pub(crate) fn tail_marker(gap: u64, omitted: u64, first_omitted: Option<Location>) -> Option<String> {
+pub(crate) fn tail_marker(
+    gap: u64,
+    omitted: u64,
+    first_omitted: Option<Location>,
+) -> Option<String> {
     let note = first_omitted.filter(|_| omitted > 0).map(|first| {
         let noun = if omitted == 1 { "line" } else { "lines" };
         format!(
@@ -58,7 +61,6 @@ pub(crate) fn tail_marker(gap: u64, omitted: u64, first_omitted: Option<Location
         )),
     }
 }
-
 
 #[cfg(test)]
 mod tests {

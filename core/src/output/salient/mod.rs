@@ -23,8 +23,8 @@ mod windows;
 pub(crate) use layout::format_error_aware;
 
 pub(crate) use prefilter::first_anchor;
-pub(crate) use windows::MiddleWindow;
 pub use tracker::SalientTracker;
+pub(crate) use windows::MiddleWindow;
 
 /// How a line is shown in error-aware mode when the output fits: a long
 /// line keeps the window around its error.

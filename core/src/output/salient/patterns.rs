@@ -321,7 +321,6 @@ impl Matcher {
                     error_word(bytes, index, 5)
                 }
                 b'F' if fail_word(bytes, index) => Some(Kind::TestFailure),
-                b'F' => Self::phrase(bytes, index),
                 // ✕ ✖ ✗ (U+2715..U+2717): jest, node's spec reporter, mocha.
                 0xE2 if matches!(bytes.get(index + 1..index + 3), Some([0x9C, 0x95..=0x97])) => {
                     Some(Kind::TestFailure)
@@ -331,10 +330,8 @@ impl Matcher {
                     .find(|(word, _)| whole_word(bytes, index, word))
                     .map(|(_, kind)| *kind)
                     .or_else(|| Self::phrase(bytes, index)),
-                b'p' | b'u' | b'P' | b'N' | b'c' | b'S' | b'C' | b'T' | b'O' | b'"' | b'i'
-                | b'I' | b'd' | b'*' => {
-                    Self::phrase(bytes, index)
-                }
+                b'F' | b'p' | b'u' | b'P' | b'N' | b'c' | b'S' | b'C' | b'T' | b'O' | b'"'
+                | b'i' | b'I' | b'd' | b'*' => Self::phrase(bytes, index),
                 _ => None,
             };
             if let Some(kind) = kind {
@@ -477,23 +474,59 @@ mod tests {
     #[test]
     fn recognizes_errors_by_their_shape() {
         let cases = [
-            ("In x.sh line 2: SC1049 (error): Did you forget the 'then'?", Kind::Diagnostic),
-            ("Parse error near line 155: near \",\": syntax error", Kind::Diagnostic),
-            ("Runtime error near line 183: UNIQUE constraint failed", Kind::Diagnostic),
-            ("CMake Error at CMakeLists.txt:63 (find_package):", Kind::Diagnostic),
+            (
+                "In x.sh line 2: SC1049 (error): Did you forget the 'then'?",
+                Kind::Diagnostic,
+            ),
+            (
+                "Parse error near line 155: near \",\": syntax error",
+                Kind::Diagnostic,
+            ),
+            (
+                "Runtime error near line 183: UNIQUE constraint failed",
+                Kind::Diagnostic,
+            ),
+            (
+                "CMake Error at CMakeLists.txt:63 (find_package):",
+                Kind::Diagnostic,
+            ),
             (
                 " post-installation script subprocess returned error exit status 127",
                 Kind::Diagnostic,
             ),
-            ("shop/m.py:8: [E0602(undefined-variable), f] Undefined variable", Kind::Diagnostic),
-            ("./report.tex:94: Undefined control sequence.", Kind::Diagnostic),
-            ("! LaTeX Error: \\begin{itemize} ended by \\end{enumerate}.", Kind::Diagnostic),
-            ("shop/m.py:1:12: invalid-syntax: Expected a parameter", Kind::Diagnostic),
+            (
+                "shop/m.py:8: [E0602(undefined-variable), f] Undefined variable",
+                Kind::Diagnostic,
+            ),
+            (
+                "./report.tex:94: Undefined control sequence.",
+                Kind::Diagnostic,
+            ),
+            (
+                "! LaTeX Error: \\begin{itemize} ended by \\end{enumerate}.",
+                Kind::Diagnostic,
+            ),
+            (
+                "shop/m.py:1:12: invalid-syntax: Expected a parameter",
+                Kind::Diagnostic,
+            ),
             ("==4242== Invalid read of size 4", Kind::Diagnostic),
-            ("==4242== 12 bytes in 1 blocks are definitely lost in loss record 1", Kind::Diagnostic),
-            ("13/80 Test #13: pair_12 ..........***Failed    0.00 sec", Kind::TestFailure),
-            ("34/60 Test #34: unit_33 ....Subprocess aborted***Exception:", Kind::TestFailure),
-            ("Program received signal SIGSEGV, Segmentation fault.", Kind::Panic),
+            (
+                "==4242== 12 bytes in 1 blocks are definitely lost in loss record 1",
+                Kind::Diagnostic,
+            ),
+            (
+                "13/80 Test #13: pair_12 ..........***Failed    0.00 sec",
+                Kind::TestFailure,
+            ),
+            (
+                "34/60 Test #34: unit_33 ....Subprocess aborted***Exception:",
+                Kind::TestFailure,
+            ),
+            (
+                "Program received signal SIGSEGV, Segmentation fault.",
+                Kind::Panic,
+            ),
             ("WARNING: DATA RACE", Kind::Panic),
         ];
         for (line, expected) in cases {
@@ -516,6 +549,10 @@ mod tests {
         let found = Matcher::default().find_best(text).expect("match");
         assert_eq!(found.kind, Kind::Exception);
         // The match is the `Error:` of the exception's name.
-        assert!(text[..found.offset].ends_with("\\nValue"), "{}", &text[found.offset..]);
+        assert!(
+            text[..found.offset].ends_with("\\nValue"),
+            "{}",
+            &text[found.offset..]
+        );
     }
 }

@@ -86,4 +86,3 @@ pub(crate) fn scan_prefilter() -> &'static Prefilter {
     });
     &PREFILTER
 }
-

@@ -48,7 +48,9 @@ pub(crate) fn error_word(bytes: &[u8], index: usize, word_length: usize) -> Opti
     if before == Some(b'(') && after == Some(b')') {
         return Some(Kind::Diagnostic);
     }
-    if after == Some(b' ') && (first_word_of_line(bytes, index) || exit_status_follows(bytes, index + word_length)) {
+    if after == Some(b' ')
+        && (first_word_of_line(bytes, index) || exit_status_follows(bytes, index + word_length))
+    {
         return Some(Kind::Diagnostic);
     }
     match after {
@@ -103,7 +105,6 @@ pub(crate) fn whole_word(bytes: &[u8], index: usize, word: &str) -> bool {
             .is_none_or(|byte| !is_word_byte(*byte))
 }
 
-
 /// `Parse error near …`, `Runtime error …`: the severity word right after
 /// the first word of the line, a capitalized one (sqlite, many interpreters).
 fn first_word_of_line(bytes: &[u8], index: usize) -> bool {
@@ -155,14 +156,20 @@ fn severity_code(bytes: &[u8]) -> bool {
 /// Runs on every line, so it gives up at the first space before a colon.
 pub(crate) fn located_error(line: &str) -> Option<usize> {
     let bytes = line.as_bytes();
-    let colon = bytes.iter().take(256).position(|byte| *byte == b':' || *byte == b' ')?;
+    let colon = bytes
+        .iter()
+        .take(256)
+        .position(|byte| *byte == b':' || *byte == b' ')?;
     if colon == 0 || bytes[colon] != b':' {
         return None;
     }
     let mut at = colon + 1;
     let mut numbers = 0;
     loop {
-        let digits = bytes[at..].iter().take_while(|byte| byte.is_ascii_digit()).count();
+        let digits = bytes[at..]
+            .iter()
+            .take_while(|byte| byte.is_ascii_digit())
+            .count();
         if digits == 0 || bytes.get(at + digits) != Some(&b':') {
             break;
         }
@@ -191,12 +198,18 @@ mod tests {
 
     #[test]
     fn a_located_message_is_an_error_by_its_code_or_first_word() {
-        assert_eq!(located_error("./report.tex:94: Undefined control sequence."), Some(17));
+        assert_eq!(
+            located_error("./report.tex:94: Undefined control sequence."),
+            Some(17)
+        );
         assert_eq!(
             located_error("shop/mod047.py:8: [E0602(undefined-variable), price_47] Undefined"),
             Some(18)
         );
-        assert_eq!(located_error("shop/m.py:8:11: E0602: Undefined variable 'totl'"), Some(16));
+        assert_eq!(
+            located_error("shop/m.py:8:11: E0602: Undefined variable 'totl'"),
+            Some(16)
+        );
         for line in [
             "shop/m.py:8:11: C0116: Missing function or method docstring",
             "src/a.py:3:1: E501 line too long",

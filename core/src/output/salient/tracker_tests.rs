@@ -229,7 +229,11 @@ fn a_blank_line_inside_an_indented_block_is_kept_while_the_block_goes_on() {
 #[test]
 fn marks_failures_under_a_pending_heading_and_frequent_shapes_as_decoys() {
     let filler: Vec<String> = (0..10).map(|n| format!("filler line {n}")).collect();
-    let mut lines = vec!["Pending: (Failures listed here are expected)", "", "  Failure/Error: x"];
+    let mut lines = vec![
+        "Pending: (Failures listed here are expected)",
+        "",
+        "  Failure/Error: x",
+    ];
     lines.extend(filler.iter().map(String::as_str));
     lines.extend(["Failures:", "", "  Failure/Error: y"]);
     lines.extend(filler.iter().map(String::as_str));
