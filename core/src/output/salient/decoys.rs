@@ -1,8 +1,10 @@
 //! Decoys: error-like lines that are usually noise. A failure listed under
 //! a `Pending:` or `Skipped:` heading (rspec prints `Failure/Error` for
-//! pending examples), and a line whose shape (its text less numbers, quoted
-//! strings and hex) was already seen [`FREQUENT`] times, like the dozens of
-//! harmless `ENOENT` lines of an `strace` run before the one that matters.
+//! pending examples), and an error-like line whose shape (its text less
+//! numbers, quoted strings and hex) was already seen in [`FREQUENT`]
+//! error-like lines, like the dozens of harmless `ENOENT` lines of an
+//! `strace` run before the one that matters. Only error-like lines are
+//! hashed: the rest of a big output pays for the heading check alone.
 //!
 //! Bounded: at most [`MAX_SHAPES`] shapes are counted.
 
@@ -36,12 +38,16 @@ impl DecoyWatch {
                 .is_some_and(|seen| *seen >= FREQUENT)
     }
 
-    /// Notes a line of the output (every line, in order).
-    pub(crate) fn observe(&mut self, text: &str) {
+    /// Notes a line of the output (every line, in order; `salient` when it
+    /// is error-like).
+    pub(crate) fn observe(&mut self, text: &str, salient: bool) {
         if let Some(heading) = section_heading(text) {
             self.in_decoy_section = DECOY_HEADINGS
                 .iter()
                 .any(|decoy| heading.eq_ignore_ascii_case(decoy));
+        }
+        if !salient {
+            return;
         }
         let key = shape(text);
         if let Some(seen) = self.shapes.get_mut(&key) {
@@ -109,7 +115,7 @@ mod tests {
         };
         for path in ["/a", "/b/c", "/d"] {
             assert!(!watch.is_decoy(&line(path)));
-            watch.observe(&line(path));
+            watch.observe(&line(path), true);
         }
         assert!(watch.is_decoy(&line("/e")));
         assert!(
@@ -122,10 +128,11 @@ mod tests {
         let mut watch = DecoyWatch::default();
         watch.observe(
             "Pending: (Failures listed here are expected and do not affect your suite's status)",
+            false,
         );
-        watch.observe("");
+        watch.observe("", false);
         assert!(watch.is_decoy("     Failure/Error: expect(1).to eq(2)"));
-        watch.observe("Failures:");
+        watch.observe("Failures:", false);
         assert!(!watch.is_decoy("     Failure/Error: expect(1).to eq(2)"));
     }
 }

@@ -153,7 +153,7 @@ impl SalientTracker {
                 && (open.indent > 0 || open.deeper)
             {
                 self.held_blank = Some(line.clone());
-                self.remember(line);
+                self.remember(line, false);
                 return;
             }
             let context = if self.held_blank.is_some() {
@@ -169,7 +169,7 @@ impl SalientTracker {
                 if let Some(open) = &mut self.open {
                     open.deeper = !blank && indentation(&line.text) > open.indent;
                 }
-                self.remember(line);
+                self.remember(line, found.is_some());
                 return;
             }
             self.open = None;
@@ -178,7 +178,7 @@ impl SalientTracker {
         if let Some(kind) = found {
             self.start_group(line, kind);
         }
-        self.remember(line);
+        self.remember(line, found.is_some());
     }
 
     fn extend_open(&mut self, line: &OutputLine, kind: Option<Kind>) {
@@ -290,8 +290,9 @@ impl SalientTracker {
         overflow.recent.push_back(line.number);
     }
 
-    fn remember(&mut self, line: &OutputLine) {
-        self.decoys.observe(&line.text);
+    /// Notes `line` (error-like when `salient`) after it was handled.
+    fn remember(&mut self, line: &OutputLine, salient: bool) {
+        self.decoys.observe(&line.text, salient);
         if self.ring.len() == MAX_BEFORE
             && let Some(mut slot) = self.ring.pop_front()
         {
