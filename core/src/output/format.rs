@@ -11,10 +11,8 @@ use crate::output::{OutputBuffer, OutputLine};
 
 /// What the gap marker looks like, for docs and descriptions.
 pub const OMISSION_MARKER_EXAMPLE: &str = "... (N lines omitted) ...";
-/// Chars of a `stdout:`/`stderr:` header line.
-pub(crate) const HEADER_COST: usize = "stdout:\n".len();
-/// Separator of an abbreviated line.
-const ELLIPSIS: &str = "...";
+pub(crate) use crate::output::lines::HEADER_COST;
+use crate::output::lines::{ELLIPSIS, display_line, line_cost, omitted_marker};
 
 /// The output part of the model text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,39 +45,6 @@ pub fn abbreviate_line(line: &str, max_chars: usize) -> Cow<'_, str> {
         &line[..head_end],
         &line[tail_start..]
     ))
-}
-
-/// The displayed text of a retained line: abbreviated if it was long.
-pub(crate) fn display_line<'a>(line: &'a OutputLine, config: &OutputConfig) -> Cow<'a, str> {
-    if line.original_chars > config.max_line_chars {
-        let keep = (config.max_line_chars / 2).saturating_sub(3).max(1);
-        // A clipped line still holds its true first and last `keep` chars.
-        let text = &line.text;
-        let count = text.chars().count();
-        if count <= keep * 2 {
-            return Cow::Borrowed(text);
-        }
-        let head_end = text
-            .char_indices()
-            .nth(keep)
-            .map_or(text.len(), |(byte, _)| byte);
-        let tail_start = text
-            .char_indices()
-            .nth(count - keep)
-            .map_or(text.len(), |(byte, _)| byte);
-        Cow::Owned(format!(
-            "{}{ELLIPSIS}{}",
-            &text[..head_end],
-            &text[tail_start..]
-        ))
-    } else {
-        Cow::Borrowed(&line.text)
-    }
-}
-
-/// The cost of a line in the budget: its displayed length plus the newline.
-pub(crate) fn line_cost(line: &OutputLine, config: &OutputConfig) -> usize {
-    line.original_chars.min(config.max_line_chars) + 1
 }
 
 /// Formats the buffer within the configured budget.
@@ -125,11 +90,6 @@ impl Renderer {
         self.text.push_str(marker);
         self.text.push('\n');
     }
-}
-
-pub(crate) fn omitted_marker(count: u64) -> String {
-    let noun = if count == 1 { "line" } else { "lines" };
-    format!("... ({count} {noun} omitted) ...")
 }
 
 /// Formats the buffer within `budget` chars of output lines (markers and

@@ -4,6 +4,7 @@ mod buffer;
 mod capture;
 pub(crate) mod clean;
 mod format;
+mod lines;
 pub mod salient;
 
 pub use buffer::{OutputBuffer, OutputLine};

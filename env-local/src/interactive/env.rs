@@ -104,7 +104,10 @@ mod tests {
         let config = LocalConfig::default();
         let call_env = BTreeMap::from([("TERM".to_owned(), "vt100".to_owned())]);
         let launch = interactive_launch(&config, "echo hi", Path::new("/tmp"), &call_env, &marker);
-        assert_eq!(launch.argv, ["bash", "-c", "echo hi"].map(OsString::from));
+        assert_eq!(
+            launch.argv,
+            ["bash", "-c", "--", "echo hi"].map(OsString::from)
+        );
         let lookup = |name: &str| {
             launch
                 .env

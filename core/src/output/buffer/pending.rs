@@ -97,7 +97,7 @@ impl OutputBuffer {
                 .char_indices()
                 .nth(drop_chars)
                 .map_or(pending.tail.len(), |(byte, _)| byte);
-            if pending.middle_window.is_none() {
+            {
                 // Error-aware shortening wants the text around an error even
                 // in the middle of a line of megabytes: look before forgetting.
                 // A token cut by the trim point is still seen whole.
@@ -106,7 +106,8 @@ impl OutputBuffer {
                     overlap -= 1;
                 }
                 let (dropped, rest) = pending.tail.split_at(overlap);
-                pending.middle_window = self.salient.middle_window(dropped, rest);
+                let kept = pending.middle_window.take();
+                pending.middle_window = self.salient.middle_window(kept, dropped, rest);
             }
             pending.tail.drain(..drop_bytes);
             pending.tail_chars = half;

@@ -8,15 +8,23 @@
 //! number of them; `format_error_aware` lays them out between the head and
 //! the tail.
 
+mod choose;
+mod decoys;
+mod groups;
 mod layout;
+mod long_lines;
+mod markers;
 mod patterns;
+mod prefilter;
+mod shapes;
 mod tracker;
+mod windows;
 
 pub(crate) use layout::format_error_aware;
 
-pub(crate) use patterns::first_anchor;
-pub(crate) use tracker::MiddleWindow;
+pub(crate) use prefilter::first_anchor;
 pub use tracker::SalientTracker;
+pub(crate) use windows::MiddleWindow;
 
 /// How a line is shown in error-aware mode when the output fits: a long
 /// line keeps the window around its error.
@@ -28,7 +36,7 @@ pub(crate) fn display_line<'a>(
     if line.original_chars <= config.max_line_chars {
         return std::borrow::Cow::Borrowed(&line.text);
     }
-    layout::display_long_line(line, config, tracker)
+    long_lines::display_long_line(line, config, tracker)
 }
 
 #[cfg(test)]
@@ -88,7 +96,7 @@ mod tests {
     }
 
     #[test]
-    fn shows_several_errors_in_order_and_counts_those_that_do_not_fit() {
+    fn shares_the_budget_fairly_among_several_errors_and_counts_those_that_do_not_fit() {
         let config = OutputConfig {
             max_output_tokens: 250,
             ..OutputConfig::default()
@@ -99,21 +107,25 @@ mod tests {
             text.push_str(&format!("FAILED case {block}\n"));
         }
         text.push_str(&numbered(4001..=4300));
+        // Each failure gets its core (the line and its neighbours) before
+        // any gets more, so three show instead of two with more context.
         assert_eq!(
             shorten(&text, &config),
             format!(
                 "stdout:\n{}\
-                 ... (73 lines omitted; error-like lines follow, lines 98-106 of the output) ...\n\
+                 ... (75 lines omitted; error-like lines follow, lines 98-102 of the output) ...\n\
                  {}FAILED case 0\n{}\
-                 ... (91 lines omitted; error-like lines follow, lines 198-206 of the output) ...\n\
-                 {}FAILED case 1\n{}\
-                 ... (4036 lines omitted; they include 38 more error-like lines, the first at line 300 of the output) ...\n{}",
-                numbered(1..=24),
+                 ... (96 lines omitted; error-like lines follow, lines 199-202 of the output) ...\n\
+                 ok 0199\nFAILED case 1\n{}\
+                 ... (96 lines omitted; error-like lines follow, lines 299-302 of the output) ...\n\
+                 ok 0299\nFAILED case 2\n{}\
+                 ... (3945 lines omitted; they include 37 more error-like lines, the first at line 400 of the output) ...\n{}",
+                numbered(1..=22),
                 numbered(98..=99),
-                numbered(101..=106),
-                numbered(198..=199),
-                numbered(201..=206),
-                numbered(4243..=4300)
+                numbered(101..=102),
+                numbered(201..=202),
+                numbered(301..=302),
+                numbered(4248..=4300)
             )
         );
     }

@@ -36,22 +36,29 @@ pub(crate) struct Context {
     /// A blank line ends the context after (rustc and gcc end a diagnostic
     /// with one).
     pub stop_at_blank: bool,
+    /// The context before is the block the line closes: back to the last
+    /// blank line, up to `before` lines (a test's output above its `FAIL`).
+    pub block_before: bool,
 }
 
-/// The most context lines kept before a salient line.
-pub(crate) const MAX_BEFORE: usize = 4;
+/// The most context lines kept before a salient line (the look-back ring).
+pub(crate) const MAX_BEFORE: usize = 16;
+/// The most lines of the block that a failure marker closes.
+const BLOCK_BEFORE: usize = 12;
 
 impl Kind {
     pub(crate) fn context(self) -> Context {
         let (before, after, stop_at_blank) = match self {
             // rustc: `-->` location, the source line and the carets follow.
             Self::Diagnostic => (1, 8, true),
-            // Go prints the assertion before `--- FAIL:`, jest after `●`.
-            Self::TestFailure => (2, 6, false),
-            Self::Panic => (0, 4, false),
+            // meson, ctest and Go print the assertion above the marker, jest
+            // after `●`: the block before, and some lines after.
+            Self::TestFailure => (BLOCK_BEFORE, 6, false),
+            // A debugger's or a race detector's frames follow the signal.
+            Self::Panic => (0, 6, false),
             Self::Traceback | Self::LogError => (0, 0, false),
             // The last frames of a traceback come before the exception line.
-            Self::Exception => (MAX_BEFORE, 2, false),
+            Self::Exception => (BLOCK_BEFORE, 2, false),
             Self::Assertion | Self::Custom => (1, 2, false),
             // `+ cmd` of `bash -x` before `cmd: command not found`.
             Self::Failure => (1, 0, false),
@@ -60,6 +67,18 @@ impl Kind {
             before,
             after,
             stop_at_blank,
+            block_before: self == Self::TestFailure,
+        }
+    }
+
+    /// How much a match says about the failure, to choose among several in
+    /// one long line: an exception's name and message over a diagnostic
+    /// word, over a log level.
+    pub(crate) fn rank(self) -> u8 {
+        match self {
+            Self::Exception | Self::Traceback | Self::Panic | Self::Assertion => 3,
+            Self::Diagnostic | Self::TestFailure | Self::Failure => 2,
+            Self::LogError | Self::Custom => 1,
         }
     }
 }
@@ -71,6 +90,14 @@ pub(crate) struct Match {
     pub kind: Kind,
     pub offset: usize,
 }
+
+use super::prefilter::first_anchor;
+#[cfg(test)]
+use super::prefilter::scan_prefilter;
+use super::shapes::{
+    WORDS, error_word, exception_line, fail_word, located_error, starts_with_ignore_case,
+    whole_word,
+};
 
 /// Recognizes error-like lines: the built-in patterns plus the embedder's.
 #[derive(Debug, Clone, Default)]
@@ -86,6 +113,13 @@ const LINE_STARTS: &[(&str, Kind)] = &[
     ("not ok ", Kind::TestFailure),
     ("● ", Kind::TestFailure),
     ("panic: ", Kind::Panic),
+    // gdb: the frames follow.
+    ("Program received signal", Kind::Panic),
+    ("Program terminated with signal", Kind::Panic),
+    // Go's race detector, 30+ lines before the `--- FAIL` it causes.
+    ("WARNING: DATA RACE", Kind::Panic),
+    // TeX: `! Undefined control sequence.`, `! LaTeX Error: …`.
+    ("! ", Kind::Diagnostic),
     ("npm ERR!", Kind::Diagnostic),
     ("npm error", Kind::Diagnostic),
     ("fatal:", Kind::Diagnostic),
@@ -103,6 +137,20 @@ fn phrases_starting_with(byte: u8) -> &'static [(&'static str, Kind)] {
         b'u' => &[
             ("undefined reference", Kind::Diagnostic),
             ("undefined: ", Kind::Diagnostic),
+        ],
+        b'i' => &[("invalid-syntax:", Kind::Diagnostic)],
+        // valgrind's reports, whose `at 0x…`/`by 0x…` frames follow.
+        b'I' => &[
+            ("Invalid read of size", Kind::Diagnostic),
+            ("Invalid write of size", Kind::Diagnostic),
+            ("Invalid free", Kind::Diagnostic),
+        ],
+        b'd' => &[("definitely lost in", Kind::Diagnostic)],
+        // ctest's `***Failed`, `***Exception: …`, `***Timeout`.
+        b'*' => &[
+            ("***Failed", Kind::TestFailure),
+            ("***Exception", Kind::TestFailure),
+            ("***Timeout", Kind::TestFailure),
         ],
         b'P' => &[("Permission denied", Kind::Failure)],
         b'N' => &[
@@ -139,7 +187,7 @@ fn phrases_starting_with(byte: u8) -> &'static [(&'static str, Kind)] {
 /// skips all the others.
 static STARTS_A_PATTERN: [bool; 256] = {
     let mut table = [false; 256];
-    let starts = b"eEfFKApuPNcSCTO\"\xE2";
+    let starts = b"eEfFKApuPNcSCTO\"\xE2iId*";
     let mut index = 0;
     while index < starts.len() {
         table[starts[index] as usize] = true;
@@ -148,173 +196,8 @@ static STARTS_A_PATTERN: [bool; 256] = {
     table
 };
 
-/// A word of every pattern `Matcher::scan` looks for, in the cases tools
-/// print them: a line that contains none of them cannot match. (Case
-/// variants are listed rather than matched ignoring case, which would take
-/// the prefilter off its SIMD path.)
-const SCAN_ANCHORS: &[&str] = &[
-    "error",
-    "Error",
-    "ERROR",
-    "fatal",
-    "Fatal",
-    "FATAL",
-    "FAIL",
-    "File system loop",
-    "\u{2715}",
-    "\u{2716}",
-    "\u{2717}",
-    "Killed",
-    "Aborted",
-    "Assertion",
-    "panicked at",
-    "undefined",
-    "Permission denied",
-    "No such file or directory",
-    "No space left on device",
-    "command not found",
-    "cannot access",
-    "cannot open",
-    "core dumped",
-    "Segmentation fault",
-    "CONFLICT",
-    "Too many levels of symbolic links",
-    "Operation not permitted",
-    "Out of memory",
-    "\"level\":50",
-    "\"level\":60",
-];
-
-/// Finds whether a line holds any anchor. Teddy (SIMD) when the CPU has it,
-/// else an Aho-Corasick automaton.
-enum Prefilter {
-    Packed(aho_corasick::packed::Searcher),
-    Automaton(aho_corasick::AhoCorasick),
-}
-
-impl Prefilter {
-    fn is_match(&self, bytes: &[u8]) -> bool {
-        match self {
-            Self::Packed(searcher) => searcher.find(bytes).is_some(),
-            Self::Automaton(automaton) => automaton.is_match(bytes),
-        }
-    }
-}
-
-/// Offset of the first scan anchor in `bytes`: lines before it cannot match
-/// the byte scan. One pass over a whole chunk instead of one call per line.
-pub(crate) fn first_anchor(bytes: &[u8]) -> Option<usize> {
-    match scan_prefilter() {
-        Prefilter::Packed(searcher) => searcher.find(bytes).map(|found| found.start()),
-        Prefilter::Automaton(automaton) => automaton.find(bytes).map(|found| found.start()),
-    }
-}
-
-fn scan_prefilter() -> &'static Prefilter {
-    static PREFILTER: std::sync::LazyLock<Prefilter> = std::sync::LazyLock::new(|| {
-        aho_corasick::packed::Searcher::new(SCAN_ANCHORS).map_or_else(
-            || {
-                Prefilter::Automaton(
-                    aho_corasick::AhoCorasick::new(SCAN_ANCHORS)
-                        .expect("the scan anchors are valid literals"),
-                )
-            },
-            Prefilter::Packed,
-        )
-    });
-    &PREFILTER
-}
-
-/// Whole words (bounded by non-alphanumerics), case-sensitive.
-const WORDS: &[(&str, Kind)] = &[("Killed", Kind::Failure), ("Aborted", Kind::Failure)];
-
-fn is_word_byte(byte: u8) -> bool {
-    byte.is_ascii_alphanumeric() || byte == b'_'
-}
-
-/// Whether `bytes[index..]` starts with `needle`, ignoring ASCII case.
-fn starts_with_ignore_case(bytes: &[u8], index: usize, needle: &[u8]) -> bool {
-    // The second byte rules out most candidates (`e` is the commonest letter).
-    bytes.get(index + 1).map(u8::to_ascii_lowercase) == needle.get(1).copied()
-        && bytes
-            .get(index..index + needle.len())
-            .is_some_and(|window| window.eq_ignore_ascii_case(needle))
-}
-
-/// `error`/`fatal` (any case) as a word, followed by what tools print after
-/// it: `error:`, `error[E0308]`, `[ERROR]`, `error TS2322`, `Error 1` (make),
-/// `"level":"error"`, `level=error`, `ERROR test_x.py`.
-fn error_word(bytes: &[u8], index: usize, word_length: usize) -> Option<Kind> {
-    let before = index.checked_sub(1).map(|at| bytes[at]);
-    let after = bytes.get(index + word_length).copied();
-    let next = bytes.get(index + word_length + 1).copied();
-    let word = &bytes[index..index + word_length];
-    if before.is_some_and(|byte| byte == b'"') && after == Some(b'"') {
-        // A JSON value "error"; keys ("error": …) are not enough.
-        let key_end = index.saturating_sub(1);
-        let head = &bytes[..key_end];
-        let trimmed = head.trim_ascii_end();
-        return trimmed.ends_with(b":").then_some(Kind::LogError);
-    }
-    if before == Some(b'=') && after.is_none_or(|byte| byte == b' ' || byte == b',') {
-        return Some(Kind::LogError);
-    }
-    if before.is_some_and(is_word_byte) {
-        // CamelCase exception names: `TypeError:` in `Uncaught TypeError: x`.
-        let capital = word[0] == b'E';
-        return (capital && after == Some(b':') && word_length == 5).then_some(Kind::Exception);
-    }
-    match after {
-        Some(b':' | b'[' | b']' | b'!') => Some(Kind::Diagnostic),
-        None => before
-            .is_some_and(|byte| byte == b'[')
-            .then_some(Kind::Diagnostic),
-        Some(b' ') => {
-            let all_caps = word.iter().all(u8::is_ascii_uppercase);
-            let follows = next.is_some_and(|byte| {
-                byte.is_ascii_digit() || byte == b' ' || byte == b'(' || byte == b'T'
-            });
-            (all_caps || follows).then_some(Kind::Diagnostic)
-        }
-        _ => None,
-    }
-}
-
-/// An exception line: `KeyError: 'user'`, `java.lang.IllegalStateException:
-/// x`, `AssertionError [ERR_ASSERTION]: …`, a bare `ZeroDivisionError`.
-fn exception_line(trimmed: &str) -> bool {
-    let name_end = trimmed
-        .bytes()
-        .position(|byte| !(is_word_byte(byte) || byte == b'.' || byte == b'$'))
-        .unwrap_or(trimmed.len());
-    let name = &trimmed[..name_end];
-    let named = ["Error", "Exception", "Failure"]
-        .iter()
-        .any(|suffix| name.len() >= suffix.len() && name.ends_with(suffix));
-    if !named {
-        return false;
-    }
-    let rest = &trimmed[name_end..];
-    rest.is_empty() || rest.starts_with(':') || rest.starts_with(" [")
-}
-
-/// `FAIL` as the start of a word: `FAIL`, `FAILED`, `FAILURE`, `--- FAIL:`.
-fn fail_word(bytes: &[u8], index: usize) -> bool {
-    index
-        .checked_sub(1)
-        .is_none_or(|at| !bytes[at].is_ascii_alphanumeric())
-        && bytes[index..].starts_with(b"FAIL")
-}
-
-fn whole_word(bytes: &[u8], index: usize, word: &str) -> bool {
-    bytes[index..].starts_with(word.as_bytes())
-        && index
-            .checked_sub(1)
-            .is_none_or(|at| !is_word_byte(bytes[at]))
-        && bytes
-            .get(index + word.len())
-            .is_none_or(|byte| !is_word_byte(*byte))
-}
+/// The most tokens [`Matcher::find_best`] compares in one text.
+const MAX_CANDIDATES: usize = 64;
 
 impl Matcher {
     pub(crate) fn new(extra: &[String]) -> Self {
@@ -328,6 +211,7 @@ impl Matcher {
     }
 
     /// The first error-like match in `line`, if any.
+    #[cfg(test)]
     pub(crate) fn find(&self, line: &str) -> Option<Match> {
         self.find_with_hint(line, true)
     }
@@ -350,6 +234,26 @@ impl Matcher {
                 offset,
             })
         })
+    }
+
+    /// The most telling error-like token of `text` (a long line or a part
+    /// of one): the highest [`Kind::rank`], the last of those. Looks at no
+    /// more than [`MAX_CANDIDATES`] tokens, so it stays linear in `text`.
+    pub(crate) fn find_best(&self, text: &str) -> Option<Match> {
+        let trimmed = text.trim_start();
+        let mut best = Self::find_at_start(text, trimmed, text.len() - trimmed.len());
+        let bytes = text.as_bytes();
+        let mut from = 0;
+        for _ in 0..MAX_CANDIDATES {
+            let Some(found) = Self::scan_from(bytes, from) else {
+                break;
+            };
+            if best.is_none_or(|best: Match| found.kind.rank() >= best.kind.rank()) {
+                best = Some(found);
+            }
+            from = found.offset + 1;
+        }
+        best.or_else(|| self.find_inside(text))
     }
 
     /// The first error-like token inside a fragment of a line (the middle
@@ -386,17 +290,26 @@ impl Matcher {
         if exception_line(trimmed) {
             return at_start(Kind::Exception);
         }
-        None
+        located_error(line).map(|offset| Match {
+            kind: Kind::Diagnostic,
+            offset,
+        })
     }
 
     fn scan(bytes: &[u8]) -> Option<Match> {
+        Self::scan_from(bytes, 0)
+    }
+
+    /// The first match of the byte scan at or after `from` (the bytes
+    /// before it still decide word boundaries).
+    fn scan_from(bytes: &[u8], from: usize) -> Option<Match> {
         // Nearly every line of a big output has none of the anchors: one
         // SIMD pass answers that, and only the rare candidates pay for the
         // byte-by-byte dispatch below.
-        if !scan_prefilter().is_match(bytes) {
-            return None;
-        }
-        for (index, byte) in bytes.iter().enumerate() {
+        let first = first_anchor(bytes.get(from..)?)?;
+        // The anchor may sit inside the pattern (`FAIL` in `--- FAIL`).
+        let start = (from + first).saturating_sub(4).max(from);
+        for (index, byte) in bytes.iter().enumerate().skip(start) {
             if !STARTS_A_PATTERN[usize::from(*byte)] {
                 continue;
             }
@@ -408,7 +321,6 @@ impl Matcher {
                     error_word(bytes, index, 5)
                 }
                 b'F' if fail_word(bytes, index) => Some(Kind::TestFailure),
-                b'F' => Self::phrase(bytes, index),
                 // ✕ ✖ ✗ (U+2715..U+2717): jest, node's spec reporter, mocha.
                 0xE2 if matches!(bytes.get(index + 1..index + 3), Some([0x9C, 0x95..=0x97])) => {
                     Some(Kind::TestFailure)
@@ -418,9 +330,8 @@ impl Matcher {
                     .find(|(word, _)| whole_word(bytes, index, word))
                     .map(|(_, kind)| *kind)
                     .or_else(|| Self::phrase(bytes, index)),
-                b'p' | b'u' | b'P' | b'N' | b'c' | b'S' | b'C' | b'T' | b'O' | b'"' => {
-                    Self::phrase(bytes, index)
-                }
+                b'F' | b'p' | b'u' | b'P' | b'N' | b'c' | b'S' | b'C' | b'T' | b'O' | b'"'
+                | b'i' | b'I' | b'd' | b'*' => Self::phrase(bytes, index),
                 _ => None,
             };
             if let Some(kind) = kind {
@@ -558,5 +469,90 @@ mod tests {
             Some(Kind::Custom)
         );
         assert_eq!(matcher.find("deadline_exceeded"), None);
+    }
+
+    #[test]
+    fn recognizes_errors_by_their_shape() {
+        let cases = [
+            (
+                "In x.sh line 2: SC1049 (error): Did you forget the 'then'?",
+                Kind::Diagnostic,
+            ),
+            (
+                "Parse error near line 155: near \",\": syntax error",
+                Kind::Diagnostic,
+            ),
+            (
+                "Runtime error near line 183: UNIQUE constraint failed",
+                Kind::Diagnostic,
+            ),
+            (
+                "CMake Error at CMakeLists.txt:63 (find_package):",
+                Kind::Diagnostic,
+            ),
+            (
+                " post-installation script subprocess returned error exit status 127",
+                Kind::Diagnostic,
+            ),
+            (
+                "shop/m.py:8: [E0602(undefined-variable), f] Undefined variable",
+                Kind::Diagnostic,
+            ),
+            (
+                "./report.tex:94: Undefined control sequence.",
+                Kind::Diagnostic,
+            ),
+            (
+                "! LaTeX Error: \\begin{itemize} ended by \\end{enumerate}.",
+                Kind::Diagnostic,
+            ),
+            (
+                "shop/m.py:1:12: invalid-syntax: Expected a parameter",
+                Kind::Diagnostic,
+            ),
+            ("==4242== Invalid read of size 4", Kind::Diagnostic),
+            (
+                "==4242== 12 bytes in 1 blocks are definitely lost in loss record 1",
+                Kind::Diagnostic,
+            ),
+            (
+                "13/80 Test #13: pair_12 ..........***Failed    0.00 sec",
+                Kind::TestFailure,
+            ),
+            (
+                "34/60 Test #34: unit_33 ....Subprocess aborted***Exception:",
+                Kind::TestFailure,
+            ),
+            (
+                "Program received signal SIGSEGV, Segmentation fault.",
+                Kind::Panic,
+            ),
+            ("WARNING: DATA RACE", Kind::Panic),
+        ];
+        for (line, expected) in cases {
+            assert_eq!(kind(line), Some(expected), "{line}");
+        }
+        for line in [
+            "Errors were encountered while processing:",
+            "src/a.py:3:1: E501 line too long (88 > 79 characters)",
+            "shop/m.py:7: [W0612(unused-variable), f] Unused variable 'total'",
+            "Overfull \\hbox (43.4pt too wide) in paragraph at lines 93--95",
+            "Test #12: pair_11 ....................   Passed    0.00 sec",
+        ] {
+            assert_eq!(kind(line), None, "{line}");
+        }
+    }
+
+    #[test]
+    fn the_best_token_of_a_long_text_is_the_last_of_the_highest_rank() {
+        let text = "{\"level\": \"error\", \"exc\": \"KeyError: 'a'\\nValueError: b\", \"x\": \"error: c\"}";
+        let found = Matcher::default().find_best(text).expect("match");
+        assert_eq!(found.kind, Kind::Exception);
+        // The match is the `Error:` of the exception's name.
+        assert!(
+            text[..found.offset].ends_with("\\nValue"),
+            "{}",
+            &text[found.offset..]
+        );
     }
 }

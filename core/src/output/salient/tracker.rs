@@ -13,95 +13,29 @@ use std::collections::VecDeque;
 use crate::config::{OutputConfig, Shortening};
 use crate::output::OutputLine;
 
+use super::decoys::DecoyWatch;
+pub(crate) use super::groups::{Entry, Group, Overflow, entry_cost, repeat_suffix};
+use super::groups::{continues, copy_line, indentation, is_indented};
 use super::patterns::{Kind, MAX_BEFORE, Matcher};
+pub(crate) use super::windows::MiddleWindow;
+use super::windows::Windows;
 
 /// The longest group of consecutive lines kept around error-like lines.
-const MAX_GROUP_ENTRIES: usize = 24;
-
-/// Windows of very long lines kept from their start and their end.
-const MAX_WINDOWS: usize = 32;
-/// Chars of a middle window before its token.
-const WINDOW_BEFORE: usize = 198;
-/// Chars of a middle window in all.
-const WINDOW_CHARS: usize = 594;
-
-/// An error-like token found in the middle of a line so long that the
-/// buffer keeps only its first and last chars, with the text around it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct MiddleWindow {
-    kind: Kind,
-    text: String,
-}
-
-/// A line and the identical lines that directly followed it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Entry {
-    pub line: OutputLine,
-    /// How many lines this entry stands for (1 + repeats).
-    pub count: u64,
-    /// The line looks like an error (not just context).
-    pub salient: bool,
-}
-
-impl Entry {
-    pub(crate) fn last_number(&self) -> u64 {
-        self.line.number + self.count - 1
-    }
-
-    /// Appends `line` if it repeats this entry's line directly.
-    fn absorb(&mut self, line: &OutputLine) -> bool {
-        let repeats = line.number == self.last_number() + 1
-            && line.stream == self.line.stream
-            && line.original_chars == self.line.original_chars
-            && line.text == self.line.text;
-        if repeats {
-            self.count += 1;
-        }
-        repeats
-    }
-}
-
-/// Consecutive lines around one or more error-like lines.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Group {
-    pub entries: Vec<Entry>,
-}
-
-impl Group {
-    pub(crate) fn last_number(&self) -> u64 {
-        self.entries.last().map_or(0, Entry::last_number)
-    }
-
-    fn push(&mut self, line: &OutputLine, salient: bool) {
-        if let Some(last) = self.entries.last_mut()
-            && last.salient == salient
-            && last.absorb(line)
-        {
-            return;
-        }
-        self.entries.push(Entry {
-            line: line.clone(),
-            count: 1,
-            salient,
-        });
-    }
-}
-
-/// Error-like lines that came after the groups were full.
-#[derive(Debug, Default)]
-pub(crate) struct Overflow {
-    pub count: u64,
-    /// Number and log line of the first of them.
-    pub first: Option<(u64, Option<u64>)>,
-    /// Numbers of the latest of them, to leave out those in the shown tail.
-    pub recent: VecDeque<u64>,
-}
+const MAX_GROUP_ENTRIES: usize = 40;
+/// The share of the kept groups' cost that decoy groups may take.
+const DECOY_SHARE_PERCENT: usize = 25;
 
 /// Where the open group stands.
 #[derive(Debug, Clone, Copy)]
 struct Open {
     after_left: usize,
     stop_at_blank: bool,
+    /// Indentation of the latest error-like line: more indented lines
+    /// after it continue it (frames, notes, the source line) past
+    /// `after_left`.
+    indent: usize,
+    /// The latest line kept was more indented than the error-like line.
+    deeper: bool,
 }
 
 /// See the module docs.
@@ -124,52 +58,11 @@ pub struct SalientTracker {
     /// The whole output as runs of identical lines, while it fits the budget.
     runs: Option<Vec<Entry>>,
     runs_cost: usize,
-    /// Middle windows of the first and of the latest very long lines, by
-    /// line number.
-    first_windows: Vec<(u64, String)>,
-    last_windows: VecDeque<(u64, String)>,
-}
-
-/// Copies `line` into `slot`, reusing its allocation: this runs on every
-/// line (a derived `clone_from` would allocate a new String).
-fn copy_line(slot: &mut OutputLine, line: &OutputLine) {
-    slot.text.clone_from(&line.text);
-    slot.stream = line.stream;
-    slot.number = line.number;
-    slot.log_line = line.log_line;
-    slot.original_chars = line.original_chars;
-}
-
-fn is_indented(text: &str) -> bool {
-    text.starts_with([' ', '\t'])
-}
-
-/// The display cost of `count` lines shown as one (`text (repeated N times)`).
-pub(crate) fn entry_cost(line: &OutputLine, count: u64, max_line_chars: usize) -> usize {
-    // Computed, not formatted: this runs for every repeated line.
-    let repeat = if count > 1 {
-        REPEAT_SUFFIX_FIXED_CHARS + decimal_digits(count)
-    } else {
-        0
-    };
-    line.original_chars.min(max_line_chars) + 1 + repeat
-}
-
-/// Chars of `repeat_suffix` besides the count's digits.
-const REPEAT_SUFFIX_FIXED_CHARS: usize = " (repeated  times)".len();
-
-fn decimal_digits(mut value: u64) -> usize {
-    let mut digits = 1;
-    while value >= 10 {
-        value /= 10;
-        digits += 1;
-    }
-    digits
-}
-
-/// What a collapsed run gets appended.
-pub(crate) fn repeat_suffix(count: u64) -> String {
-    format!(" (repeated {count} times)")
+    windows: Windows,
+    decoys: DecoyWatch,
+    decoy_cost: usize,
+    /// A blank line after an indented block, kept if the block goes on.
+    held_blank: Option<OutputLine>,
 }
 
 impl SalientTracker {
@@ -188,26 +81,18 @@ impl SalientTracker {
 
     /// Looks for an error-like token in `dropped`, a part of a very long
     /// line that the buffer is about to forget; `rest` is what follows it.
-    pub(crate) fn middle_window(&self, dropped: &str, rest: &str) -> Option<MiddleWindow> {
+    /// `kept` is the window found so far in the same line: the better of
+    /// the two (a higher [`Kind::rank`], else the later) is returned.
+    pub(crate) fn middle_window(
+        &self,
+        kept: Option<MiddleWindow>,
+        dropped: &str,
+        rest: &str,
+    ) -> Option<MiddleWindow> {
         if !self.enabled {
             return None;
         }
-        let found = self.matcher.find_inside(dropped)?;
-        let before = &dropped[..found.offset];
-        let start = before
-            .char_indices()
-            .rev()
-            .nth(WINDOW_BEFORE - 1)
-            .map_or(0, |(byte, _)| byte);
-        let text: String = dropped[start..]
-            .chars()
-            .chain(rest.chars())
-            .take(WINDOW_CHARS)
-            .collect();
-        Some(MiddleWindow {
-            kind: found.kind,
-            text,
-        })
+        MiddleWindow::better(kept, &self.matcher, dropped, rest)
     }
 
     /// Looks at the next complete line of the output.
@@ -244,36 +129,56 @@ impl SalientTracker {
             .map(|found| found.kind);
         if let Some(window) = window {
             found = found.or(Some(window.kind));
-            let entry = (line.number, window.text);
-            if self.first_windows.len() < MAX_WINDOWS {
-                self.first_windows.push(entry);
-            } else {
-                if self.last_windows.len() == MAX_WINDOWS {
-                    self.last_windows.pop_front();
-                }
-                self.last_windows.push_back(entry);
-            }
+            self.windows.keep(line.number, window);
         }
         if let Some(open) = self.open {
             let blank = line.text.trim().is_empty();
-            let context = open.after_left > 0 && !(open.stop_at_blank && blank);
+            let continued = !blank && continues(&line.text, open.indent);
             let room = self.groups.last().is_some_and(|group| {
                 group.entries.len() < MAX_GROUP_ENTRIES
                     || group.entries.last().is_some_and(|last| {
                         last.salient == found.is_some() && last.line.text == line.text
                     })
             });
+            // A blank line inside an indented block (CMake's `CMake Error
+            // at …:` and its indented paragraphs, rspec's `Failure/Error:`
+            // then `expected:`/`got:` further in) is held, and kept only if
+            // the block goes on after it.
+            let plain_context = open.after_left > 0 && !open.stop_at_blank;
+            if blank
+                && found.is_none()
+                && room
+                && self.held_blank.is_none()
+                && !plain_context
+                && (open.indent > 0 || open.deeper)
+            {
+                self.held_blank = Some(line.clone());
+                self.remember(line, false);
+                return;
+            }
+            let context = if self.held_blank.is_some() {
+                continued
+            } else {
+                (open.after_left > 0 && !(open.stop_at_blank && blank)) || continued
+            };
             if (found.is_some() || context) && room {
+                if let Some(held) = self.held_blank.take() {
+                    self.extend_open(&held, None);
+                }
                 self.extend_open(line, found);
-                self.remember(line);
+                if let Some(open) = &mut self.open {
+                    open.deeper = !blank && indentation(&line.text) > open.indent;
+                }
+                self.remember(line, found.is_some());
                 return;
             }
             self.open = None;
+            self.held_blank = None;
         }
         if let Some(kind) = found {
             self.start_group(line, kind);
         }
-        self.remember(line);
+        self.remember(line, found.is_some());
     }
 
     fn extend_open(&mut self, line: &OutputLine, kind: Option<Kind>) {
@@ -288,8 +193,9 @@ impl SalientTracker {
                     let context = kind.context();
                     open.after_left = context.after;
                     open.stop_at_blank = context.stop_at_blank;
+                    open.indent = indentation(&line.text);
                 }
-                None => open.after_left -= 1,
+                None => open.after_left = open.after_left.saturating_sub(1),
             }
         }
     }
@@ -305,15 +211,29 @@ impl SalientTracker {
     }
 
     fn start_group(&mut self, line: &OutputLine, kind: Kind) {
-        if self.groups_cost >= self.cap {
+        let decoy = self.decoys.is_decoy(&line.text);
+        let decoys_full = decoy && self.decoy_cost * 100 >= self.cap * DECOY_SHARE_PERCENT;
+        if self.groups_cost >= self.cap || decoys_full {
             self.record_overflow(line);
             return;
         }
         let context = kind.context();
         let kept_until = self.groups.last().map_or(0, Group::last_number);
-        let mut group = Group::default();
+        let mut group = Group {
+            decoy,
+            ..Group::default()
+        };
         let mut before = context.before;
-        if kind == Kind::Exception {
+        if context.block_before {
+            // The block this marker closes: back to the last blank line.
+            before = self
+                .ring
+                .iter()
+                .rev()
+                .take(before)
+                .take_while(|earlier| !earlier.text.trim().is_empty())
+                .count();
+        } else if kind == Kind::Exception {
             // Only the frames of a traceback or stack (indented lines), not
             // the log lines that happen to precede an exception.
             before = self
@@ -347,10 +267,16 @@ impl SalientTracker {
         }
         group.push(line, true);
         self.groups.push(group);
-        self.groups_cost += self.last_group_cost();
+        let cost = self.last_group_cost();
+        self.groups_cost += cost;
+        if decoy {
+            self.decoy_cost += cost;
+        }
         self.open = Some(Open {
             after_left: context.after,
             stop_at_blank: context.stop_at_blank,
+            indent: indentation(&line.text),
+            deeper: false,
         });
     }
 
@@ -364,7 +290,9 @@ impl SalientTracker {
         overflow.recent.push_back(line.number);
     }
 
-    fn remember(&mut self, line: &OutputLine) {
+    /// Notes `line` (error-like when `salient`) after it was handled.
+    fn remember(&mut self, line: &OutputLine, salient: bool) {
+        self.decoys.observe(&line.text, salient);
         if self.ring.len() == MAX_BEFORE
             && let Some(mut slot) = self.ring.pop_front()
         {
@@ -427,12 +355,8 @@ impl SalientTracker {
     }
 
     /// The middle window kept for line `number`, if any.
-    pub(crate) fn window_of(&self, number: u64) -> Option<&str> {
-        self.first_windows
-            .iter()
-            .chain(&self.last_windows)
-            .find(|(kept, _)| *kept == number)
-            .map(|(_, text)| text.as_str())
+    pub(crate) fn window_of(&self, number: u64) -> Option<(Kind, &str)> {
+        self.windows.of(number)
     }
 
     /// Number of error-like lines seen.
@@ -449,171 +373,5 @@ impl SalientTracker {
 }
 
 #[cfg(test)]
-mod tests {
-    #[test]
-    fn computed_repeat_cost_matches_the_suffix() {
-        for count in [2_u64, 9, 10, 99, 100, 12_345, u64::MAX] {
-            assert_eq!(
-                super::REPEAT_SUFFIX_FIXED_CHARS + super::decimal_digits(count),
-                super::repeat_suffix(count).len()
-            );
-        }
-    }
-
-    use super::*;
-    use crate::exec::Stream;
-
-    fn line(number: u64, text: &str) -> OutputLine {
-        OutputLine {
-            stream: Stream::Stdout,
-            text: text.to_owned(),
-            number,
-            log_line: None,
-            original_chars: text.chars().count(),
-        }
-    }
-
-    fn tracker_of(lines: &[&str]) -> SalientTracker {
-        let mut tracker = SalientTracker::new(&OutputConfig::default());
-        for (index, text) in lines.iter().enumerate() {
-            tracker.observe(&line(index as u64 + 1, text));
-        }
-        tracker
-    }
-
-    fn group_texts(tracker: &SalientTracker) -> Vec<Vec<(String, u64, bool)>> {
-        tracker
-            .groups()
-            .iter()
-            .map(|group| {
-                group
-                    .entries
-                    .iter()
-                    .map(|entry| (entry.line.text.clone(), entry.count, entry.salient))
-                    .collect()
-            })
-            .collect()
-    }
-
-    #[test]
-    fn keeps_a_rustc_error_with_its_location_until_the_blank_line() {
-        let tracker = tracker_of(&[
-            "   Compiling beta v0.1.0",
-            "error[E0308]: mismatched types",
-            " --> beta/src/lib.rs:2:21",
-            "  |",
-            "2 |     let port: u16 = text.trim();",
-            "",
-            "warning: unused variable",
-        ]);
-        assert_eq!(
-            group_texts(&tracker),
-            [vec![
-                ("   Compiling beta v0.1.0".to_owned(), 1, false),
-                ("error[E0308]: mismatched types".to_owned(), 1, true),
-                (" --> beta/src/lib.rs:2:21".to_owned(), 1, false),
-                ("  |".to_owned(), 1, false),
-                ("2 |     let port: u16 = text.trim();".to_owned(), 1, false),
-            ]]
-        );
-    }
-
-    #[test]
-    fn keeps_the_last_frames_before_an_exception_line() {
-        let tracker = tracker_of(&[
-            "log 1",
-            "  File \"app.py\", line 3, in a",
-            "    b()",
-            "  File \"app.py\", line 8, in b",
-            "    return CONFIG[key]",
-            "KeyError: 'user'",
-            "",
-            "log 2",
-            "log 3",
-        ]);
-        let groups = group_texts(&tracker);
-        assert_eq!(groups.len(), 1);
-        let texts: Vec<&str> = groups[0].iter().map(|entry| entry.0.as_str()).collect();
-        assert_eq!(
-            texts,
-            [
-                "  File \"app.py\", line 3, in a",
-                "    b()",
-                "  File \"app.py\", line 8, in b",
-                "    return CONFIG[key]",
-                "KeyError: 'user'",
-                "",
-                "log 2",
-            ]
-        );
-    }
-
-    #[test]
-    fn keeps_the_heading_of_an_indented_error_further_back_than_the_context() {
-        let tracker = tracker_of(&[
-            "src/module27.js",
-            "  1:7   warning  'helper' is assigned a value but never used",
-            "  2:10  warning  'unused' is defined but never used",
-            "  2:21  warning  'b' is defined but never used",
-            "  2:26  warning  Unexpected console statement",
-            "  3:24  error    'fetchConfg' is not defined  no-undef",
-            "",
-        ]);
-        let numbers: Vec<(u64, bool)> = tracker.groups()[0]
-            .entries
-            .iter()
-            .map(|entry| (entry.line.number, entry.salient))
-            .collect();
-        assert_eq!(numbers, [(1, false), (5, false), (6, true)]);
-    }
-
-    #[test]
-    fn collapses_repeated_error_lines_into_one_entry() {
-        let mut lines = vec!["start"];
-        lines.extend(std::iter::repeat_n("grep: x: Permission denied", 1000));
-        let tracker = tracker_of(&lines);
-        assert_eq!(
-            group_texts(&tracker),
-            [vec![
-                ("start".to_owned(), 1, false),
-                ("grep: x: Permission denied".to_owned(), 1000, true),
-            ]]
-        );
-    }
-
-    #[test]
-    fn counts_error_lines_past_the_cap_without_keeping_them() {
-        let config = OutputConfig::default();
-        let mut tracker = SalientTracker::new(&config);
-        for number in 1..=100_000 {
-            let text = format!("error: failure number {number}");
-            tracker.observe(&line(number * 2, "ok"));
-            tracker.observe(&line(number * 2 + 1, &text));
-        }
-        let kept: usize = tracker
-            .groups()
-            .iter()
-            .flat_map(|group| &group.entries)
-            .map(|entry| entry.line.text.len() + 1)
-            .sum();
-        // The cap, plus at most the one group that crossed it.
-        let group = MAX_GROUP_ENTRIES * (config.max_line_chars + 1);
-        assert!(kept <= config.budget_chars() * 2 + group, "kept {kept}");
-        assert_eq!(tracker.salient_lines(), 100_000);
-        assert!(tracker.overflow().count > 90_000);
-        assert!(tracker.overflow().recent.len() <= config.budget_chars());
-        assert!(tracker.runs().is_none());
-    }
-
-    #[test]
-    fn plain_shortening_tracks_nothing() {
-        let config = OutputConfig {
-            shortening: Shortening::Plain,
-            ..OutputConfig::default()
-        };
-        let mut tracker = SalientTracker::new(&config);
-        tracker.observe(&line(1, "error: boom"));
-        assert!(tracker.groups().is_empty());
-        assert_eq!(tracker.salient_lines(), 0);
-    }
-}
+#[path = "tracker_tests.rs"]
+mod tests;

@@ -1,0 +1,252 @@
+//! Tests of the salient tracker (kept apart: the tracker's own file stays
+//! one job).
+
+use super::*;
+use crate::exec::Stream;
+
+fn line(number: u64, text: &str) -> OutputLine {
+    OutputLine {
+        stream: Stream::Stdout,
+        text: text.to_owned(),
+        number,
+        log_line: None,
+        original_chars: text.chars().count(),
+    }
+}
+
+fn tracker_of(lines: &[&str]) -> SalientTracker {
+    let mut tracker = SalientTracker::new(&OutputConfig::default());
+    for (index, text) in lines.iter().enumerate() {
+        tracker.observe(&line(index as u64 + 1, text));
+    }
+    tracker
+}
+
+fn group_texts(tracker: &SalientTracker) -> Vec<Vec<(String, u64, bool)>> {
+    tracker
+        .groups()
+        .iter()
+        .map(|group| {
+            group
+                .entries
+                .iter()
+                .map(|entry| (entry.line.text.clone(), entry.count, entry.salient))
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn keeps_a_rustc_error_with_its_location_until_the_blank_line() {
+    let tracker = tracker_of(&[
+        "   Compiling beta v0.1.0",
+        "error[E0308]: mismatched types",
+        " --> beta/src/lib.rs:2:21",
+        "  |",
+        "2 |     let port: u16 = text.trim();",
+        "",
+        "warning: unused variable",
+    ]);
+    assert_eq!(
+        group_texts(&tracker),
+        [vec![
+            ("   Compiling beta v0.1.0".to_owned(), 1, false),
+            ("error[E0308]: mismatched types".to_owned(), 1, true),
+            (" --> beta/src/lib.rs:2:21".to_owned(), 1, false),
+            ("  |".to_owned(), 1, false),
+            ("2 |     let port: u16 = text.trim();".to_owned(), 1, false),
+        ]]
+    );
+}
+
+#[test]
+fn keeps_the_last_frames_before_an_exception_line() {
+    let tracker = tracker_of(&[
+        "log 1",
+        "  File \"app.py\", line 3, in a",
+        "    b()",
+        "  File \"app.py\", line 8, in b",
+        "    return CONFIG[key]",
+        "KeyError: 'user'",
+        "",
+        "log 2",
+        "log 3",
+    ]);
+    let groups = group_texts(&tracker);
+    assert_eq!(groups.len(), 1);
+    let texts: Vec<&str> = groups[0].iter().map(|entry| entry.0.as_str()).collect();
+    assert_eq!(
+        texts,
+        [
+            "  File \"app.py\", line 3, in a",
+            "    b()",
+            "  File \"app.py\", line 8, in b",
+            "    return CONFIG[key]",
+            "KeyError: 'user'",
+            "",
+            "log 2",
+        ]
+    );
+}
+
+#[test]
+fn keeps_the_heading_of_an_indented_error_further_back_than_the_context() {
+    let tracker = tracker_of(&[
+        "src/module27.js",
+        "  1:7   warning  'helper' is assigned a value but never used",
+        "  2:10  warning  'unused' is defined but never used",
+        "  2:21  warning  'b' is defined but never used",
+        "  2:26  warning  Unexpected console statement",
+        "  3:24  error    'fetchConfg' is not defined  no-undef",
+        "",
+    ]);
+    let numbers: Vec<(u64, bool)> = tracker.groups()[0]
+        .entries
+        .iter()
+        .map(|entry| (entry.line.number, entry.salient))
+        .collect();
+    assert_eq!(numbers, [(1, false), (5, false), (6, true)]);
+}
+
+#[test]
+fn collapses_repeated_error_lines_into_one_entry() {
+    let mut lines = vec!["start"];
+    lines.extend(std::iter::repeat_n("grep: x: Permission denied", 1000));
+    let tracker = tracker_of(&lines);
+    assert_eq!(
+        group_texts(&tracker),
+        [vec![
+            ("start".to_owned(), 1, false),
+            ("grep: x: Permission denied".to_owned(), 1000, true),
+        ]]
+    );
+}
+
+#[test]
+fn counts_error_lines_past_the_cap_without_keeping_them() {
+    let config = OutputConfig::default();
+    let mut tracker = SalientTracker::new(&config);
+    for number in 1..=100_000 {
+        let text = format!("error: failure number {number}");
+        tracker.observe(&line(number * 2, "ok"));
+        tracker.observe(&line(number * 2 + 1, &text));
+    }
+    let kept: usize = tracker
+        .groups()
+        .iter()
+        .flat_map(|group| &group.entries)
+        .map(|entry| entry.line.text.len() + 1)
+        .sum();
+    // The cap, plus at most the one group that crossed it.
+    let group = MAX_GROUP_ENTRIES * (config.max_line_chars + 1);
+    assert!(kept <= config.budget_chars() * 2 + group, "kept {kept}");
+    assert_eq!(tracker.salient_lines(), 100_000);
+    assert!(tracker.overflow().count > 90_000);
+    assert!(tracker.overflow().recent.len() <= config.budget_chars());
+    assert!(tracker.runs().is_none());
+}
+
+#[test]
+fn plain_shortening_tracks_nothing() {
+    let config = OutputConfig {
+        shortening: Shortening::Plain,
+        ..OutputConfig::default()
+    };
+    let mut tracker = SalientTracker::new(&config);
+    tracker.observe(&line(1, "error: boom"));
+    assert!(tracker.groups().is_empty());
+    assert_eq!(tracker.salient_lines(), 0);
+}
+
+fn texts_of(tracker: &SalientTracker) -> Vec<Vec<&str>> {
+    tracker
+        .groups()
+        .iter()
+        .map(|group| {
+            group
+                .entries
+                .iter()
+                .map(|entry| entry.line.text.as_str())
+                .collect()
+        })
+        .collect()
+}
+
+#[test]
+fn keeps_the_block_a_test_failure_closes_back_to_the_blank_line() {
+    let tracker = tracker_of(&[
+        "      Start 13: pair_12",
+        "",
+        "13: Test command: /build/p12",
+        "13: pair 12 check 0 ok",
+        "13: pair_12: checksum mismatch 0x1f != 0x2e",
+        "13/80 Test #13: pair_12 ......***Failed    0.00 sec",
+    ]);
+    assert_eq!(
+        texts_of(&tracker),
+        [vec![
+            "13: Test command: /build/p12",
+            "13: pair 12 check 0 ok",
+            "13: pair_12: checksum mismatch 0x1f != 0x2e",
+            "13/80 Test #13: pair_12 ......***Failed    0.00 sec",
+        ]]
+    );
+}
+
+#[test]
+fn frames_continue_an_error_past_its_fixed_context() {
+    let mut lines = vec!["==42== Invalid read of size 4"];
+    let frames: Vec<String> = (0..12)
+        .map(|depth| format!("==42==    by 0x{depth:04X}: f{depth} (leak.c:{depth})"))
+        .collect();
+    lines.extend(frames.iter().map(String::as_str));
+    lines.push("round 118 window sum 35");
+    let tracker = tracker_of(&lines);
+    assert_eq!(texts_of(&tracker)[0].len(), 13);
+}
+
+#[test]
+fn a_blank_line_inside_an_indented_block_is_kept_while_the_block_goes_on() {
+    let tracker = tracker_of(&[
+        "CMake Error at CMakeLists.txt:63 (find_package):",
+        "  By not providing \"FindZLIBX.cmake\" in CMAKE_MODULE_PATH this project",
+        "",
+        "  Could not find a package configuration file provided by \"ZLIBX\"",
+        "",
+        "-- Configuring incomplete, errors occurred!",
+    ]);
+    assert_eq!(
+        texts_of(&tracker),
+        [vec![
+            "CMake Error at CMakeLists.txt:63 (find_package):",
+            "  By not providing \"FindZLIBX.cmake\" in CMAKE_MODULE_PATH this project",
+            "",
+            "  Could not find a package configuration file provided by \"ZLIBX\"",
+        ]]
+    );
+}
+
+#[test]
+fn marks_failures_under_a_pending_heading_and_frequent_shapes_as_decoys() {
+    let filler: Vec<String> = (0..10).map(|n| format!("filler line {n}")).collect();
+    let mut lines = vec![
+        "Pending: (Failures listed here are expected)",
+        "",
+        "  Failure/Error: x",
+    ];
+    lines.extend(filler.iter().map(String::as_str));
+    lines.extend(["Failures:", "", "  Failure/Error: y"]);
+    lines.extend(filler.iter().map(String::as_str));
+    let enoent: Vec<String> = (0..5)
+        .map(|n| format!("openat(\"/lib/{n}\") = -1 ENOENT (No such file or directory)"))
+        .collect();
+    for line in &enoent {
+        lines.push(line);
+        lines.extend(filler.iter().map(String::as_str));
+    }
+    let tracker = tracker_of(&lines);
+    let decoys: Vec<bool> = tracker.groups().iter().map(|group| group.decoy).collect();
+    // The pending failure, the real one, then the ENOENT lines: decoys
+    // once their shape was seen three times.
+    assert_eq!(decoys, [true, false, false, false, false, true, true]);
+}
