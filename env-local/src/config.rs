@@ -126,6 +126,9 @@ pub struct LocalConfig {
     /// Steps applied to every process this environment starts (a sandbox,
     /// limits), in order; see [`crate::SpawnWrapper`].
     pub wrappers: crate::Wrappers,
+    /// The OS sandbox asked for; default workspace-write. Turned into a
+    /// wrapper by [`crate::wrappers_for`].
+    pub sandbox: crate::SandboxConfig,
 }
 
 impl Default for LocalConfig {
@@ -143,6 +146,7 @@ impl Default for LocalConfig {
             output: OutputConfig::default(),
             keep_jobs_on_drop: false,
             wrappers: Vec::new(),
+            sandbox: crate::SandboxConfig::default(),
         }
     }
 }

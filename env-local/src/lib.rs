@@ -45,6 +45,7 @@ mod kill;
 mod logs;
 mod posix_spawn;
 mod reader;
+mod sandbox;
 mod session;
 mod spawn;
 mod wrap;
@@ -63,6 +64,10 @@ pub use kill::{
 };
 pub use logs::{LogDir, LogHandle, LogWriter};
 pub use reader::OutputPump;
+pub use sandbox::{
+    Capabilities, NetworkMode, SANDBOX_VARIABLE, Sandbox, SandboxConfig, SandboxMode, probe,
+    sandbox_info, wrappers_for,
+};
 pub use session::{Session, SessionConfig};
 pub use spawn::{
     ExitStatus, MAX_INLINE_SCRIPT, Output, RootProcess, SpawnRequest, Spawned, resolve_cwd, spawn,
