@@ -355,8 +355,24 @@ impl MountPlan {
                 }
             }
         }
-        Ok(())
+        reenter_working_directory()
     }
+}
+
+/// The working directory was entered before the binds and still points
+/// below them, into the covered mount: `.git/config` relative to it would
+/// reach the writable original. Entering it again by path goes through the
+/// new mounts.
+fn reenter_working_directory() -> std::io::Result<()> {
+    let mut buffer = [0u8; libc::PATH_MAX as usize];
+    // SAFETY: getcwd writes at most `buffer.len()` bytes, NUL included.
+    let found = unsafe { libc::getcwd(buffer.as_mut_ptr().cast(), buffer.len()) };
+    if found.is_null() {
+        // Removed or unreachable: relative paths then reach nothing.
+        return Ok(());
+    }
+    // SAFETY: getcwd NUL-terminated the path in `buffer`.
+    check(unsafe { libc::chdir(buffer.as_ptr().cast()) })
 }
 
 /// Binds `path` onto itself; false when it does not exist.
