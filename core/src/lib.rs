@@ -27,6 +27,7 @@ pub mod policy;
 mod registry;
 mod report;
 mod result;
+mod sandbox_note;
 mod spec;
 mod tool;
 
@@ -49,5 +50,6 @@ pub use output::{OutputBuffer, OutputLine, abbreviate_line, format_output};
 pub use policy::{PolicyConfig, Rule, Violation};
 pub use registry::{CreateToolContext, TOOL_NAMES, Tool, create_tool, tool_specs};
 pub use result::{BatchItemDetails, Content, Details, ToolResult};
+pub use sandbox_note::explain_denial;
 pub use spec::{ToolSpec, description, input_schema, tool_spec};
 pub use tool::{BashTool, CallContext, NOT_CONFIRMED};
