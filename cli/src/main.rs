@@ -8,6 +8,7 @@ mod jobs;
 mod mcp;
 mod options;
 mod run;
+mod sandbox;
 mod schema;
 mod session;
 
@@ -37,6 +38,7 @@ enum Command {
     Check(check::CheckArgs),
     Mcp(mcp::McpArgs),
     Jobs(jobs::JobsArgs),
+    Sandbox(sandbox::SandboxCommandArgs),
 }
 
 fn main() -> ExitCode {
@@ -48,6 +50,7 @@ fn main() -> ExitCode {
         Command::Check(_) => "check",
         Command::Mcp(_) => "mcp",
         Command::Jobs(_) => "jobs",
+        Command::Sandbox(_) => "sandbox",
     };
     let outcome = match cli.command {
         Command::Run(args) => run::run(&args),
@@ -56,6 +59,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Mcp(args) => mcp::run(&args),
         Command::Jobs(args) => jobs::run(&args),
+        Command::Sandbox(args) => sandbox::run(&args),
     };
     match outcome {
         Ok(code) => code,

@@ -29,6 +29,8 @@ pub struct ToolArgs {
     /// Run in the persistent session NAME: cwd, variables, functions and aliases carry over to the next `bashtool --session NAME` call
     #[arg(long, value_name = "NAME")]
     pub session: Option<String>,
+    #[command(flatten)]
+    pub sandbox: crate::sandbox::SandboxArgs,
 }
 
 impl ToolArgs {
@@ -71,6 +73,7 @@ impl ToolArgs {
         if let Some(grace) = self.kill_grace {
             local.kill_grace = seconds("--kill-grace", grace, 600.0)?;
         }
+        self.sandbox.apply(&mut local.sandbox)?;
         Ok(local)
     }
 }

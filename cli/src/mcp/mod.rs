@@ -114,7 +114,8 @@ Config file (TOML; every key optional):
   [policy]    enabled = true   git_add = true   git_push_force = true   rm_critical = true
               deny_patterns = [\"terraform destroy\"]
   [logs]      dir = \"/tmp/bashtool\"   max_files = 200   max_bytes = 104857600
-  [env]       CARGO_TERM_COLOR = \"never\"";
+  [env]       CARGO_TERM_COLOR = \"never\"
+  [sandbox]   mode = \"workspace-write\" | \"read-only\" | \"off\"   writable = [\"/dir\"]   network = \"on\" | \"off\"";
 
 /// Everything the server runs with, after flags and file are merged.
 struct Settings {
@@ -190,6 +191,7 @@ fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
     if let Some(grace) = args.tool.kill_grace {
         local.kill_grace = seconds("--kill-grace", grace, 600.0)?;
     }
+    args.tool.sandbox.apply(&mut local.sandbox)?;
     for pair in &args.env {
         let (key, value) = pair
             .split_once('=')
