@@ -23,11 +23,13 @@ pub struct SandboxArgs {
 }
 
 fn parse_mode(text: &str) -> Result<SandboxMode, String> {
-    text.parse().map_err(|error: bashtool_env_local::Error| error.to_string())
+    text.parse()
+        .map_err(|error: bashtool_env_local::Error| error.to_string())
 }
 
 fn parse_network(text: &str) -> Result<NetworkMode, String> {
-    text.parse().map_err(|error: bashtool_env_local::Error| error.to_string())
+    text.parse()
+        .map_err(|error: bashtool_env_local::Error| error.to_string())
 }
 
 impl SandboxArgs {
@@ -40,9 +42,11 @@ impl SandboxArgs {
             config.network = network;
         }
         let current = std::env::current_dir().context("reading the current directory")?;
-        config
-            .writable
-            .extend(self.writable.iter().map(|directory| current.join(directory)));
+        config.writable.extend(
+            self.writable
+                .iter()
+                .map(|directory| current.join(directory)),
+        );
         config.validate()?;
         Ok(())
     }

@@ -49,7 +49,8 @@ pub fn explain_denial(output_lines: &[&str], info: &SandboxInfo) -> Option<Strin
         if WRITE_DENIALS.iter().any(|text| lower.contains(text))
             && let Some(path) = denied_path(line)
         {
-            let read_only_mount = lower.contains("read-only file system") || lower.contains("erofs");
+            let read_only_mount =
+                lower.contains("read-only file system") || lower.contains("erofs");
             if let Some(note) = write_note(&path, read_only_mount, info) {
                 return Some(note);
             }
@@ -110,7 +111,13 @@ fn write_note(path: &Path, read_only_mount: bool, info: &SandboxInfo) -> Option<
 /// `‘/x’`, `"/x"`, `` `/x` ``), else a `: `-separated field (`bash: /x:
 /// Permission denied`), else a word.
 fn denied_path(line: &str) -> Option<PathBuf> {
-    for (open, close) in [('\'', '\''), ('‘', '’'), ('"', '"'), ('`', '`'), ('`', '\'')] {
+    for (open, close) in [
+        ('\'', '\''),
+        ('‘', '’'),
+        ('"', '"'),
+        ('`', '`'),
+        ('`', '\''),
+    ] {
         let mut rest = line;
         while let Some(start) = rest.find(open) {
             let after = &rest[start + open.len_utf8()..];
@@ -223,8 +230,6 @@ mod tests {
         let note = explain_denial(&lines, &info("off")).expect("a note");
         assert!(note.starts_with("sandbox: the network is off"), "{note}");
         assert!(note.contains("--network on"));
-        assert!(
-            explain_denial(&["connect: Network is unreachable"], &info("off")).is_some()
-        );
+        assert!(explain_denial(&["connect: Network is unreachable"], &info("off")).is_some());
     }
 }

@@ -10,9 +10,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bashtool_env_local::{
-    NetworkMode, Sandbox, SandboxConfig, SandboxMode, SpawnWrapper,
-};
+use bashtool_env_local::{NetworkMode, Sandbox, SandboxConfig, SandboxMode, SpawnWrapper};
 
 fn command() -> Command {
     let mut command = Command::new("bash");
@@ -91,9 +89,8 @@ fn main() {
         samples[4].push(forked(Some(Arc::clone(&read_only))));
     }
     let results: Vec<(Duration, Duration)> = samples.into_iter().map(percentiles).collect();
-    let percent = |value: Duration, base: Duration| {
-        (value.as_secs_f64() / base.as_secs_f64() - 1.0) * 100.0
-    };
+    let percent =
+        |value: Duration, base: Duration| (value.as_secs_f64() / base.as_secs_f64() - 1.0) * 100.0;
     println!("bash -c true, spawn + wait, {rounds} interleaved rounds");
     println!("| launch | median | p10 | p10 vs posix_spawn | p10 vs fork |");
     println!("|---|---|---|---|---|");

@@ -23,7 +23,7 @@ use bashtool_env_local::{
 /// A workspace and a fake home, both outside every writable root (not in
 /// `/tmp`): the target directory's temp space.
 struct Fixture {
-    _base: tempfile::TempDir,
+    base: tempfile::TempDir,
     workspace: PathBuf,
     home: PathBuf,
     state: PathBuf,
@@ -37,7 +37,7 @@ impl Drop for Fixture {
         let Ok(mounts) = std::fs::read_to_string("/proc/self/mountinfo") else {
             return;
         };
-        let root = self._base.path().to_string_lossy().into_owned();
+        let root = self.base.path().to_string_lossy().into_owned();
         for mount_point in mounts.lines().filter_map(|line| line.split(' ').nth(4)) {
             if mount_point.starts_with(&root) {
                 let _ = Command::new("umount").args(["-l", mount_point]).status();
@@ -60,7 +60,7 @@ fn fixture() -> Fixture {
     }
     std::fs::write(home.join(".bashrc"), "original\n").expect("bashrc");
     Fixture {
-        _base: base,
+        base,
         workspace,
         home,
         state,
@@ -261,7 +261,8 @@ fn git(workspace: &Path, args: &[&str]) {
 fn git_hooks_and_config_stay_read_only_but_commits_work() {
     let fixture = fixture();
     git(&fixture.workspace, &["init", "-q"]);
-    let config_before = std::fs::read_to_string(fixture.workspace.join(".git/config")).expect("config");
+    let config_before =
+        std::fs::read_to_string(fixture.workspace.join(".git/config")).expect("config");
     let sandbox = default_sandbox(&fixture);
     let output = run(
         &sandbox,
@@ -363,7 +364,10 @@ fn ordinary_work_succeeds() {
         std::fs::read_to_string(fixture.workspace.join("out.txt")).expect("out"),
         "made\n"
     );
-    assert_eq!(std::fs::read_to_string(temp.path()).expect("temp"), "temp\n");
+    assert_eq!(
+        std::fs::read_to_string(temp.path()).expect("temp"),
+        "temp\n"
+    );
 }
 
 #[test]
@@ -391,12 +395,10 @@ fn cargo_builds_a_path_only_crate_offline() {
     }
     let sandbox = default_sandbox(&fixture);
     // The real cargo home (rustup's toolchains), not the fake HOME.
-    let cargo_home = std::env::var("CARGO_HOME").unwrap_or_else(|_| {
-        format!("{}/.cargo", std::env::var("HOME").expect("HOME"))
-    });
-    let rustup_home = std::env::var("RUSTUP_HOME").unwrap_or_else(|_| {
-        format!("{}/.rustup", std::env::var("HOME").expect("HOME"))
-    });
+    let cargo_home = std::env::var("CARGO_HOME")
+        .unwrap_or_else(|_| format!("{}/.cargo", std::env::var("HOME").expect("HOME")));
+    let rustup_home = std::env::var("RUSTUP_HOME")
+        .unwrap_or_else(|_| format!("{}/.rustup", std::env::var("HOME").expect("HOME")));
     let output = run(
         &sandbox,
         &fixture,
@@ -473,8 +475,9 @@ fn host_address() -> std::net::IpAddr {
     let probe = UdpSocket::bind("0.0.0.0:0").expect("udp");
     probe
         .connect("192.0.2.1:53")
-        .map(|()| probe.local_addr().expect("addr").ip())
-        .unwrap_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST))
+        .map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), |()| {
+            probe.local_addr().expect("addr").ip()
+        })
 }
 
 #[test]
@@ -497,7 +500,9 @@ socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(query, (\"{address}\", {
         .status()
         .expect("bash");
     let mut buffer = [0u8; 512];
-    let received = server.recv(&mut buffer).expect("the query arrives unsandboxed");
+    let received = server
+        .recv(&mut buffer)
+        .expect("the query arrives unsandboxed");
     assert_eq!(&buffer[..2], b"\xab\xcd");
     assert!(received > 12);
     let sandbox = sandbox(&fixture, SandboxMode::WorkspaceWrite, NetworkMode::Off);
@@ -583,4 +588,3 @@ fn off_mode_and_bad_settings_are_refused_by_new() {
     let root = Sandbox::new(&SandboxConfig::default(), Path::new("/"), None).expect_err("root");
     assert!(root.to_string().contains("workspace is `/`"), "{root}");
 }
-

@@ -396,10 +396,16 @@ mod tests {
         .expect("valid");
         let mut local = LocalConfig::default();
         config.apply_to_local(&mut local).expect("applies");
-        assert_eq!(local.sandbox.mode, bashtool_env_local::SandboxMode::ReadOnly);
+        assert_eq!(
+            local.sandbox.mode,
+            bashtool_env_local::SandboxMode::ReadOnly
+        );
         assert_eq!(local.sandbox.network, bashtool_env_local::NetworkMode::Off);
         assert_eq!(local.sandbox.writable, [PathBuf::from("/tmp")]);
         let error = FileConfig::parse("[sandbox]\nmode = \"strict\"\n").expect_err("bad mode");
-        assert!(error.to_string().contains("unknown variant `strict`"), "{error}");
+        assert!(
+            error.to_string().contains("unknown variant `strict`"),
+            "{error}"
+        );
     }
 }

@@ -198,7 +198,10 @@ mod tests {
         assert_eq!(config.writable, [PathBuf::from("/tmp")]);
         let error = serde_json::from_str::<SandboxConfig>(r#"{"mode": "strict"}"#)
             .expect_err("unknown mode");
-        assert!(error.to_string().contains("unknown variant `strict`"), "{error}");
+        assert!(
+            error.to_string().contains("unknown variant `strict`"),
+            "{error}"
+        );
     }
 
     #[test]
@@ -215,7 +218,10 @@ mod tests {
             error.to_string(),
             "sandbox setting `sandbox`: `ro` is not a mode; use off, read-only or workspace-write"
         );
-        assert_eq!("off".parse::<NetworkMode>().expect("valid"), NetworkMode::Off);
+        assert_eq!(
+            "off".parse::<NetworkMode>().expect("valid"),
+            NetworkMode::Off
+        );
     }
 
     #[test]

@@ -11,8 +11,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 
 use landlock::{
-    ABI, Access, AccessFs, BitFlags, PathBeneath, PathFd, Ruleset, RulesetAttr,
-    RulesetCreatedAttr, Scope, path_beneath_rules,
+    ABI, Access, AccessFs, BitFlags, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
+    Scope, path_beneath_rules,
 };
 
 use crate::error::Error;
@@ -57,8 +57,9 @@ pub fn build(writable: &[PathBuf]) -> Result<OwnedFd, Error> {
         return Err(Error::SandboxUnsupported {
             mode: "file system".to_owned(),
             feature: "Landlock",
-            reason: "the kernel has no Landlock (Linux 5.13+ with `landlock` in the lsm= boot list)"
-                .to_owned(),
+            reason:
+                "the kernel has no Landlock (Linux 5.13+ with `landlock` in the lsm= boot list)"
+                    .to_owned(),
         });
     }
     let setup = |source: &dyn std::fmt::Display| Error::SandboxSetup {
@@ -87,13 +88,8 @@ pub fn build(writable: &[PathBuf]) -> Result<OwnedFd, Error> {
 /// Async-signal-safe: one system call. `no_new_privs` must be set before.
 pub fn restrict_self(ruleset: &OwnedFd) -> std::io::Result<()> {
     // SAFETY: a plain system call on a file descriptor we own; no memory.
-    let result = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_restrict_self,
-            ruleset.as_raw_fd(),
-            0u32,
-        )
-    };
+    let result =
+        unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0u32) };
     if result == 0 {
         Ok(())
     } else {

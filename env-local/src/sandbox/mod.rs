@@ -107,7 +107,12 @@ impl Sandbox {
             mount: mounts,
         })?;
         let mounts = if mounts {
-            let convert = |paths: &[PathBuf]| paths.iter().map(|path| c_path(path)).collect::<Result<Vec<_>, _>>();
+            let convert = |paths: &[PathBuf]| {
+                paths
+                    .iter()
+                    .map(|path| c_path(path))
+                    .collect::<Result<Vec<_>, _>>()
+            };
             Some(MountPlan {
                 anchors: convert(&layout.anchors)?,
                 directories: convert(&layout.directories)?,

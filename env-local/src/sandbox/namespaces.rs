@@ -121,10 +121,7 @@ fn helper_failure(code: u8) -> Error {
             "user namespaces",
             "writing /proc/self/uid_map or gid_map was refused",
         ),
-        FAILED_NETWORK => (
-            "network namespaces",
-            "unshare(CLONE_NEWNET) was refused",
-        ),
+        FAILED_NETWORK => ("network namespaces", "unshare(CLONE_NEWNET) was refused"),
         FAILED_LOOPBACK => (
             "network namespaces",
             "the loopback interface of the private network could not be brought up",

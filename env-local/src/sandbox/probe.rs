@@ -91,7 +91,11 @@ impl fmt::Display for Capabilities {
             formatter,
             "user namespaces: {}{}",
             yes_no(self.user_namespaces),
-            if self.root { " (not needed as root)" } else { "" }
+            if self.root {
+                " (not needed as root)"
+            } else {
+                ""
+            }
         )?;
         writeln!(
             formatter,

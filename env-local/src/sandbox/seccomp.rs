@@ -120,7 +120,9 @@ impl Assembler {
                 Target::Next => index + 1,
                 other => labels
                     .iter()
-                    .find(|(_, label)| std::mem::discriminant(label) == std::mem::discriminant(&other))
+                    .find(|(_, label)| {
+                        std::mem::discriminant(label) == std::mem::discriminant(&other)
+                    })
                     .map_or(index + 1, |(at, _)| *at),
             };
             u8::try_from(at - index - 1).unwrap_or(u8::MAX)
@@ -159,13 +161,33 @@ impl Filters {
         assembler.push(LOAD, ARCH_OFFSET, Target::Next, Target::Next);
         assembler.push(JUMP_EQUAL, AUDIT_ARCH, Target::Next, Target::NotImplemented);
         assembler.push(LOAD, NR_OFFSET, Target::Next, Target::Next);
-        assembler.push(JUMP_AT_LEAST, X32_SYSCALL_BIT, Target::NotImplemented, Target::Next);
+        assembler.push(
+            JUMP_AT_LEAST,
+            X32_SYSCALL_BIT,
+            Target::NotImplemented,
+            Target::Next,
+        );
         for &call in DENIED {
             assembler.push(JUMP_EQUAL, call as u32, Target::Deny, Target::Next);
         }
-        assembler.push(JUMP_EQUAL, libc::SYS_clone as u32, Target::Clone, Target::Next);
-        assembler.push(JUMP_EQUAL, libc::SYS_clone3 as u32, Target::NotImplemented, Target::Next);
-        assembler.push(JUMP_EQUAL, libc::SYS_ioctl as u32, Target::Ioctl, Target::Next);
+        assembler.push(
+            JUMP_EQUAL,
+            libc::SYS_clone as u32,
+            Target::Clone,
+            Target::Next,
+        );
+        assembler.push(
+            JUMP_EQUAL,
+            libc::SYS_clone3 as u32,
+            Target::NotImplemented,
+            Target::Next,
+        );
+        assembler.push(
+            JUMP_EQUAL,
+            libc::SYS_ioctl as u32,
+            Target::Ioctl,
+            Target::Next,
+        );
         // Every other call: allowed. The blocks below are reached only by
         // the jumps above (cBPF jumps go forward; the last instruction
         // must be a return).
@@ -178,7 +200,12 @@ impl Filters {
         // request as 32 bits.
         let ioctl = assembler.code.len();
         assembler.push(LOAD, ARGUMENT_1_LOW, Target::Next, Target::Next);
-        assembler.push(JUMP_EQUAL, libc::TIOCSTI as u32, Target::Deny, Target::Allow);
+        assembler.push(
+            JUMP_EQUAL,
+            libc::TIOCSTI as u32,
+            Target::Deny,
+            Target::Allow,
+        );
         let allow = assembler.code.len();
         assembler.push(RETURN, ALLOW, Target::Next, Target::Next);
         let deny = assembler.code.len();
