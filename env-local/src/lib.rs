@@ -10,7 +10,10 @@
 //! streams every call's cleaned output to a log file. Background jobs run
 //! detached with their output in a file, in a [`JobTable`].
 //!
-//! It is not a sandbox: commands run with the caller's rights.
+//! Commands run with the caller's rights unless a [`Sandbox`] wraps every
+//! launch ([`wrappers_for`] turns [`LocalConfig::sandbox`] into one): writes
+//! only beneath the writable roots, protected git hooks and config, the
+//! network on or off (see `docs/sandbox.md`).
 //!
 //! ```no_run
 //! # async fn demo() {
