@@ -588,3 +588,54 @@ fn off_mode_and_bad_settings_are_refused_by_new() {
     let root = Sandbox::new(&SandboxConfig::default(), Path::new("/"), None).expect_err("root");
     assert!(root.to_string().contains("workspace is `/`"), "{root}");
 }
+
+#[test]
+fn real_denials_get_the_note_that_explains_them() {
+    let fixture = fixture();
+    let sandbox = sandbox(&fixture, SandboxMode::WorkspaceWrite, NetworkMode::Off);
+    let info = sandbox.info();
+    assert_eq!(
+        (info.mode.as_str(), info.network.as_str()),
+        ("workspace-write", "off")
+    );
+    assert_eq!(info.writable[0], fixture.workspace);
+    let outside = fixture.home.join("notes.txt");
+    for (script, expected) in [
+        (
+            format!("echo x > {}", outside.display()),
+            format!("writing `{}` was refused", outside.display()),
+        ),
+        (
+            format!("touch {}", outside.display()),
+            format!("writing `{}` was refused", outside.display()),
+        ),
+        (
+            "git init -q . 2>/dev/null; echo x > \"$PWD/.git/hooks/pre-commit\"".to_owned(),
+            String::new(),
+        ),
+        (
+            "echo > /dev/tcp/127.0.0.1/9".to_owned(),
+            "the network is off".to_owned(),
+        ),
+    ] {
+        let output = run(&sandbox, &fixture, &script);
+        let stderr = text(&output.stderr);
+        let lines: Vec<&str> = stderr.lines().collect();
+        let note = bashtool_core::explain_denial(&lines, &info);
+        if expected.is_empty() {
+            // The first launch made the repository: not protected yet.
+            assert_eq!(note, None, "{stderr}");
+            let again = run(&sandbox, &fixture, &script);
+            let stderr = text(&again.stderr);
+            let lines: Vec<&str> = stderr.lines().collect();
+            let note = bashtool_core::explain_denial(&lines, &info).unwrap_or_default();
+            assert!(
+                note.contains(".git/hooks/pre-commit` is protected"),
+                "{stderr}: {note}"
+            );
+        } else {
+            let note = note.unwrap_or_default();
+            assert!(note.contains(&expected), "{stderr}: {note}");
+        }
+    }
+}
