@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bashtool_env_local::{NetworkMode, Sandbox, SandboxConfig, SandboxMode, SpawnWrapper};
+use bashtool_env_local::{Launch, NetworkMode, Sandbox, SandboxConfig, SandboxMode, SpawnWrapper};
 
 fn command() -> Command {
     let mut command = Command::new("bash");
@@ -29,6 +29,16 @@ fn posix_spawn() -> Duration {
 }
 
 fn forked(wrapper: Option<Arc<dyn SpawnWrapper>>) -> Duration {
+    let start = Instant::now();
+    if let Some(wrapper) = &wrapper {
+        // The parent's part of each launch (the mount namespace's check).
+        let mut launch = Launch {
+            argv: vec!["bash".into(), "-c".into(), "true".into()],
+            env: Vec::new(),
+            cwd: std::env::temp_dir(),
+        };
+        wrapper.wrap(&mut launch).expect("wrap");
+    }
     let mut command = command();
     // SAFETY: setsid and the wrapper's async-signal-safe steps.
     unsafe {
@@ -40,7 +50,6 @@ fn forked(wrapper: Option<Arc<dyn SpawnWrapper>>) -> Duration {
             }
         });
     }
-    let start = Instant::now();
     let status = command.status().expect("spawn");
     assert!(status.success());
     start.elapsed()

@@ -639,3 +639,21 @@ fn real_denials_get_the_note_that_explains_them() {
         }
     }
 }
+
+#[test]
+fn a_config_replaced_outside_is_seen_and_still_protected() {
+    let fixture = fixture();
+    git(&fixture.workspace, &["init", "-q"]);
+    let sandbox = default_sandbox(&fixture);
+    run(&sandbox, &fixture, "true");
+    // git replaces the file by renaming a new one over it.
+    git(&fixture.workspace, &["config", "bashtool.probe", "second"]);
+    let output = run(
+        &sandbox,
+        &fixture,
+        "git config --get bashtool.probe; echo '[core] hooksPath = /tmp' >> .git/config",
+    );
+    assert_eq!(text(&output.stdout), "second\n", "{}", text(&output.stderr));
+    let config = std::fs::read_to_string(fixture.workspace.join(".git/config")).expect("config");
+    assert!(!config.contains("hooksPath"), "{config}");
+}

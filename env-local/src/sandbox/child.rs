@@ -10,7 +10,8 @@
 use std::os::fd::OwnedFd;
 
 use super::landlock;
-use super::namespaces::{MountPlan, Shared, join};
+use super::mounts::SharedMounts;
+use super::namespaces::{Shared, join};
 use super::seccomp::Filters;
 
 /// Capabilities taken from root's bounding set: after `exec`, root keeps
@@ -43,7 +44,7 @@ const DROPPED_CAPABILITIES: &[libc::c_ulong] = &[
 #[derive(Debug)]
 pub struct ChildSteps {
     pub shared: Shared,
-    pub mounts: Option<MountPlan>,
+    pub mounts: Option<SharedMounts>,
     pub drop_capabilities: bool,
     pub ruleset: OwnedFd,
     pub filters: Filters,
@@ -69,7 +70,7 @@ impl ChildSteps {
             join(network, libc::CLONE_NEWNET)?;
         }
         if let Some(mounts) = &self.mounts {
-            mounts.apply()?;
+            mounts.enter()?;
         }
         if self.drop_capabilities {
             for &capability in DROPPED_CAPABILITIES {

@@ -20,6 +20,7 @@
 mod child;
 mod config;
 mod landlock;
+mod mounts;
 mod namespaces;
 mod paths;
 mod probe;
@@ -35,7 +36,8 @@ use crate::error::Error;
 use crate::wrap::{Launch, SpawnWrapper, Wrappers};
 use child::ChildSteps;
 pub use config::{NetworkMode, SandboxConfig, SandboxMode};
-use namespaces::{MountPlan, Wanted, c_path};
+use mounts::{MountPlan, SharedMounts, c_path};
+use namespaces::{User, Wanted};
 use paths::Layout;
 pub use probe::{Capabilities, probe};
 
@@ -102,9 +104,13 @@ impl Sandbox {
         let network = config.network == NetworkMode::Off;
         let mounts = layout.needs_mounts();
         let shared = namespaces::create_shared(Wanted {
-            user: !root && (network || mounts),
+            user: if !root && (network || mounts) {
+                User::Create
+            } else {
+                User::Keep
+            },
             network,
-            mount: mounts,
+            mounts: None,
         })?;
         let mounts = if mounts {
             let convert = |paths: &[PathBuf]| {
@@ -113,11 +119,18 @@ impl Sandbox {
                     .map(|path| c_path(path))
                     .collect::<Result<Vec<_>, _>>()
             };
-            Some(MountPlan {
+            let plan = MountPlan {
                 anchors: convert(&layout.anchors)?,
                 directories: convert(&layout.directories)?,
                 read_only: convert(&layout.protected)?,
-            })
+            };
+            let watched = layout
+                .anchors
+                .iter()
+                .chain(&layout.protected)
+                .cloned()
+                .collect();
+            Some(SharedMounts::new(plan, watched, shared.user.as_ref())?)
         } else {
             None
         };
@@ -196,6 +209,13 @@ impl Sandbox {
 
 impl SpawnWrapper for Sandbox {
     fn wrap(&self, launch: &mut Launch) -> Result<(), ExecError> {
+        if let Some(mounts) = &self.steps.mounts {
+            mounts
+                .refresh(self.steps.shared.user.as_ref())
+                .map_err(|error| ExecError::Other {
+                    message: error.to_string(),
+                })?;
+        }
         launch.env.retain(|(name, _)| name != SANDBOX_VARIABLE);
         launch.env.push((
             OsString::from(SANDBOX_VARIABLE),

@@ -1,5 +1,6 @@
 //! Namespaces: a private network (only a loopback) and a private view of
-//! the mounts where protected paths are read-only.
+//! the mounts where protected paths are read-only (see `mounts.rs`), all
+//! made once by a helper process and joined by every command.
 //!
 //! A network namespace costs ~0.4 ms to create (measured: `bash -c true`
 //! 1.0 → 1.4 ms), far over the 10% budget, so it is created once per
@@ -18,11 +19,9 @@
 // is sound.
 #![allow(unsafe_code)]
 
-use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt as _;
-use std::path::Path;
 
+use super::mounts::MountPlan;
 use crate::error::Error;
 
 /// Namespaces joined by every command of a sandbox.
@@ -30,15 +29,28 @@ use crate::error::Error;
 pub struct Shared {
     pub user: Option<OwnedFd>,
     pub network: Option<OwnedFd>,
+    pub mount: Option<OwnedFd>,
 }
 
-/// What the helper must create.
+/// The helper's user namespace.
 #[derive(Debug, Clone, Copy)]
-pub struct Wanted {
-    pub user: bool,
+pub enum User<'a> {
+    /// Stay in the caller's (root).
+    Keep,
+    /// Create one mapping the user to itself.
+    Create,
+    /// Join this one (a mount namespace rebuilt later must belong to the
+    /// user namespace the commands join).
+    Join(&'a OwnedFd),
+}
+
+/// What the helper must make.
+#[derive(Debug, Clone, Copy)]
+pub struct Wanted<'a> {
+    pub user: User<'a>,
     pub network: bool,
-    /// Also check that a mount namespace can be made (nothing is kept).
-    pub mount: bool,
+    /// A mount namespace with this plan applied.
+    pub mounts: Option<&'a MountPlan>,
 }
 
 /// Failure codes the helper reports on its pipe, one byte.
@@ -47,12 +59,13 @@ const FAILED_MAPS: u8 = 2;
 const FAILED_NETWORK: u8 = 3;
 const FAILED_LOOPBACK: u8 = 4;
 const FAILED_MOUNT: u8 = 5;
+const FAILED_BINDS: u8 = 6;
 const READY: u8 = 0;
 
 /// Creates the shared namespaces with a helper process that holds them
 /// while the parent opens `/proc/<pid>/ns/*`, then exits.
-pub fn create_shared(wanted: Wanted) -> Result<Shared, Error> {
-    if !(wanted.user || wanted.network || wanted.mount) {
+pub fn create_shared(wanted: Wanted<'_>) -> Result<Shared, Error> {
+    if matches!(wanted.user, User::Keep) && !wanted.network && wanted.mounts.is_none() {
         return Ok(Shared::default());
     }
     // Prepared before the fork: the child may not allocate.
@@ -96,7 +109,7 @@ pub fn create_shared(wanted: Wanted) -> Result<Shared, Error> {
     shared
 }
 
-fn open_shared(pid: libc::pid_t, wanted: Wanted) -> Result<Shared, Error> {
+fn open_shared(pid: libc::pid_t, wanted: Wanted<'_>) -> Result<Shared, Error> {
     let open = |name: &str| {
         std::fs::File::open(format!("/proc/{pid}/ns/{name}"))
             .map(OwnedFd::from)
@@ -106,8 +119,11 @@ fn open_shared(pid: libc::pid_t, wanted: Wanted) -> Result<Shared, Error> {
             })
     };
     Ok(Shared {
-        user: wanted.user.then(|| open("user")).transpose()?,
+        user: matches!(wanted.user, User::Create)
+            .then(|| open("user"))
+            .transpose()?,
         network: wanted.network.then(|| open("net")).transpose()?,
+        mount: wanted.mounts.is_some().then(|| open("mnt")).transpose()?,
     })
 }
 
@@ -126,7 +142,11 @@ fn helper_failure(code: u8) -> Error {
             "network namespaces",
             "the loopback interface of the private network could not be brought up",
         ),
-        _ => ("mount namespaces", "unshare(CLONE_NEWNS) was refused"),
+        FAILED_MOUNT => ("mount namespaces", "unshare(CLONE_NEWNS) was refused"),
+        _ => (
+            "read-only bind mounts",
+            "binding the protected paths read-only was refused",
+        ),
     };
     Error::SandboxUnsupported {
         mode: "namespaces".to_owned(),
@@ -136,16 +156,24 @@ fn helper_failure(code: u8) -> Error {
 }
 
 /// The helper's steps; returns [`READY`] or a failure code.
-fn helper_child(wanted: Wanted, uid_map: &[u8], gid_map: &[u8]) -> u8 {
-    if wanted.user {
-        if unshare(libc::CLONE_NEWUSER).is_err() {
-            return FAILED_USER;
+fn helper_child(wanted: Wanted<'_>, uid_map: &[u8], gid_map: &[u8]) -> u8 {
+    match wanted.user {
+        User::Keep => {}
+        User::Create => {
+            if unshare(libc::CLONE_NEWUSER).is_err() {
+                return FAILED_USER;
+            }
+            let maps = write_file(c"/proc/self/setgroups", b"deny")
+                .and_then(|()| write_file(c"/proc/self/uid_map", uid_map))
+                .and_then(|()| write_file(c"/proc/self/gid_map", gid_map));
+            if maps.is_err() {
+                return FAILED_MAPS;
+            }
         }
-        let maps = write_file(c"/proc/self/setgroups", b"deny")
-            .and_then(|()| write_file(c"/proc/self/uid_map", uid_map))
-            .and_then(|()| write_file(c"/proc/self/gid_map", gid_map));
-        if maps.is_err() {
-            return FAILED_MAPS;
+        User::Join(user) => {
+            if join(user, libc::CLONE_NEWUSER).is_err() {
+                return FAILED_USER;
+            }
         }
     }
     if wanted.network {
@@ -156,8 +184,13 @@ fn helper_child(wanted: Wanted, uid_map: &[u8], gid_map: &[u8]) -> u8 {
             return FAILED_LOOPBACK;
         }
     }
-    if wanted.mount && unshare(libc::CLONE_NEWNS).is_err() {
-        return FAILED_MOUNT;
+    if let Some(plan) = wanted.mounts {
+        if unshare(libc::CLONE_NEWNS).is_err() {
+            return FAILED_MOUNT;
+        }
+        if plan.apply().is_err() {
+            return FAILED_BINDS;
+        }
     }
     READY
 }
@@ -199,7 +232,7 @@ fn read_byte(fd: &OwnedFd) -> Option<u8> {
     }
 }
 
-fn check(result: libc::c_int) -> std::io::Result<()> {
+pub fn check(result: libc::c_int) -> std::io::Result<()> {
     if result == 0 {
         Ok(())
     } else {
@@ -265,131 +298,4 @@ fn loopback_up() -> std::io::Result<()> {
     // SAFETY: closes the socket opened above.
     unsafe { libc::close(socket) };
     if result == 0 { Ok(()) } else { Err(error) }
-}
-
-/// The mounts of one launch, as NUL-terminated paths prepared in the parent.
-#[derive(Debug, Default)]
-pub struct MountPlan {
-    /// Bound onto themselves, writable: a mount point cannot be renamed or
-    /// removed (`EBUSY`), so the workspace and its `.git` cannot be swapped
-    /// for a copy whose hooks are writable.
-    pub anchors: Vec<CString>,
-    /// Created if missing (an empty `.git/hooks`), so that it can be
-    /// protected before anything can be put in it.
-    pub directories: Vec<CString>,
-    /// Bound onto themselves, then made read-only.
-    pub read_only: Vec<CString>,
-}
-
-/// `struct mount_attr` of `mount_setattr(2)`.
-#[repr(C)]
-struct MountAttributes {
-    attr_set: u64,
-    attr_clr: u64,
-    propagation: u64,
-    userns_fd: u64,
-}
-
-const MOUNT_ATTR_RDONLY: u64 = 1;
-
-pub fn c_path(path: &Path) -> Result<CString, Error> {
-    CString::new(path.as_os_str().as_bytes()).map_err(|_| Error::SandboxSetting {
-        setting: "writable",
-        message: format!("`{}` contains a NUL byte", path.display()),
-    })
-}
-
-impl MountPlan {
-    /// Applies the plan in a new mount namespace. Async-signal-safe. Paths
-    /// that do not exist (no `.git` yet) are skipped: nothing to protect.
-    pub fn apply(&self) -> std::io::Result<()> {
-        unshare(libc::CLONE_NEWNS)?;
-        // Private first: otherwise our read-only binds would propagate to
-        // the host's mount namespace (systemd makes `/` shared).
-        // SAFETY: NUL-terminated literals; no data argument.
-        check(unsafe {
-            libc::mount(
-                c"none".as_ptr(),
-                c"/".as_ptr(),
-                std::ptr::null(),
-                libc::MS_REC | libc::MS_PRIVATE,
-                std::ptr::null(),
-            )
-        })?;
-        for path in &self.anchors {
-            bind(path)?;
-        }
-        for path in &self.directories {
-            // SAFETY: NUL-terminated path.
-            let result = unsafe { libc::mkdir(path.as_ptr(), 0o755) };
-            let error = std::io::Error::last_os_error().raw_os_error();
-            if result != 0 && error != Some(libc::EEXIST) && error != Some(libc::ENOENT) {
-                return Err(std::io::Error::last_os_error());
-            }
-        }
-        for path in &self.read_only {
-            if bind(path)? {
-                let attributes = MountAttributes {
-                    attr_set: MOUNT_ATTR_RDONLY,
-                    attr_clr: 0,
-                    propagation: 0,
-                    userns_fd: 0,
-                };
-                // SAFETY: NUL-terminated path; the kernel reads
-                // `attributes` (its size is passed) during the call.
-                let result = unsafe {
-                    libc::syscall(
-                        libc::SYS_mount_setattr,
-                        libc::AT_FDCWD,
-                        path.as_ptr(),
-                        libc::AT_RECURSIVE,
-                        &raw const attributes,
-                        std::mem::size_of::<MountAttributes>(),
-                    )
-                };
-                if result != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-            }
-        }
-        reenter_working_directory()
-    }
-}
-
-/// The working directory was entered before the binds and still points
-/// below them, into the covered mount: `.git/config` relative to it would
-/// reach the writable original. Entering it again by path goes through the
-/// new mounts.
-fn reenter_working_directory() -> std::io::Result<()> {
-    let mut buffer = [0u8; libc::PATH_MAX as usize];
-    // SAFETY: getcwd writes at most `buffer.len()` bytes, NUL included.
-    let found = unsafe { libc::getcwd(buffer.as_mut_ptr().cast(), buffer.len()) };
-    if found.is_null() {
-        // Removed or unreachable: relative paths then reach nothing.
-        return Ok(());
-    }
-    // SAFETY: getcwd NUL-terminated the path in `buffer`.
-    check(unsafe { libc::chdir(buffer.as_ptr().cast()) })
-}
-
-/// Binds `path` onto itself; false when it does not exist.
-fn bind(path: &CString) -> std::io::Result<bool> {
-    // SAFETY: NUL-terminated path twice; no data argument.
-    let result = unsafe {
-        libc::mount(
-            path.as_ptr(),
-            path.as_ptr(),
-            std::ptr::null(),
-            libc::MS_BIND | libc::MS_REC,
-            std::ptr::null(),
-        )
-    };
-    if result == 0 {
-        return Ok(true);
-    }
-    let error = std::io::Error::last_os_error();
-    match error.raw_os_error() {
-        Some(libc::ENOENT | libc::ENOTDIR) => Ok(false),
-        _ => Err(error),
-    }
 }

@@ -8,7 +8,8 @@ use std::fmt;
 use std::path::PathBuf;
 
 use super::landlock::abi_version;
-use super::namespaces::{Wanted, create_shared};
+use super::mounts::MountPlan;
+use super::namespaces::{User, Wanted, create_shared};
 use super::seccomp::seccomp_available;
 
 /// The kernel features the sandbox uses, as found on this machine.
@@ -33,15 +34,15 @@ pub fn probe() -> Capabilities {
     // SAFETY: geteuid cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     let user_namespaces = create_shared(Wanted {
-        user: true,
+        user: User::Create,
         network: false,
-        mount: false,
+        mounts: None,
     })
     .is_ok();
     let network_namespaces = create_shared(Wanted {
-        user: !root,
+        user: if root { User::Keep } else { User::Create },
         network: true,
-        mount: true,
+        mounts: Some(&MountPlan::default()),
     })
     .is_ok();
     Capabilities {
