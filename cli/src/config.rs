@@ -69,6 +69,10 @@ use crate::options::seconds;
 /// exclude = ["AWS_*"]               # dropped on top of the defaults
 /// keep = ["GITHUB_TOKEN"]           # passed on even if a drop pattern matches
 /// set = { CI = "1" }                # added, never dropped
+/// [sandbox]
+/// mode = "workspace-write"   # or "read-only", "off"
+/// writable = ["/home/me/.cache/foo"]
+/// network = "on"             # or "off"
 /// ```
 #[derive(Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -95,6 +99,8 @@ pub struct FileConfig {
     pub env: BTreeMap<String, String>,
     #[serde(default)]
     pub environment: EnvPolicy,
+    /// The OS sandbox; flags (`--sandbox`, `--writable`, `--network`) win.
+    pub sandbox: Option<bashtool_env_local::SandboxConfig>,
 }
 
 #[derive(Debug, Default, Deserialize, PartialEq)]
@@ -310,6 +316,10 @@ impl FileConfig {
                 .iter()
                 .map(|(key, value)| (key.clone(), value.clone())),
         );
+        if let Some(sandbox) = &self.sandbox {
+            sandbox.validate()?;
+            local.sandbox = sandbox.clone();
+        }
         Ok(())
     }
 }
@@ -401,5 +411,26 @@ mod tests {
             .apply_to_local(&mut LocalConfig::default())
             .expect_err("bad name");
         assert!(error.to_string().contains("not a valid variable name"));
+    }
+
+    #[test]
+    fn parses_the_sandbox_section() {
+        let config = FileConfig::parse(
+            "[sandbox]\nmode = \"read-only\"\nwritable = [\"/tmp\"]\nnetwork = \"off\"\n",
+        )
+        .expect("valid");
+        let mut local = LocalConfig::default();
+        config.apply_to_local(&mut local).expect("applies");
+        assert_eq!(
+            local.sandbox.mode,
+            bashtool_env_local::SandboxMode::ReadOnly
+        );
+        assert_eq!(local.sandbox.network, bashtool_env_local::NetworkMode::Off);
+        assert_eq!(local.sandbox.writable, [PathBuf::from("/tmp")]);
+        let error = FileConfig::parse("[sandbox]\nmode = \"strict\"\n").expect_err("bad mode");
+        assert!(
+            error.to_string().contains("unknown variant `strict`"),
+            "{error}"
+        );
     }
 }

@@ -28,6 +28,7 @@ mod jobs;
 mod mcp;
 mod options;
 mod run;
+mod sandbox;
 mod schema;
 mod session;
 mod signals;
@@ -58,6 +59,7 @@ enum Command {
     Check(check::CheckArgs),
     Mcp(mcp::McpArgs),
     Jobs(jobs::JobsArgs),
+    Sandbox(sandbox::SandboxCommandArgs),
 }
 
 fn main() -> ExitCode {
@@ -69,6 +71,7 @@ fn main() -> ExitCode {
         Command::Check(_) => "check",
         Command::Mcp(_) => "mcp",
         Command::Jobs(_) => "jobs",
+        Command::Sandbox(_) => "sandbox",
     };
     let outcome = match cli.command {
         Command::Run(args) => run::run(&args),
@@ -77,6 +80,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Mcp(args) => mcp::run(&args),
         Command::Jobs(args) => jobs::run(&args),
+        Command::Sandbox(args) => sandbox::run(&args),
     };
     match outcome {
         Ok(code) => code,

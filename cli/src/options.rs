@@ -40,6 +40,8 @@ pub struct ToolArgs {
     /// Withhold inherited variables matching PATTERN from commands (glob, repeatable) [default: *KEY*, *SECRET*, *TOKEN*, *PASSWORD*]
     #[arg(long = "drop-env", value_name = "PATTERN")]
     pub drop_env: Vec<String>,
+    #[command(flatten)]
+    pub sandbox: crate::sandbox::SandboxArgs,
 }
 
 impl ToolArgs {
@@ -103,6 +105,7 @@ impl ToolArgs {
             local.kill_grace = seconds("--kill-grace", grace, 600.0)?;
         }
         self.apply_env_flags(&mut local, tool);
+        self.sandbox.apply(&mut local.sandbox)?;
         Ok(local)
     }
 

@@ -40,6 +40,7 @@ mod policy;
 mod registry;
 mod report;
 mod result;
+mod sandbox_note;
 mod spec;
 mod tool;
 
@@ -82,5 +83,6 @@ pub use policy::{
 };
 pub use registry::{CreateToolContext, TOOL_NAMES, Tool, create_tool, tool_specs};
 pub use result::{BatchItemDetails, Content, Details, ToolResult};
-pub use spec::{ToolSpec, description, input_schema, tool_spec};
+pub use sandbox_note::explain_denial;
+pub use spec::{ToolSpec, description, input_schema, tool_spec, tool_spec_for};
 pub use tool::{BashTool, CallContext, NOT_CONFIRMED};

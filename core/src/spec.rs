@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::config::{Shortening, ToolConfig};
+use crate::environment::EnvironmentInfo;
 use crate::input::allowed_fields;
 
 /// Name, description and JSON input schema of a tool.
@@ -147,14 +148,6 @@ pub fn description(config: &ToolConfig) -> String {
             refused.join(", ")
         ));
     }
-    text.push_str(
-        "\nSearching:\n\
-         - Use rg (ripgrep) to search file contents: rg 'pattern' [path], rg -t py 'def main', \
-         rg -l 'TODO' to list matching files, rg -n -C 2 'pattern' for line numbers and context. \
-         It respects .gitignore and is much faster than grep -r.\n\
-         - Use fd to find files by name: fd 'pattern', fd -e rs to find by extension, \
-         fd -t d name for directories. It is faster than find and respects .gitignore.\n",
-    );
     if let Some(directory) = &config.working_directory {
         text.push_str(&format!("\n<pwd>{}</pwd>", directory.display()));
     }
@@ -275,13 +268,84 @@ pub fn input_schema(config: &ToolConfig) -> Value {
     schema
 }
 
-/// The complete tool definition.
+/// The complete tool definition, knowing nothing of the environment.
 pub fn tool_spec(config: &ToolConfig) -> ToolSpec {
+    tool_spec_for(config, &EnvironmentInfo::default())
+}
+
+/// The complete tool definition for an environment: where commands run,
+/// what sandbox holds them, and search advice only for tools it has.
+pub fn tool_spec_for(config: &ToolConfig, environment: &EnvironmentInfo) -> ToolSpec {
+    let mut description = description(config);
+    let pwd = description
+        .rfind("\n<pwd>")
+        .map(|start| description.split_off(start));
+    description.push_str(&environment_text(environment));
+    if let Some(pwd) = pwd {
+        description.push_str(&pwd);
+    }
     ToolSpec {
         name: config.name.clone(),
-        description: description(config),
+        description,
         input_schema: input_schema(config),
     }
+}
+
+/// What the description says of the environment.
+fn environment_text(environment: &EnvironmentInfo) -> String {
+    let mut text = String::new();
+    if !environment.name.is_empty() && environment.name != "local" && environment.name != "mock" {
+        text.push_str(&format!(
+            "\nCommands run in {}, not on the machine of this conversation.\n",
+            environment.name
+        ));
+    }
+    if let Some(sandbox) = &environment.sandbox {
+        let roots: Vec<String> = sandbox
+            .writable
+            .iter()
+            .map(|root| root.display().to_string())
+            .collect();
+        let writes = if sandbox.mode == "read-only" {
+            "Writes fail everywhere except temporary files".to_owned()
+        } else {
+            format!("Writes outside {} fail", roots.join(", "))
+        };
+        let network = if sandbox.network == "off" {
+            "; the network is off (only the command's own loopback works)"
+        } else {
+            ""
+        };
+        text.push_str(&format!(
+            "\nSandbox ({}): {writes}; .git/hooks and .git/config stay read-only{network}. A \
+             denied write says so; do not try to get around it.\n",
+            sandbox.mode
+        ));
+    }
+    let has = |tool: &str| environment.tools.iter().any(|name| name == tool);
+    let mut search = Vec::new();
+    if has("rg") {
+        search.push(
+            "- Use rg (ripgrep) to search file contents: rg 'pattern' [path], rg -t py 'def main', \
+             rg -l 'TODO' to list matching files, rg -n -C 2 'pattern' for line numbers and \
+             context. It respects .gitignore and is much faster than grep -r.",
+        );
+    } else {
+        search.push(
+            "- Search file contents with grep -rn 'pattern' [path] (add --include='*.py' to \
+             narrow it; skip .git and build directories with --exclude-dir).",
+        );
+    }
+    if has("fd") || has("fdfind") {
+        search.push(
+            "- Use fd to find files by name: fd 'pattern', fd -e rs to find by extension, \
+             fd -t d name for directories. It is faster than find and respects .gitignore.",
+        );
+    } else {
+        search.push("- Find files by name with find . -name 'pattern' -not -path '*/.git/*'.");
+    }
+    text.push_str(&format!("\nSearching:\n{}\n", search.join("\n")));
+    text
 }
 
 #[cfg(test)]

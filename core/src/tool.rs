@@ -17,7 +17,7 @@ use crate::report::{
     background_text, batch_item, command_details, command_section, share_budget, telemetry_line,
 };
 use crate::result::{BatchItemDetails, Content, Details, ToolResult};
-use crate::spec::{ToolSpec, tool_spec};
+use crate::spec::{ToolSpec, tool_spec_for};
 
 /// Seed 000's refusal when the approval port says no.
 pub const NOT_CONFIRMED: &str = "Command was not confirmed by the user.";
@@ -73,7 +73,7 @@ impl BashTool {
 
     /// The definition to give the model.
     pub fn spec(&self) -> ToolSpec {
-        tool_spec(&self.config)
+        tool_spec_for(&self.config, &self.exec.environment())
     }
 
     /// Runs a call to its end.

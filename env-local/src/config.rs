@@ -143,6 +143,9 @@ pub struct LocalConfig {
     /// Where background jobs are recorded for other processes (`bashtool
     /// jobs`). `None`: not recorded.
     pub job_records: Option<PathBuf>,
+    /// The OS sandbox asked for; default workspace-write. Turned into a
+    /// wrapper by [`crate::wrappers_for`].
+    pub sandbox: crate::SandboxConfig,
 }
 
 impl Default for LocalConfig {
@@ -163,6 +166,7 @@ impl Default for LocalConfig {
             wrappers: Vec::new(),
             containment: Arc::new(SessionAndMarker),
             job_records: None,
+            sandbox: crate::SandboxConfig::default(),
         }
     }
 }

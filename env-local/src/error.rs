@@ -1,5 +1,5 @@
 //! Errors of the environment's own API (state directory, job records,
-//! interactive jobs). Errors of running a command are
+//! interactive jobs, the sandbox). Errors of running a command are
 //! [`bashtool_core::ExecError`]s, and errors of the jobs port are
 //! [`bashtool_core::JobError`]s, as the ports say.
 
@@ -36,6 +36,31 @@ pub enum Error {
     LineTooLong { length: usize, limit: usize },
     #[error("could not write to the terminal: {source}")]
     Terminal {
+        #[source]
+        source: std::io::Error,
+    },
+    /// A sandbox setting is invalid; nothing runs.
+    #[error("sandbox setting `{setting}`: {message}")]
+    SandboxSetting {
+        setting: &'static str,
+        message: String,
+    },
+    /// The kernel cannot enforce the requested sandbox. Never silently
+    /// skipped: the user turns the sandbox off explicitly.
+    #[error(
+        "the sandbox ({mode}) cannot be enforced on this machine: {feature} is not available ({reason}); \
+         run `bashtool sandbox` to see what this machine supports, or turn the sandbox off with `--sandbox off` \
+         (TOML: [sandbox] mode = \"off\")"
+    )]
+    SandboxUnsupported {
+        mode: String,
+        feature: &'static str,
+        reason: String,
+    },
+    /// Preparing the sandbox failed for another reason.
+    #[error("could not prepare the sandbox: {step}: {source}")]
+    SandboxSetup {
+        step: String,
         #[source]
         source: std::io::Error,
     },

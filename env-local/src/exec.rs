@@ -50,6 +50,8 @@ struct Inner {
     jobs: JobTable,
     interactive: InteractiveJobs,
     environment: EnvironmentInfo,
+    /// Why the sandbox asked for cannot be enforced: every call fails.
+    sandbox_error: Option<String>,
     /// SIGKILLs scheduled for leftovers that ignored SIGTERM; shutdown waits
     /// for them, so a short-lived process (`bashtool call`) cannot exit
     /// before they land.
@@ -81,6 +83,26 @@ pub(crate) async fn stopped(pid: u32) {
     }
 }
 
+/// `config` with its sandbox prepared and put first among the wrappers,
+/// the sandbox's description, or why it cannot be had.
+pub(crate) fn with_sandbox(
+    mut config: LocalConfig,
+) -> (
+    LocalConfig,
+    Option<bashtool_core::SandboxInfo>,
+    Option<String>,
+) {
+    match crate::sandbox::sandbox_for(&config) {
+        Ok(Some(sandbox)) => {
+            let info = sandbox.info();
+            config.wrappers.insert(0, sandbox);
+            (config, Some(info), None)
+        }
+        Ok(None) => (config, None, None),
+        Err(error) => (config, None, Some(error.to_string())),
+    }
+}
+
 /// Stops a command's tree if its call is dropped before it finished.
 struct KillOnDrop {
     tree: Arc<dyn Containment>,
@@ -99,13 +121,27 @@ impl Drop for KillOnDrop {
 }
 
 impl LocalExec {
+    /// An environment with `config`. The sandbox `config.sandbox` asks for
+    /// is prepared here, once; if the kernel cannot enforce it, every call
+    /// fails with an error that names the missing feature and the setting
+    /// that turns the sandbox off (never a silent fallback).
     pub fn new(config: LocalConfig) -> Self {
+        let (config, sandbox, sandbox_error) = with_sandbox(config);
+        Self::prepared(config, sandbox, sandbox_error)
+    }
+
+    /// An environment whose sandbox is already among `config.wrappers`.
+    pub(crate) fn prepared(
+        config: LocalConfig,
+        sandbox: Option<bashtool_core::SandboxInfo>,
+        sandbox_error: Option<String>,
+    ) -> Self {
         let logs = Arc::new(config.log_dir_handle());
         let store = config.job_records.clone().map(JobStore::new);
         let jobs = JobTable::new(config.kill_grace, config.keep_jobs_on_drop, store);
         let environment = EnvironmentInfo {
             name: "local".to_owned(),
-            sandbox: None,
+            sandbox,
             tools: crate::tools::available_tools(),
         };
         Self {
@@ -116,6 +152,7 @@ impl LocalExec {
                 interactive: InteractiveJobs::default(),
                 environment,
                 escalations: std::sync::Mutex::new(Vec::new()),
+                sandbox_error,
             }),
         }
     }
@@ -468,11 +505,28 @@ impl CommandExec for LocalExec {
         command: &str,
         options: SpawnOptions,
     ) -> Result<CommandResult, ExecError> {
-        match options.mode {
+        if let Some(message) = &self.inner.sandbox_error {
+            return Err(ExecError::Other {
+                message: message.clone(),
+            });
+        }
+        let mut result = match options.mode {
             ExecMode::Foreground => self.run_foreground(command, options).await,
             ExecMode::Background => self.run_background(command, &options),
             ExecMode::Interactive => self.run_interactive(command, &options).await,
+        }?;
+        if !result.success()
+            && let Some(info) = &self.inner.environment.sandbox
+        {
+            // A denial is explained, so the model (and the user) can act
+            // without strace. Only on failure, only on the retained lines.
+            let (lines, _) = result.output.retained();
+            let texts: Vec<&str> = lines.iter().map(|line| line.text.as_str()).collect();
+            if let Some(note) = bashtool_core::explain_denial(&texts, info) {
+                result.notes.push(note);
+            }
         }
+        Ok(result)
     }
 
     fn environment(&self) -> EnvironmentInfo {

@@ -12,7 +12,10 @@
 //! output in a file; [`LocalExec`] implements the [`bashtool_core::Jobs`]
 //! port over them.
 //!
-//! It is not a sandbox: commands run with the caller's rights.
+//! Commands run with the caller's rights unless a [`Sandbox`] wraps every
+//! launch ([`wrappers_for`] turns [`LocalConfig::sandbox`] into one): writes
+//! only beneath the writable roots, protected git hooks and config, the
+//! network on or off (see `docs/sandbox.md`).
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -76,6 +79,7 @@ mod logs;
 mod owner;
 mod posix_spawn;
 mod reader;
+mod sandbox;
 mod session;
 mod spawn;
 mod state_dir;
@@ -106,6 +110,10 @@ pub use kill::{
 pub use logs::{LogDir, LogHandle, LogWriter};
 pub use owner::{OWNER_VARIABLE, Reaped, StopWithOwner, reap_orphans};
 pub use reader::OutputPump;
+pub use sandbox::{
+    Capabilities, NetworkMode, SANDBOX_VARIABLE, Sandbox, SandboxConfig, SandboxMode, probe,
+    sandbox_info, wrappers_for,
+};
 pub use session::{Session, SessionConfig};
 pub use spawn::{
     ChildIo, ExitStatus, MAX_INLINE_SCRIPT, Output, RootProcess, Sink, SpawnRequest, Spawned,

@@ -109,6 +109,7 @@ Config file (TOML; every key optional):
   [env]       CARGO_TERM_COLOR = \"never\"
   [environment]  exclude = [\"AWS_*\"]   keep = [\"GITHUB_TOKEN\"]   include_only = []
                  ignore_default_excludes = false   set = { CI = \"1\" }
+  [sandbox]   mode = \"workspace-write\" | \"read-only\" | \"off\"   writable = [\"/dir\"]   network = \"on\" | \"off\"
 The config file applies to run, call and check too (all but cwd, stateless,
 keep_jobs, log_level and progress_interval_ms).";
 
@@ -187,6 +188,7 @@ fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
         local.kill_grace = seconds("--kill-grace", grace, 600.0)?;
     }
     args.tool.apply_env_flags(&mut local, &mut tool);
+    args.tool.sandbox.apply(&mut local.sandbox)?;
     for pair in &args.env {
         let (key, value) = pair
             .split_once('=')

@@ -57,7 +57,7 @@ const INSTRUCTIONS: &str = "Run shell commands with the bash tool: output comes 
 
 impl BashServer {
     pub fn new(backend: Backend, progress_interval: Duration) -> Self {
-        let mut tools = vec![tools::bash_tool(backend.tool.config())];
+        let mut tools = vec![tools::bash_tool_from(backend.tool.spec())];
         if let Some(jobs) = &backend.jobs {
             tools.push(tools::jobs_tool(&jobs.spec()));
         }

@@ -18,7 +18,11 @@ use serde_json::{Value, json};
 
 /// The bash tool as `tools/list` shows it.
 pub fn bash_tool(config: &ToolConfig) -> Tool {
-    let spec = tool_spec(config);
+    bash_tool_from(tool_spec(config))
+}
+
+/// The bash tool from a spec (the environment's: see `BashTool::spec`).
+pub fn bash_tool_from(spec: bashtool_core::ToolSpec) -> Tool {
     let mut tool = Tool::new(spec.name, spec.description, object(spec.input_schema))
         .with_raw_output_schema(Arc::new(object(details_schema())));
     tool.annotations = Some(

@@ -326,14 +326,21 @@ impl CallPipe {
 
 impl Session {
     /// Creates a session. The shell starts with the first call.
-    pub fn new(config: SessionConfig) -> Result<Self, ExecError> {
+    pub fn new(mut config: SessionConfig) -> Result<Self, ExecError> {
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+        // One sandbox for the shell and the session's jobs; one the kernel
+        // cannot enforce is an error, never a silent fallback.
+        let (local, sandbox, sandbox_error) = crate::exec::with_sandbox(config.local);
+        if let Some(message) = sandbox_error {
+            return Err(ExecError::Other { message });
+        }
+        config.local = local;
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let dir = SessionDir::create(id).map_err(|source| ExecError::Other {
             message: format!("could not create the session directory: {source}"),
         })?;
         let cwd = config.local.working_directory.clone();
-        let background = LocalExec::new(config.local.clone());
+        let background = LocalExec::prepared(config.local.clone(), sandbox, None);
         let logs = Arc::new(config.local.log_dir_handle());
         let restores_a_file = config.snapshot_path.is_some();
         Ok(Self {

@@ -1,0 +1,106 @@
+//! The sandbox flags shared by `run`, `call` and `mcp`, and `bashtool
+//! sandbox`: what this machine can enforce and the effective profile.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use bashtool_env_local::{NetworkMode, Sandbox, SandboxConfig, SandboxMode};
+use clap::Args;
+
+/// `--sandbox`, `--writable`, `--network`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct SandboxArgs {
+    /// OS sandbox: off, read-only or workspace-write (writes only to the working directory, temp and --writable dirs) [default: workspace-write]
+    #[arg(long, value_name = "MODE", value_parser = parse_mode)]
+    pub sandbox: Option<SandboxMode>,
+    /// Another directory commands may write to under workspace-write (repeatable)
+    #[arg(long = "writable", value_name = "DIR")]
+    pub writable: Vec<PathBuf>,
+    /// on, or off: nothing outside the sandbox is reachable, only its own loopback [default: on]
+    #[arg(long, value_name = "on|off", value_parser = parse_network)]
+    pub network: Option<NetworkMode>,
+}
+
+fn parse_mode(text: &str) -> Result<SandboxMode, String> {
+    text.parse()
+        .map_err(|error: bashtool_env_local::Error| error.to_string())
+}
+
+fn parse_network(text: &str) -> Result<NetworkMode, String> {
+    text.parse()
+        .map_err(|error: bashtool_env_local::Error| error.to_string())
+}
+
+impl SandboxArgs {
+    /// Applies the flags over `config` (the defaults or the config file's).
+    pub fn apply(&self, config: &mut SandboxConfig) -> anyhow::Result<()> {
+        if let Some(mode) = self.sandbox {
+            config.mode = mode;
+        }
+        if let Some(network) = self.network {
+            config.network = network;
+        }
+        let current = std::env::current_dir().context("reading the current directory")?;
+        config.writable.extend(
+            self.writable
+                .iter()
+                .map(|directory| current.join(directory)),
+        );
+        config.validate()?;
+        Ok(())
+    }
+}
+
+/// Show what sandbox this machine can enforce and the effective profile
+///
+/// Prints the kernel features the sandbox uses (Landlock ABI, seccomp, user
+/// and network namespaces, bubblewrap), then the profile the same flags
+/// would give `run`, `call` or `mcp`: writable roots, protected paths,
+/// network. Exit status 1 when that profile cannot be enforced here.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  bashtool sandbox\n  bashtool sandbox --network off --writable ~/.cache/foo\n  bashtool sandbox --cwd ~/project --sandbox read-only"
+)]
+pub struct SandboxCommandArgs {
+    /// The workspace [default: the current directory]
+    #[arg(long, value_name = "DIR")]
+    pub cwd: Option<PathBuf>,
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
+}
+
+pub fn run(args: &SandboxCommandArgs) -> anyhow::Result<ExitCode> {
+    let current = std::env::current_dir().context("reading the current directory")?;
+    let workspace = args
+        .cwd
+        .as_ref()
+        .map_or_else(|| current.clone(), |directory| current.join(directory));
+    let mut config = SandboxConfig::default();
+    args.sandbox.apply(&mut config)?;
+    println!("This machine:");
+    for line in bashtool_env_local::probe().to_string().lines() {
+        println!("  {line}");
+    }
+    println!();
+    println!("Effective profile:");
+    if config.mode == SandboxMode::Off {
+        println!("  mode: off (commands run with your full rights)");
+        return Ok(ExitCode::SUCCESS);
+    }
+    // No state directory: this process has none worth creating; a server
+    // protects its log directory and state the same way.
+    match Sandbox::new(&config, &workspace, None) {
+        Ok(sandbox) => {
+            for line in sandbox.describe().lines() {
+                println!("  {line}");
+            }
+            println!("  (a running server also keeps its log directory and job records read-only)");
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(error) => {
+            println!("  cannot be enforced: {error}");
+            Ok(ExitCode::FAILURE)
+        }
+    }
+}

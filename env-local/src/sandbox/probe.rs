@@ -1,0 +1,116 @@
+//! What this machine can enforce, for `bashtool sandbox`.
+
+// System calls the standard library does not wrap; each block says why it
+// is sound.
+#![allow(unsafe_code)]
+
+use std::fmt;
+use std::path::PathBuf;
+
+use super::landlock::abi_version;
+use super::mounts::MountPlan;
+use super::namespaces::{User, Wanted, create_shared};
+use super::seccomp::seccomp_available;
+
+/// The kernel features the sandbox uses, as found on this machine.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Landlock ABI version, 0 when absent. 1 is enough for the file system
+    /// rules; 6 adds the scoping of signals.
+    pub landlock_abi: i32,
+    pub seccomp: bool,
+    /// A user namespace could be created (needed by non-root users for
+    /// the network and mount namespaces).
+    pub user_namespaces: bool,
+    /// A network namespace could be created (network off).
+    pub network_namespaces: bool,
+    pub root: bool,
+    /// `bwrap`, if installed (not used: see docs/sandbox.md).
+    pub bubblewrap: Option<PathBuf>,
+}
+
+/// Probes the kernel; forks two short-lived helper processes.
+pub fn probe() -> Capabilities {
+    // SAFETY: geteuid cannot fail.
+    let root = unsafe { libc::geteuid() } == 0;
+    let user_namespaces = create_shared(Wanted {
+        user: User::Create,
+        network: false,
+        mounts: None,
+    })
+    .is_ok();
+    let network_namespaces = create_shared(Wanted {
+        user: if root { User::Keep } else { User::Create },
+        network: true,
+        mounts: Some(&MountPlan::default()),
+    })
+    .is_ok();
+    Capabilities {
+        landlock_abi: abi_version(),
+        seccomp: seccomp_available(),
+        user_namespaces,
+        network_namespaces,
+        root,
+        bubblewrap: find_program("bwrap"),
+    }
+}
+
+fn find_program(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|directory| directory.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
+fn yes_no(value: bool) -> &'static str {
+    if value { "yes" } else { "no" }
+}
+
+impl Capabilities {
+    /// True when every mode can be enforced.
+    pub fn complete(&self) -> bool {
+        self.landlock_abi >= 1
+            && self.seccomp
+            && self.network_namespaces
+            && (self.root || self.user_namespaces)
+    }
+}
+
+impl fmt::Display for Capabilities {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let landlock = match self.landlock_abi {
+            0 => "no (file system rules cannot be enforced)".to_owned(),
+            1..=5 => format!(
+                "ABI {} (file system rules; kill of outside processes not blocked, needs ABI 6)",
+                self.landlock_abi
+            ),
+            abi => format!("ABI {abi} (file system rules, signal scoping)"),
+        };
+        writeln!(formatter, "landlock: {landlock}")?;
+        writeln!(formatter, "seccomp: {}", yes_no(self.seccomp))?;
+        writeln!(
+            formatter,
+            "user namespaces: {}{}",
+            yes_no(self.user_namespaces),
+            if self.root {
+                " (not needed as root)"
+            } else {
+                ""
+            }
+        )?;
+        writeln!(
+            formatter,
+            "network and mount namespaces: {}",
+            yes_no(self.network_namespaces)
+        )?;
+        writeln!(
+            formatter,
+            "bubblewrap: {}",
+            self.bubblewrap.as_ref().map_or_else(
+                || "not installed (not needed)".to_owned(),
+                |path| format!("{} (not needed)", path.display())
+            )
+        )?;
+        write!(formatter, "running as root: {}", yes_no(self.root))
+    }
+}
