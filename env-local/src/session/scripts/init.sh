@@ -29,6 +29,15 @@
 # Keep it short: the snapshot's `declare -f` lists the two functions, and
 # bash writes every line of that output with its own write(2).
 {
+  # The shell's own stdin, stdout and stderr (`/dev/null`) are closed from
+  # here on. Otherwise bash keeps saved copies of them at fds 10, 11, 12
+  # while the command's redirections are in effect, and bash 5.2 shuffles
+  # those into the command's own `exec 11>file`. With nothing to save,
+  # undoing a redirection is a close. (Files the driver opens take these
+  # numbers only for the moment of their redirection.) `exec` itself, not
+  # `builtin exec`, whose redirections would be undone; first, before any
+  # function can exist.
+  exec 0<&- 1>&- 2>&-
   # The snapshot of the state to restore, if any, first: with aliases off
   # (the shell's default), so that a restored alias changes nothing here.
   [[ -z $__bt_restore ]] || builtin source "$__bt_restore" </dev/null >/dev/null 2>&1
