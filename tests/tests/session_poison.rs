@@ -11,7 +11,8 @@ use bashtool_tests::{RESTARTED, cwd_line, new_session, session_tool, survivors_a
 use serde_json::json;
 
 async fn run(tool: &BashTool, command: &str) -> ToolResult {
-    tool.call(json!({ "command": command, "timeout": 10 })).await
+    tool.call(json!({ "command": command, "timeout": 10 }))
+        .await
 }
 
 /// The text of a call that printed `stdout` and exited with `code`, in `cwd`.
@@ -37,7 +38,10 @@ async fn redefined_source_builtin_dot_and_command_do_not_take_over_later_calls()
          command() { echo hijacked; }; printf() { echo hijacked; }; read() { echo hijacked; }",
     )
     .await;
-    assert_eq!(define.text(), format!("(no output)\nexit code 0\n{}", cwd_line(&root)));
+    assert_eq!(
+        define.text(),
+        format!("(no output)\nexit code 0\n{}", cwd_line(&root))
+    );
     let pid = session.shell_pid().await;
     let later = run(&tool, "echo real; cd sub; false").await;
     assert_eq!(later.text(), plain("real", 1, &root.join("sub")));
@@ -46,7 +50,10 @@ async fn redefined_source_builtin_dot_and_command_do_not_take_over_later_calls()
     // The user's own functions still work for the user (but `builtin` and
     // `.` are the driver's).
     let mine = run(&tool, "source /dev/null; type -t builtin .").await;
-    assert_eq!(mine.text(), plain("hijacked\nbuiltin\nbuiltin", 0, &root.join("sub")));
+    assert_eq!(
+        mine.text(),
+        plain("hijacked\nbuiltin\nbuiltin", 0, &root.join("sub"))
+    );
 }
 
 #[tokio::test]
@@ -65,7 +72,10 @@ async fn aliases_of_driver_words_and_keywords_do_not_take_over_later_calls() {
     let after = run(&tool, "echo $x; exit 4").await;
     assert_eq!(
         after.text(),
-        format!("stdout:\n1\n{SHELL_ENDED}\nexit code 4\n{}", cwd_line(&root))
+        format!(
+            "stdout:\n1\n{SHELL_ENDED}\nexit code 4\n{}",
+            cwd_line(&root)
+        )
     );
     // The restart does not bring the driver's aliases back.
     let restarted = run(&tool, "echo $x; alias builtin .").await;
@@ -98,7 +108,11 @@ async fn readonly_driver_variables_are_repaired_by_a_restart_that_drops_them() {
         "readonly __bt_id __bt_status __bt_nonce __bt_seq __bt_running POSIXLY_CORRECT; echo poisoned",
     )
     .await;
-    assert!(poison.text().starts_with("stdout:\npoisoned\n"), "{}", poison.text());
+    assert!(
+        poison.text().starts_with("stdout:\npoisoned\n"),
+        "{}",
+        poison.text()
+    );
     for _ in 0..3 {
         let next = run(&tool, "echo $KEPT; pwd").await;
         assert_eq!(
@@ -113,8 +127,15 @@ async fn readonly_driver_variables_are_repaired_by_a_restart_that_drops_them() {
         )));
     }
     // The new shell has none of them readonly.
-    let check = run(&tool, "declare -p __bt_id | cut -c1-11; [[ -v POSIXLY_CORRECT ]] || echo unset").await;
-    assert_eq!(check.text(), plain("declare -- \nunset", 0, &root.join("sub")));
+    let check = run(
+        &tool,
+        "declare -p __bt_id | cut -c1-11; [[ -v POSIXLY_CORRECT ]] || echo unset",
+    )
+    .await;
+    assert_eq!(
+        check.text(),
+        plain("declare -- \nunset", 0, &root.join("sub"))
+    );
 }
 
 #[tokio::test]
@@ -181,13 +202,19 @@ async fn a_users_exit_trap_runs_and_the_exiting_calls_state_is_kept() {
     let trap_file = root.join("trap-ran.txt");
     run(
         &tool,
-        &format!("trap 'echo \"trap ran in $PWD\" > {}' EXIT", trap_file.display()),
+        &format!(
+            "trap 'echo \"trap ran in $PWD\" > {}' EXIT",
+            trap_file.display()
+        ),
     )
     .await;
     let exiting = run(&tool, "cd sub; export KEPT=yes; exit 3").await;
     assert_eq!(
         exiting.text(),
-        format!("(no output)\n{SHELL_ENDED}\nexit code 3\n{}", cwd_line(&root))
+        format!(
+            "(no output)\n{SHELL_ENDED}\nexit code 3\n{}",
+            cwd_line(&root)
+        )
     );
     assert_eq!(
         std::fs::read_to_string(&trap_file).expect("the user's trap ran"),
@@ -237,7 +264,11 @@ async fn a_restart_does_not_restore_the_poison() {
         nix::sys::signal::Signal::SIGKILL,
     )
     .expect("kill");
-    assert!(survivors_after(&[pid], Duration::from_secs(10)).await.is_empty());
+    assert!(
+        survivors_after(&[pid], Duration::from_secs(10))
+            .await
+            .is_empty()
+    );
     let next = run(&tool, "echo $KEPT; type -t builtin .").await;
     assert_eq!(
         next.text(),
@@ -246,4 +277,28 @@ async fn a_restart_does_not_restore_the_poison() {
             cwd_line(&root)
         )
     );
+}
+
+#[tokio::test]
+async fn a_call_right_after_the_shell_was_killed_still_runs_once() {
+    let (_dir, root) = workspace();
+    let session = new_session(&root);
+    let tool = session_tool(&session);
+    run(&tool, "export KEPT=yes").await;
+    run(&tool, "true").await;
+    let pid = session.shell_pid().await.expect("running");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill");
+    // No wait: whether the session sees the death before it hands the call
+    // over or only after, the command runs exactly once, in a new shell.
+    let counter = root.join("runs.txt");
+    let next = run(&tool, &format!("echo run >> {}; echo $KEPT", counter.display())).await;
+    assert_eq!(
+        next.text(),
+        format!("stdout:\nyes\nexit code 0\n{}\n{RESTARTED}", cwd_line(&root))
+    );
+    assert_eq!(std::fs::read_to_string(&counter).expect("ran"), "run\n");
 }

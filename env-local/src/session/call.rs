@@ -29,6 +29,9 @@ enum Ending {
 struct Prepared {
     request: String,
     nonce: String,
+    /// Length of the request's second line, the one the shell reads only
+    /// after the command.
+    after_command: usize,
 }
 
 impl Session {
@@ -69,7 +72,15 @@ impl Session {
         .map_err(io_error)?;
         let marker = RunMarker::new();
         let prepared = self
-            .prepare(&mut state, id, command, (&stdout, &stderr), call_cwd.as_deref(), options, &marker)
+            .prepare(
+                &mut state,
+                id,
+                command,
+                (&stdout, &stderr),
+                call_cwd.as_deref(),
+                options,
+                &marker,
+            )
             .map_err(io_error)?;
         let (log, mut output) =
             crate::call_log::CallLog::open(&inner.logs, &inner.config.local.output, command);
@@ -77,18 +88,38 @@ impl Session {
         let mut shell = state.shell.take().ok_or_else(|| ExecError::Other {
             message: "the session shell is not running".to_owned(),
         })?;
-        let mut ending = send_and_wait(&mut shell, id, &prepared, &mut stdout, &mut stderr, &mut output, options).await;
+        let mut ending = send_and_wait(
+            &mut shell,
+            id,
+            &prepared,
+            &mut stdout,
+            &mut stderr,
+            &mut output,
+            options,
+        )
+        .await;
         if matches!(ending, Ending::ShellExited(_))
-            && shell.unread_driver_bytes() == prepared.request.len()
+            && shell.unread_driver_bytes() > prepared.after_command
         {
-            // The shell died (killed from outside) before it took the call:
-            // the command never ran. Start a new shell and run it there.
+            // The shell died (killed from outside) before it read all of
+            // the first line: the command never ran. (A shell killed while
+            // blocked reading may still take one byte.) Start a new shell
+            // and run it there.
             drop(shell);
             restarted |= self.ensure_shell(&mut state, options.timeout).await?;
             shell = state.shell.take().ok_or_else(|| ExecError::Other {
                 message: "the session shell is not running".to_owned(),
             })?;
-            ending = send_and_wait(&mut shell, id, &prepared, &mut stdout, &mut stderr, &mut output, options).await;
+            ending = send_and_wait(
+                &mut shell,
+                id,
+                &prepared,
+                &mut stdout,
+                &mut stderr,
+                &mut output,
+                options,
+            )
+            .await;
         }
 
         let grace = inner.config.local.kill_grace;
@@ -200,9 +231,12 @@ impl Session {
         state.save_every_call |= effect == state::StateEffect::Names;
         let save = state.save_every_call || effect != state::StateEffect::None;
         let nonce = nonce()?;
+        let request = driver::call_request(id, save, &nonce);
+        let after_command = request.len() - request.find('\n').map_or(0, |end| end + 1);
         Ok(Prepared {
-            request: driver::call_request(id, save, &nonce),
+            request,
             nonce,
+            after_command,
         })
     }
 }

@@ -113,7 +113,12 @@ impl CallPipe {
     }
 
     /// Pushes the `count` bytes [`CallPipe::read`] left in the buffer.
-    pub(crate) fn push_read(&mut self, count: usize, output: &mut OutputBuffer, options: &SpawnOptions) {
+    pub(crate) fn push_read(
+        &mut self,
+        count: usize,
+        output: &mut OutputBuffer,
+        options: &SpawnOptions,
+    ) {
         let buffer = std::mem::take(&mut self.buffer);
         self.push(&buffer[..count], output, options);
         self.buffer = buffer;

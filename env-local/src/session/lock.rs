@@ -29,10 +29,16 @@ pub(crate) fn lock_path(snapshot: &Path) -> PathBuf {
 impl SnapshotLock {
     /// Takes the lock of `snapshot`, waiting up to `wait` (forever with
     /// `None`) while another session holds it.
-    pub(crate) async fn acquire(snapshot: &Path, wait: Option<Duration>) -> Result<Self, ExecError> {
+    pub(crate) async fn acquire(
+        snapshot: &Path,
+        wait: Option<Duration>,
+    ) -> Result<Self, ExecError> {
         let path = lock_path(snapshot);
         let file = open(&path).map_err(|source| ExecError::Other {
-            message: format!("could not open the session lock {}: {source}", path.display()),
+            message: format!(
+                "could not open the session lock {}: {source}",
+                path.display()
+            ),
         })?;
         let file = match Flock::lock(file, FlockArg::LockExclusiveNonblock) {
             Ok(lock) => return Ok(Self { _lock: lock }),
@@ -45,7 +51,8 @@ impl SnapshotLock {
         };
         // Held: wait in a blocking thread (flock has no async form). If we
         // give up, that thread takes the lock later and drops it at once.
-        let blocking = tokio::task::spawn_blocking(move || Flock::lock(file, FlockArg::LockExclusive));
+        let blocking =
+            tokio::task::spawn_blocking(move || Flock::lock(file, FlockArg::LockExclusive));
         let locked = match wait {
             Some(wait) => tokio::time::timeout(wait, blocking).await.map_err(|_| {
                 ExecError::Other {

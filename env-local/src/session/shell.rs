@@ -42,6 +42,9 @@ pub(crate) struct Shell {
 }
 
 impl Shell {
+    // Async although nothing here awaits any more (the driver now comes
+    // with `-c`, not on stdin): the spawn path that replaces this one is.
+    #[allow(clippy::unused_async)]
     pub(crate) async fn start(spec: ShellSpec<'_>) -> Result<Self, ExecError> {
         let program = spec.program.display().to_string();
         let spawn_error = |source: std::io::Error| {
@@ -112,7 +115,8 @@ impl Shell {
         // SAFETY: FIONREAD writes one c_int through the pointer, which
         // points to a live local; the fd stays open for the call.
         #[allow(unsafe_code)]
-        let result = unsafe { libc::ioctl(self.driver.as_raw_fd(), libc::FIONREAD, &raw mut count) };
+        let result =
+            unsafe { libc::ioctl(self.driver.as_raw_fd(), libc::FIONREAD, &raw mut count) };
         if result < 0 {
             return 0;
         }
