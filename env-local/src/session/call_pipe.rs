@@ -74,6 +74,13 @@ impl CallPipe {
         if let Some(mut pipe) = spare
             && pipe.clean
         {
+            // A new read end too: the old one saw the FIFO without writers
+            // (EPOLLHUP), and tokio keeps that "read closed" readiness for
+            // good, so every read would spin on EAGAIN until data came
+            // (measured: hundreds of failed read(2) per call, most of the
+            // call's CPU time). Opened before the write end, it never sees
+            // a hang-up.
+            pipe.receiver = pipe::OpenOptions::new().open_receiver(&pipe.path)?;
             pipe.sender = Some(pipe::OpenOptions::new().open_sender(&pipe.path)?);
             pipe.clean = false;
             pipe.open = true;
