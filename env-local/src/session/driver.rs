@@ -14,7 +14,7 @@ use crate::MARKER_VARIABLE;
 ///
 /// For each call Rust writes the command to a file, a call script
 /// ([`call_script`]) and two lines to the driver FIFO ([`call_request`]):
-/// `c`, read before the command, and `<id> <save> <nonce>`, read after it.
+/// `c<save>`, read before the command, and `<id> <nonce>`, read after it.
 /// The command is `source`d at top level, not in a function, so that
 /// `declare` makes globals as at a prompt; no fork; `return` works. It has
 /// its own stdin, stdout and stderr, which bash restores when `source`
@@ -74,12 +74,14 @@ pub(crate) fn startup_script(dir: &Path, snapshot: Option<&Path>, sequence: u64)
     )
 }
 
-/// The two driver lines of call `id`: `c` (the shell sources the call
-/// script) and `<id> <save> <nonce>`, which the shell reads only once the
-/// command is over, so the command cannot see the nonce that makes its
-/// status record count.
+/// The two driver lines of call `id`: `c<save>` (the shell sources the
+/// call script; with `c1` it then saves a snapshot, and first frees
+/// `builtin` and `.` of functions: only a command that may define names is
+/// sent with `c1`, see `state::state_effect`) and `<id> <nonce>`, which
+/// the shell reads only once the command is over, so the command cannot
+/// see the nonce that makes its status record count.
 pub(crate) fn call_request(id: u64, save: bool, nonce: &str) -> String {
-    format!("c\n{id} {} {nonce}\n", u8::from(save))
+    format!("c{}\n{id} {nonce}\n", u8::from(save))
 }
 
 /// Name of the call script in the session directory.
@@ -170,6 +172,6 @@ mod tests {
             startup_script(Path::new("/s"), None, 0),
             "__bt_seq=0 __bt_restore=; builtin . '/s/init.sh'"
         );
-        assert_eq!(call_request(7, false, "ab12"), "c\n7 0 ab12\n");
+        assert_eq!(call_request(7, false, "ab12"), "c0\n7 ab12\n");
     }
 }
