@@ -257,6 +257,9 @@ async fn a_restart_does_not_restore_the_poison() {
          export KEPT=yes",
     )
     .await;
+    // The snapshot is written right after the status; the next call starts
+    // only once that is done.
+    run(&tool, "true").await;
     // The shell dies from outside; the next one starts from the snapshot.
     let pid = session.shell_pid().await.expect("running");
     nix::sys::signal::kill(
@@ -295,10 +298,17 @@ async fn a_call_right_after_the_shell_was_killed_still_runs_once() {
     // No wait: whether the session sees the death before it hands the call
     // over or only after, the command runs exactly once, in a new shell.
     let counter = root.join("runs.txt");
-    let next = run(&tool, &format!("echo run >> {}; echo $KEPT", counter.display())).await;
+    let next = run(
+        &tool,
+        &format!("echo run >> {}; echo $KEPT", counter.display()),
+    )
+    .await;
     assert_eq!(
         next.text(),
-        format!("stdout:\nyes\nexit code 0\n{}\n{RESTARTED}", cwd_line(&root))
+        format!(
+            "stdout:\nyes\nexit code 0\n{}\n{RESTARTED}",
+            cwd_line(&root)
+        )
     );
     assert_eq!(std::fs::read_to_string(&counter).expect("ran"), "run\n");
 }
