@@ -15,8 +15,9 @@
 # - A status counts only with the call's nonce, which Rust writes after the
 #   call line and the loop reads only once the command is over.
 # - The two builtins called by name, `builtin` and `.`, are freed of
-#   functions of those names after each command, in POSIX mode, where the
-#   special builtin `unset` comes before functions. Everything else goes
+#   functions of those names after each command that may define names
+#   (`c1`), in POSIX mode, where the special builtin `unset` comes before
+#   functions. Everything else goes
 #   through `builtin`. (`builtin source` cannot run the command: bash drops
 #   the temporary environment, the per-call variables, after its first
 #   command.)
