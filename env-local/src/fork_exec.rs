@@ -133,6 +133,25 @@ unsafe fn child(
             fail(error.raw_os_error().unwrap_or(libc::EPERM));
         }
     }
+    // Nothing else is inherited (see posix_spawn.rs), after the wrappers'
+    // steps (a sandbox uses descriptors it prepared), sparing the report
+    // pipe (close-on-exec: exec closes it). close_range needs Linux 5.9; on
+    // older kernels the descriptors stay, as before.
+    let first = crate::posix_spawn::first_free_fd(fds);
+    // SAFETY: close_range is a plain system call on our own descriptors.
+    unsafe {
+        let close = |from: libc::c_int, to: libc::c_uint| {
+            libc::syscall(libc::SYS_close_range, from as libc::c_uint, to, 0);
+        };
+        if report >= first {
+            if report > first {
+                close(first, (report - 1) as libc::c_uint);
+            }
+            close(report + 1, libc::c_uint::MAX);
+        } else {
+            close(first, libc::c_uint::MAX);
+        }
+    }
     // SAFETY: argv and envp end with null pointers and point into CStrings
     // that live in the parent's (copied) memory.
     unsafe {

@@ -69,6 +69,14 @@ fn check(code: libc::c_int) -> io::Result<()> {
     }
 }
 
+/// The lowest descriptor above every one the child gets.
+pub(crate) fn first_free_fd(fds: &ChildFds) -> RawFd {
+    fds.extra
+        .iter()
+        .map(|&(_, target)| target + 1)
+        .fold(3, RawFd::max)
+}
+
 /// The argv, environment and directory of a launch as C strings, prepared
 /// before any fork (nothing may allocate in a forked child).
 pub(crate) struct CLaunch {
@@ -172,6 +180,13 @@ pub(crate) fn spawn(launch: &CLaunch, fds: &ChildFds) -> io::Result<u32> {
                 target,
             ))?;
         }
+        // Nothing else is inherited: a descriptor a host left without
+        // close-on-exec (a jobserver pipe) would reach the command, and an
+        // inherited fd 10 trips a bash bug in `exec 10>a 11>b`.
+        check(libc::posix_spawn_file_actions_addclosefrom_np(
+            &raw mut actions.0,
+            first_free_fd(fds),
+        ))?;
         check(libc::posix_spawn_file_actions_addchdir_np(
             &raw mut actions.0,
             cwd.as_ptr(),

@@ -37,7 +37,10 @@ async fn huge_output_keeps_memory_bounded() {
     let cap = bashtool_env_local::DEFAULT_MAX_LOG_FILE_BYTES;
     assert!((cap..cap + 200).contains(&log_size), "{log_size}");
     assert!(
-        result.notes.iter().any(|note| note.starts_with("the log file stops at")),
+        result
+            .notes
+            .iter()
+            .any(|note| note.starts_with("the log file stops at")),
         "{:?}",
         result.notes
     );

@@ -545,6 +545,55 @@ async fn state_persists_across_sessions_through_a_snapshot_path() {
 }
 
 #[tokio::test]
+async fn a_second_session_on_the_same_snapshot_path_waits_for_the_first() {
+    let (_dir, root) = workspace();
+    let path = root.join("state/session.sh");
+    let first = Session::with_snapshot_path(session_config(&root), &path).expect("session");
+    let first_tool = tool_for(&first);
+    run(&first_tool, "x=1").await;
+    // The second starts while the first holds the file: it may restore only
+    // what the first saved, so its increment counts.
+    let second = Session::with_snapshot_path(session_config(&root), &path).expect("session");
+    let second_tool = tool_for(&second);
+    let waiting = tokio::spawn(async move {
+        let result = second_tool
+            .call(json!({"command": "x=$((x+1)); echo $x"}))
+            .await;
+        (result, second)
+    });
+    run(&first_tool, "x=$((x+1))").await;
+    first.shutdown().await.expect("shutdown");
+    let (result, second) = waiting.await.expect("second call");
+    assert_eq!(
+        result.text(),
+        format!("stdout:\n3\nexit code 0\n{}", cwd_line(&root))
+    );
+    second.shutdown().await.expect("shutdown");
+}
+
+#[tokio::test]
+async fn a_session_whose_snapshot_path_stays_held_gives_up_at_its_timeout() {
+    let (_dir, root) = workspace();
+    let path = root.join("state/session.sh");
+    let first = Session::with_snapshot_path(session_config(&root), &path).expect("session");
+    run(&tool_for(&first), "true").await;
+    let second = Session::with_snapshot_path(session_config(&root), &path).expect("session");
+    let result = call(
+        &tool_for(&second),
+        json!({"command": "echo never", "timeout": 1}),
+    )
+    .await;
+    assert!(result.is_error);
+    assert_eq!(
+        result.text(),
+        format!(
+            "the session is in use by another bashtool process (lock {}.lock, held until that call ends); try again when it is done",
+            path.display()
+        )
+    );
+}
+
+#[tokio::test]
 async fn dropping_the_session_kills_its_shell() {
     let (_dir, root) = workspace();
     let session = new_session(&root);

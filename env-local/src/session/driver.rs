@@ -7,32 +7,42 @@ use std::path::Path;
 
 use crate::MARKER_VARIABLE;
 
-/// The shell side of a session: `init.sh`, sourced when a shell starts,
-/// defines `__bt_post` and `__bt_save` and re-arms the EXIT trap.
+/// The shell side of a session: `init.sh`, run by `bash -c` when a shell
+/// starts (after the snapshot, if any, is restored). It is one loop that
+/// reads requests from the driver FIFO and writes records to the control
+/// FIFO (see its header for why each part is built as it is).
 ///
-/// For each call Rust writes the command to a file and a call script:
-///
-/// ```text
-/// __bt_id=7 __bt_back=; [__bt_back=$PWD && builtin cd -- 'DIR' &&] \
-///   BASHTOOL_RUN_ID='m' VAR='x' source 'CMD' </dev/null >|'OUT' 2>|'ERR' 3>&-; \
-///   __bt_post $? SAVE
-/// ```
-///
-/// and one short line on the shell's stdin, [`RUN_CALL`]. The command is
-/// `source`d at top level, not in a function, so that `declare` makes
-/// globals as at a prompt; no fork; `return` works. It has its own
-/// descriptors, which bash
-/// restores when `source` returns, so `exec >/dev/null` or `exec 3>&-` in a
-/// command cannot take the shell's own along. fd 3 is the control pipe to
-/// Rust: statuses never travel on the command's output.
+/// For each call Rust writes the command to a file, a call script
+/// ([`call_script`]) and two lines to the driver FIFO ([`call_request`]):
+/// `c<save>`, read before the command, and `<id> <nonce>`, read after it.
+/// The command is `source`d at top level, not in a function, so that
+/// `declare` makes globals as at a prompt; no fork; `return` works. It has
+/// its own stdin, stdout and stderr, which bash restores when `source`
+/// returns, so `exec >/dev/null` in a command cannot take the shell's own
+/// along.
 ///
 /// Everything here must survive the user's `set -euo pipefail`, `set -x`,
-/// and functions or aliases with ordinary names: builtins are called through
-/// `builtin`, nothing may fail unguarded, and nothing forks.
-pub(crate) const SCRIPTS: [(&str, &str); 1] = [("init.sh", include_str!("scripts/init.sh"))];
+/// `IFS`, and functions or aliases with any name: the driver is parsed
+/// before any alias exists, builtins are called through `builtin` (freed
+/// of a function of that name before each use), nothing may fail
+/// unguarded, and nothing forks.
+const INIT_SCRIPT: &str = include_str!("scripts/init.sh");
 
-/// A line that writes a snapshot now and acknowledges it with a `W` record.
-pub(crate) const SAVE_NOW: &str = "__bt_save; builtin printf 'W\\0' >&3\n";
+/// Name of the driver script in the session directory.
+pub(crate) const INIT_NAME: &str = "init.sh";
+
+/// `init.sh` for the session directory `dir`: its paths are written into
+/// the script, not kept in variables a command could change.
+pub(crate) fn init_script(dir: &Path) -> String {
+    INIT_SCRIPT.replace("@DIR@", &quote_path(dir))
+}
+
+/// The request that writes a snapshot now and acknowledges it with a `W`
+/// record.
+pub(crate) const SAVE_NOW: &str = "w\n";
+
+/// The request that ends the shell; its EXIT trap saves the state.
+pub(crate) const EXIT_NOW: &str = "x\n";
 
 /// `text` as one bash word in single quotes (`'` becomes `'\''`). Any byte
 /// but NUL is safe inside, newlines included.
@@ -54,36 +64,31 @@ fn quote_path(path: &Path) -> String {
     quote(&path.to_string_lossy())
 }
 
-/// The lines that bring a new shell up: defaults, the snapshot to restore
-/// (if any), the session directory and snapshot number, and `init.sh`.
-pub(crate) fn startup_lines(dir: &Path, snapshot: Option<&Path>, sequence: u64) -> String {
-    let mut lines = "builtin shopt -s expand_aliases\n".to_owned();
-    if let Some(snapshot) = snapshot {
-        let _ = writeln!(
-            lines,
-            "builtin source {} </dev/null >/dev/null 2>&1 3>&-",
-            quote_path(snapshot)
-        );
-    }
-    let _ = writeln!(
-        lines,
-        "__bt_dir={} __bt_seq={sequence}\nbuiltin . \"$__bt_dir/init.sh\"",
-        quote_path(dir)
-    );
-    lines
+/// The `-c` script that brings a new shell up: the snapshot to restore (if
+/// any) and its number, then `init.sh`, which never returns.
+pub(crate) fn startup_script(dir: &Path, snapshot: Option<&Path>, sequence: u64) -> String {
+    let restore = snapshot.map(quote_path).unwrap_or_default();
+    format!(
+        "__bt_seq={sequence} __bt_restore={restore}; builtin . {}",
+        quote_path(&dir.join(INIT_NAME))
+    )
 }
 
-/// The one line written to the shell's stdin per call: it sources the call
-/// script (bash reads a script on a pipe one byte per `read(2)`, so the long
-/// line goes through a file instead).
-pub(crate) const RUN_CALL: &str = "builtin . \"$__bt_dir/call.sh\"\n";
+/// The two driver lines of call `id`: `c<save>` (the shell sources the
+/// call script; with `c1` it then saves a snapshot, and first frees
+/// `builtin` and `.` of functions: only a command that may define names is
+/// sent with `c1`, see `state::state_effect`) and `<id> <nonce>`, which
+/// the shell reads only once the command is over, so the command cannot
+/// see the nonce that makes its status record count.
+pub(crate) fn call_request(id: u64, save: bool, nonce: &str) -> String {
+    format!("c{}\n{id} {nonce}\n", u8::from(save))
+}
 
 /// Name of the call script in the session directory.
 pub(crate) const CALL_SCRIPT: &str = "call.sh";
 
 /// What one call asks of the shell.
 pub(crate) struct CallLine<'a> {
-    pub id: u64,
     pub command_file: &'a Path,
     pub stdout_fifo: &'a Path,
     pub stderr_fifo: &'a Path,
@@ -95,19 +100,20 @@ pub(crate) struct CallLine<'a> {
     /// Value of [`MARKER_VARIABLE`]: every process of the call inherits it,
     /// so that those which left the shell's session (`setsid`) are found.
     pub marker: &'a str,
-    /// Write a snapshot after the command (see `state::state_effect`).
-    pub save: bool,
 }
 
 /// The call script of one call. The command is `source`d at top level with
 /// its own stdin (`/dev/null`: a command that reads gets EOF), stdout and
-/// stderr (per-call FIFOs) and without the control fd.
-pub(crate) fn call_line(call: &CallLine<'_>) -> String {
-    let mut line = format!("__bt_id={} __bt_back=; ", call.id);
+/// stderr (per-call FIFOs). The shell parses it with the user's aliases on,
+/// so every command word is quoted (`\builtin`: no alias applies). The
+/// command runs through `.`, not `builtin source`: with `builtin`, bash
+/// drops the per-call variables after the command's first command.
+pub(crate) fn call_script(call: &CallLine<'_>) -> String {
+    let mut line = String::new();
     if let Some(cwd) = call.cwd {
         let _ = write!(
             line,
-            "__bt_back=$PWD && builtin cd -- {} 2>/dev/null && ",
+            "__bt_back=$PWD && \\builtin cd -- {} 2>/dev/null && ",
             quote_path(cwd)
         );
     }
@@ -119,11 +125,10 @@ pub(crate) fn call_line(call: &CallLine<'_>) -> String {
     }
     let _ = writeln!(
         line,
-        "source {} </dev/null >|{} 2>|{} 3>&-; __bt_post $? {}",
+        "\\. {} </dev/null >|{} 2>|{}",
         quote_path(call.command_file),
         quote_path(call.stdout_fifo),
         quote_path(call.stderr_fifo),
-        u8::from(call.save),
     );
     line
 }
@@ -139,23 +144,34 @@ mod tests {
     }
 
     #[test]
-    fn call_line_sources_the_command_with_its_own_descriptors() {
+    fn call_script_sources_the_command_with_its_own_descriptors() {
         let env = BTreeMap::from([("A".to_owned(), "x y".to_owned())]);
-        let line = call_line(&CallLine {
-            id: 7,
+        let line = call_script(&CallLine {
             command_file: Path::new("/s/command.sh"),
             stdout_fifo: Path::new("/s/out.7"),
             stderr_fifo: Path::new("/s/err.7"),
             cwd: Some(Path::new("/w d")),
             env: &env,
             marker: "m-7",
-            save: true,
         });
         assert_eq!(
             line,
-            "__bt_id=7 __bt_back=; __bt_back=$PWD && builtin cd -- '/w d' 2>/dev/null && \
-             BASHTOOL_RUN_ID='m-7' A='x y' source '/s/command.sh' </dev/null >|'/s/out.7' \
-             2>|'/s/err.7' 3>&-; __bt_post $? 1\n"
+            "__bt_back=$PWD && \\builtin cd -- '/w d' 2>/dev/null && \
+             BASHTOOL_RUN_ID='m-7' A='x y' \\. '/s/command.sh' </dev/null \
+             >|'/s/out.7' 2>|'/s/err.7'\n"
         );
+    }
+
+    #[test]
+    fn startup_script_restores_then_runs_the_driver() {
+        assert_eq!(
+            startup_script(Path::new("/s"), Some(Path::new("/s/restore.sh")), 4),
+            "__bt_seq=4 __bt_restore='/s/restore.sh'; builtin . '/s/init.sh'"
+        );
+        assert_eq!(
+            startup_script(Path::new("/s"), None, 0),
+            "__bt_seq=0 __bt_restore=; builtin . '/s/init.sh'"
+        );
+        assert_eq!(call_request(7, false, "ab12"), "c0\n7 ab12\n");
     }
 }

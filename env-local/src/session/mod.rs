@@ -3,21 +3,29 @@
 //! functions, aliases and options carry over from one call to the next.
 //!
 //! Design (see `docs/sessions.md` for the measurements):
-//! - One `bash --noprofile --norc` per [`Session`], leading its own session
-//!   and process group. Its stdin is a pipe that carries only driver lines;
-//!   its own stdout/stderr are `/dev/null`.
-//! - Statuses travel on a separate control pipe (fd 3) that the command
-//!   cannot see, so no output can be mistaken for one.
+//! - One `bash --noprofile --norc -c <driver>` per [`Session`], leading its
+//!   own session and process group, its stdin/stdout/stderr `/dev/null`.
+//!   The driver is a loop that reads requests from a FIFO and writes
+//!   records to another, opening each per use: the command never holds
+//!   either, so no output and no descriptor game can forge a status.
 //! - Each call: the command text goes to a file, which the shell `source`s at
 //!   top level (no fork, no quoting, no size limit) with stdin `/dev/null` and
 //!   stdout/stderr on two FIFOs made for this call. Processes the command
 //!   leaves behind hold only this call's FIFOs, so their output can never
 //!   leak into a later call.
+//! - Ordinary shell text cannot take the driver over (see `scripts/init.sh`),
+//!   and a shell a command poisoned anyway is replaced by one restored
+//!   without the poison (`snapshot::restorable`).
 //! - After each command the shell writes a snapshot of its state (builtins
 //!   only). When the shell dies anyway (`exit`, `exec`, a kill, a timeout),
 //!   the next call starts a new one from the newest complete snapshot.
 
+mod background;
+mod call;
+mod call_pipe;
+mod dir;
 mod driver;
+mod lock;
 mod procs;
 mod protocol;
 mod shell;
@@ -25,30 +33,19 @@ mod snapshot;
 mod state;
 mod telemetry;
 
-use std::os::fd::AsFd as _;
-use std::os::unix::fs::DirBuilderExt as _;
-use std::os::unix::process::ExitStatusExt as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Instant;
+use std::time::Duration;
 
-use bashtool_core::{
-    CommandExec, CommandResult, ExecError, ExecMode, OutputCapture, ShellState, SpawnOptions,
-    Stream,
-};
-use tokio::io::AsyncReadExt as _;
-use tokio::net::unix::pipe;
+use bashtool_core::{CommandExec, CommandResult, ExecError, ExecMode, SpawnOptions};
 
-use crate::{JobTable, LocalConfig, LocalExec, LogDir, NON_INTERACTIVE_ENV, RunMarker};
-use protocol::Record;
+use crate::{JobTable, LocalConfig, LocalExec, LogDir, NON_INTERACTIVE_ENV};
+use call_pipe::CallPipe;
+use dir::SessionDir;
+pub(crate) use dir::remove_stale_session_dirs;
+use lock::SnapshotLock;
 use shell::{Shell, ShellSpec};
-
-/// Largest read from one output pipe.
-const READ_BUFFER: usize = 64 * 1024;
-/// Most reads when draining a pipe after the command ended: a leftover that
-/// writes without pause must not keep the call from returning.
-const MAX_DRAIN_READS: usize = 64;
 
 /// Configuration of a [`Session`].
 #[derive(Debug, Clone)]
@@ -60,6 +57,9 @@ pub struct SessionConfig {
     /// Keep the session's state in this file too: a new `Session` with the
     /// same path starts from it, and [`Session::shutdown`] saves to it. This
     /// is how `bashtool run --session NAME` carries state across processes.
+    /// From that restore until the save (or drop), the session holds an
+    /// exclusive lock on `<path>.lock`: a second session on the same path
+    /// waits for it (up to its call's timeout), so no update is lost.
     pub snapshot_path: Option<PathBuf>,
     /// Report where the shell stands after each call (cwd, git branch).
     pub telemetry: bool,
@@ -142,186 +142,8 @@ struct State {
     /// Snapshot after every call: a command may have defined functions or
     /// aliases whose later use changes the state unseen.
     save_every_call: bool,
-}
-
-/// The session's private directory: driver, command file, FIFOs, snapshot
-/// slots. On tmpfs when available: truncating a file on ext4 costs a flush
-/// (~4 ms measured), which would dominate every call.
-struct SessionDir {
-    path: PathBuf,
-}
-
-impl SessionDir {
-    fn create(id: u64) -> std::io::Result<Self> {
-        let name = format!("bashtool-session-{}-{id}", std::process::id());
-        Self::create_in(Path::new("/dev/shm"), &name)
-            .or_else(|_| Self::create_in(&std::env::temp_dir(), &name))
-    }
-
-    fn create_in(base: &Path, name: &str) -> std::io::Result<Self> {
-        let path = base.join(name);
-        // Left over by an earlier process with our pid.
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::DirBuilder::new().mode(0o700).create(&path)?;
-        let dir = Self { path };
-        for (name, script) in driver::SCRIPTS {
-            std::fs::write(dir.path.join(name), script)?;
-        }
-        Ok(dir)
-    }
-}
-
-/// Removes the session directories of processes that are gone (a server
-/// killed with SIGKILL cannot remove its own). Only directories owned by us
-/// are touched. Returns how many were removed.
-pub(crate) fn remove_stale_session_dirs() -> usize {
-    use std::os::unix::fs::MetadataExt as _;
-    let own = nix::unistd::geteuid().as_raw();
-    let mut removed = 0;
-    for base in [PathBuf::from("/dev/shm"), std::env::temp_dir()] {
-        let Ok(entries) = std::fs::read_dir(&base) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(pid) = name
-                .to_str()
-                .and_then(|name| name.strip_prefix("bashtool-session-"))
-                .and_then(|rest| rest.split('-').next())
-                .and_then(|pid| pid.parse::<u32>().ok())
-            else {
-                continue;
-            };
-            let ours = std::fs::symlink_metadata(entry.path())
-                .is_ok_and(|metadata| metadata.is_dir() && metadata.uid() == own);
-            if ours
-                && crate::kill::process_info(pid).is_none()
-                && std::fs::remove_dir_all(entry.path()).is_ok()
-            {
-                removed += 1;
-            }
-        }
-    }
-    removed
-}
-
-impl Drop for SessionDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
-    }
-}
-
-/// How a call's wait ended.
-enum Ending {
-    Status {
-        status: i32,
-        jobs: Vec<u32>,
-        cwd: PathBuf,
-    },
-    ShellExited(Option<std::process::ExitStatus>),
-    TimedOut,
-    Cancelled,
-    /// The command (or the shell) stopped itself: it can never go on.
-    Stopped,
-}
-
-/// One output stream of one call: a FIFO we read, and a write end we hold
-/// until the command ended, so that EOF afterwards means no process of the
-/// command holds it any more. A FIFO that reached EOF is reused by the next
-/// call (nobody else can write to it); one still held by a leftover is
-/// dropped, and its path removed, so that the leftover's output can never
-/// reach a later call.
-struct CallPipe {
-    path: PathBuf,
-    receiver: pipe::Receiver,
-    sender: Option<pipe::Sender>,
-    stream: Stream,
-    /// EOF was seen after the last command: free of other writers.
-    clean: bool,
-    /// The read buffer, kept with the pipe: zeroing fresh 64 KiB buffers
-    /// on every call cost more than the call's own reads.
-    buffer: Vec<u8>,
-}
-
-impl Drop for CallPipe {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
-    }
-}
-
-impl CallPipe {
-    fn create(path: PathBuf, stream: Stream) -> std::io::Result<Self> {
-        let _ = std::fs::remove_file(&path);
-        nix::unistd::mkfifo(
-            &path,
-            nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR,
-        )?;
-        let receiver = pipe::OpenOptions::new().open_receiver(&path)?;
-        let sender = pipe::OpenOptions::new().open_sender(&path)?;
-        Ok(Self {
-            path,
-            receiver,
-            sender: Some(sender),
-            stream,
-            clean: false,
-            buffer: vec![0_u8; READ_BUFFER],
-        })
-    }
-
-    /// This pipe again for the next call if it is clean, else a new one.
-    fn reuse_or_create(
-        spare: Option<Self>,
-        path: impl FnOnce() -> PathBuf,
-        stream: Stream,
-    ) -> std::io::Result<Self> {
-        if let Some(mut pipe) = spare
-            && pipe.clean
-        {
-            pipe.sender = Some(pipe::OpenOptions::new().open_sender(&pipe.path)?);
-            pipe.clean = false;
-            return Ok(pipe);
-        }
-        Self::create(path(), stream)
-    }
-
-    /// Hands raw bytes to core's capture, which cleans and bounds them.
-    fn push(&self, bytes: &[u8], output: &OutputCapture) {
-        output.push(self.stream, bytes);
-    }
-
-    /// Reads what is in the pipe without waiting. Returns true if some
-    /// process still holds the write end (no EOF).
-    fn drain(&mut self, output: &OutputCapture) -> bool {
-        self.sender = None;
-        let mut buffer = std::mem::take(&mut self.buffer);
-        let held = self.drain_with(&mut buffer, output);
-        self.buffer = buffer;
-        held
-    }
-
-    fn drain_with(&mut self, buffer: &mut [u8], output: &OutputCapture) -> bool {
-        for _ in 0..MAX_DRAIN_READS {
-            // read(2) itself, not `try_read`: tokio answers WouldBlock from
-            // its cached readiness without asking the kernel, which would
-            // hide both the data and the EOF that are already there.
-            match nix::unistd::read(self.receiver.as_fd(), buffer) {
-                Ok(0) => {
-                    self.clean = true;
-                    return false;
-                }
-                Ok(count) => self.push(&buffer[..count], output),
-                Err(nix::errno::Errno::EAGAIN) => return true,
-                Err(nix::errno::Errno::EINTR) => {}
-                Err(_) => return false,
-            }
-        }
-        true
-    }
-
-    fn finish(&self, output: &OutputCapture) {
-        // A character cut off by the end of the output becomes U+FFFD.
-        output.end_stream(self.stream);
-    }
+    /// Held from the restore of `snapshot_path` until it is saved back.
+    snapshot_lock: Option<SnapshotLock>,
 }
 
 impl Session {
@@ -357,6 +179,7 @@ impl Session {
                     spare_stderr: None,
                     // A snapshot from an earlier process may hold functions.
                     save_every_call: restores_a_file,
+                    snapshot_lock: None,
                 }),
                 background,
                 logs,
@@ -384,7 +207,8 @@ impl Session {
         self.inner.background.jobs()
     }
 
-    /// The environment that runs this session's background jobs.
+    /// The environment that runs this session's background and interactive
+    /// jobs.
     pub fn background(&self) -> &LocalExec {
         &self.inner.background
     }
@@ -401,7 +225,7 @@ impl Session {
         let mut state = self.inner.state.lock().await;
         if let Some(mut shell) = state.shell.take() {
             // `exit` runs the EXIT trap, which saves the final state.
-            let _ = shell.send("builtin exit 0\n").await;
+            let _ = shell.send(driver::EXIT_NOW).await;
             let grace = self.inner.config.local.kill_grace;
             if tokio::time::timeout(grace, shell.wait()).await.is_err() {
                 procs::kill_group_now(shell.pid);
@@ -413,14 +237,21 @@ impl Session {
         {
             snapshot::persist(&newest, path)?;
         }
+        // Saved: another session may take the file now.
+        state.snapshot_lock = None;
         // A shell started after this is not a restart after a death.
         state.had_shell = false;
         Ok(())
     }
 
     /// Starts a shell if none is running. Returns true when this replaces
-    /// one that died (the call's result says `restarted`).
-    async fn ensure_shell(&self, state: &mut State) -> Result<bool, ExecError> {
+    /// one that died (the call's result says `restarted`). `lock_wait`
+    /// bounds the wait for another session that holds the snapshot path.
+    async fn ensure_shell(
+        &self,
+        state: &mut State,
+        lock_wait: Option<Duration>,
+    ) -> Result<bool, ExecError> {
         if let Some(shell) = &mut state.shell {
             if !shell.has_exited() {
                 return Ok(false);
@@ -432,9 +263,14 @@ impl Session {
         let mut candidates = snapshot::slots(&inner.dir.path).to_vec();
         if !state.had_shell
             && let Some(path) = &inner.config.snapshot_path
-            && snapshot::trusted(path)
         {
-            candidates.push(path.clone());
+            if state.snapshot_lock.is_none() {
+                state.snapshot_lock = Some(SnapshotLock::acquire(path, lock_wait).await?);
+            }
+            // A snapshot is run as code: only one that is ours and private.
+            if snapshot::trusted(path) {
+                candidates.push(path.clone());
+            }
         }
         // A filtered copy (see snapshot::restorable); a slot may be
         // overwritten by the new shell while it is still being read.
@@ -469,7 +305,7 @@ impl Session {
                 .map(|(key, value)| (key.clone(), value.clone())),
         );
         let sequence = restore.as_ref().map_or(0, |(_, sequence)| *sequence);
-        let startup = driver::startup_lines(
+        let startup = driver::startup_script(
             &inner.dir.path,
             restore.as_ref().map(|(path, _)| path.as_path()),
             sequence,
@@ -484,6 +320,7 @@ impl Session {
                 .filter(|name| !config.env_policy.inherits(&name.to_string_lossy()))
                 .collect(),
             startup,
+            dir: &inner.dir.path,
             wrappers: &config.wrappers,
         })
         .await?;
@@ -491,232 +328,6 @@ impl Session {
         state.shell = Some(shell);
         state.had_shell = true;
         Ok(restarted)
-    }
-
-    async fn run_foreground(
-        &self,
-        command: &str,
-        options: &SpawnOptions,
-    ) -> Result<CommandResult, ExecError> {
-        let start = Instant::now();
-        let inner = &self.inner;
-        let mut state = inner.state.lock().await;
-        let call_cwd = match &options.cwd {
-            Some(cwd) => {
-                let cwd = state.cwd.join(cwd);
-                check_directory(&cwd)?;
-                Some(cwd)
-            }
-            None => None,
-        };
-        let mut restarted = self.ensure_shell(&mut state).await?;
-        let id = state.next_call;
-        state.next_call += 1;
-        let io_error = |source: std::io::Error| ExecError::Other {
-            message: format!("could not prepare the session call: {source}"),
-        };
-        let command_file = inner.dir.path.join("command.sh");
-        std::fs::write(&command_file, command).map_err(io_error)?;
-        let dir = &inner.dir.path;
-        let mut stdout = CallPipe::reuse_or_create(
-            state.spare_stdout.take(),
-            || dir.join(format!("out.{id}")),
-            Stream::Stdout,
-        )
-        .map_err(io_error)?;
-        let mut stderr = CallPipe::reuse_or_create(
-            state.spare_stderr.take(),
-            || dir.join(format!("err.{id}")),
-            Stream::Stderr,
-        )
-        .map_err(io_error)?;
-        let marker = RunMarker::new();
-        let line = driver::call_line(&driver::CallLine {
-            id,
-            command_file: &command_file,
-            stdout_fifo: &stdout.path,
-            stderr_fifo: &stderr.path,
-            cwd: call_cwd.as_deref(),
-            env: &options.env,
-            marker: marker.value(),
-            save: {
-                let effect = state::state_effect(command);
-                state.save_every_call |= effect == state::StateEffect::Names;
-                state.save_every_call || effect != state::StateEffect::None
-            },
-        });
-        std::fs::write(inner.dir.path.join(driver::CALL_SCRIPT), line).map_err(io_error)?;
-        let output = &options.output;
-        let log = crate::call_log::CallLog::open(&inner.logs, output, command);
-
-        let mut shell = state.shell.take().ok_or_else(|| ExecError::Other {
-            message: "the session shell is not running".to_owned(),
-        })?;
-        if shell.send(driver::RUN_CALL).await.is_err() {
-            // Died between the liveness check and the write: start anew once.
-            drop(shell);
-            restarted |= self.ensure_shell(&mut state).await?;
-            shell = state.shell.take().ok_or_else(|| ExecError::Other {
-                message: "the session shell is not running".to_owned(),
-            })?;
-            shell
-                .send(driver::RUN_CALL)
-                .await
-                .map_err(|source| ExecError::Spawn {
-                    program: inner.config.local.shell.display().to_string(),
-                    source,
-                })?;
-        }
-
-        let mut dropped = procs::KillCallOnDrop {
-            shell_pid: shell.pid,
-            marker: marker.clone(),
-            armed: true,
-        };
-        let ending = wait_for_end(&mut shell, id, &mut stdout, &mut stderr, options).await;
-
-        dropped.armed = false;
-        let grace = inner.config.local.kill_grace;
-        let mut notes = Vec::new();
-        let mut exit_code = None;
-        let mut signal = None;
-        let (mut timed_out, mut cancelled) = (false, false);
-        match ending {
-            Ending::Status { status, jobs, cwd } => {
-                exit_code = Some(status);
-                state.cwd = cwd;
-                let held_out = stdout.drain(output);
-                let held_err = stderr.drain(output);
-                if !jobs.is_empty() || held_out || held_err {
-                    let leftovers = procs::leftovers(shell.pid, &marker);
-                    let stopped = procs::stop(&leftovers, grace).await;
-                    if stopped > 0 {
-                        notes.push(leftover_note(stopped));
-                    }
-                    stdout.drain(output);
-                    stderr.drain(output);
-                }
-                state.shell = Some(shell);
-            }
-            Ending::ShellExited(status) => {
-                stdout.drain(output);
-                stderr.drain(output);
-                if let Some(status) = status {
-                    exit_code = status.code();
-                    signal = status.signal().map(signal_name);
-                }
-                // What the command (or an `exec`ed program) left running.
-                let stopped = procs::stop(&procs::marked(&marker), grace).await;
-                if stopped > 0 {
-                    notes.push(leftover_note(stopped));
-                }
-                notes.push(
-                    "the command ended the session's shell (exit, exec or a signal); the next call starts a new shell with the state saved last"
-                        .to_owned(),
-                );
-            }
-            Ending::TimedOut | Ending::Cancelled | Ending::Stopped => {
-                timed_out = matches!(ending, Ending::TimedOut);
-                cancelled = matches!(ending, Ending::Cancelled);
-                if matches!(ending, Ending::Stopped) {
-                    signal = Some("SIGSTOP".to_owned());
-                    notes.push(
-                        "the command stopped itself (SIGSTOP or a terminal stop signal); a stopped command can never go on here, so its process tree was stopped"
-                            .to_owned(),
-                    );
-                }
-                // The command may be a loop inside the shell itself: the
-                // only sure stop is the shell's whole tree. Its EXIT trap
-                // (run on SIGTERM) saves the state it reached.
-                procs::stop_shell_tree(shell.pid, &marker, grace).await;
-                shell.wait().await;
-                stdout.drain(output);
-                stderr.drain(output);
-                notes.push(
-                    "the session's shell was stopped with the command; the next call starts a new shell with the state saved last"
-                        .to_owned(),
-                );
-            }
-        }
-        stdout.finish(output);
-        stderr.finish(output);
-        let output = output.finish();
-        notes.extend(log.truncation_note());
-        state.spare_stdout = Some(stdout);
-        state.spare_stderr = Some(stderr);
-        let shell_state = inner.config.telemetry.then(|| ShellState {
-            git_branch: telemetry::git_branch(&state.cwd),
-            cwd: state.cwd.clone(),
-            restarted,
-        });
-        Ok(CommandResult {
-            exit_code,
-            signal,
-            duration: start.elapsed(),
-            timed_out,
-            cancelled,
-            output,
-            log_file: log.path(),
-            notes,
-            background: None,
-            interactive: None,
-            shell: shell_state,
-            working_directory: Some(call_cwd.unwrap_or_else(|| state.cwd.clone())),
-        })
-    }
-
-    /// Background calls run outside the shell (they must outlive the call),
-    /// but with its state: a fresh snapshot is handed to `bash -c` through
-    /// `BASH_ENV`, and the job starts in the session's cwd.
-    async fn run_background(
-        &self,
-        command: &str,
-        mut options: SpawnOptions,
-    ) -> Result<CommandResult, ExecError> {
-        let inner = &self.inner;
-        let mut state = inner.state.lock().await;
-        self.ensure_shell(&mut state).await?;
-        let cwd = match &options.cwd {
-            Some(cwd) => state.cwd.join(cwd),
-            None => state.cwd.clone(),
-        };
-        check_directory(&cwd)?;
-        if let Some(shell) = &mut state.shell
-            && shell.send(driver::SAVE_NOW).await.is_ok()
-        {
-            let _ = tokio::time::timeout(
-                inner.config.local.kill_grace,
-                shell.control.wait_for(|record| *record == Record::Saved),
-            )
-            .await;
-        }
-        let id = state.next_call;
-        state.next_call += 1;
-        if let Some((newest, _)) = snapshot::newest(&snapshot::slots(&inner.dir.path)) {
-            let copy = inner.dir.path.join(format!("background-{id}.sh"));
-            let env_file = inner.dir.path.join(format!("background-{id}.env"));
-            // Filtered like a restore: the job must keep its own marker.
-            let prepared = std::fs::read_to_string(&newest)
-                .and_then(|text| std::fs::write(&copy, snapshot::restorable(&text)))
-                .and_then(|()| {
-                    std::fs::write(
-                        &env_file,
-                        format!(
-                            "unset BASH_ENV\nbuiltin source {} </dev/null >/dev/null 2>&1\n",
-                            driver::quote(&copy.to_string_lossy())
-                        ),
-                    )
-                });
-            if prepared.is_ok() {
-                options.env.insert(
-                    "BASH_ENV".to_owned(),
-                    env_file.to_string_lossy().into_owned(),
-                );
-            }
-        }
-        options.cwd = Some(cwd);
-        drop(state);
-        inner.background.spawn(command, options).await
     }
 }
 
@@ -747,7 +358,7 @@ impl CommandExec for Session {
     }
 }
 
-/// The session's background jobs, run by its [`LocalExec`].
+/// The session's background and interactive jobs, run by its [`LocalExec`].
 #[async_trait::async_trait]
 impl bashtool_core::Jobs for Session {
     async fn list(&self) -> Vec<bashtool_core::JobInfo> {
@@ -766,7 +377,7 @@ impl bashtool_core::Jobs for Session {
     async fn wait(
         &self,
         id: &str,
-        timeout: std::time::Duration,
+        timeout: Duration,
         cancel: tokio_util::sync::CancellationToken,
     ) -> Result<bashtool_core::JobInfo, bashtool_core::JobError> {
         bashtool_core::Jobs::wait(&self.inner.background, id, timeout, cancel).await
@@ -780,7 +391,7 @@ impl bashtool_core::Jobs for Session {
         &self,
         id: &str,
         input: bashtool_core::JobInput,
-        yield_after: std::time::Duration,
+        yield_after: Duration,
     ) -> Result<bashtool_core::JobOutput, bashtool_core::JobError> {
         bashtool_core::Jobs::write(&self.inner.background, id, input, yield_after).await
     }
@@ -788,103 +399,4 @@ impl bashtool_core::Jobs for Session {
     async fn stop_all(&self) {
         bashtool_core::Jobs::stop_all(&self.inner.background).await;
     }
-}
-
-/// Reads the call's output until its status arrives, the shell exits, the
-/// deadline passes or the caller cancels.
-async fn wait_for_end(
-    shell: &mut Shell,
-    id: u64,
-    stdout: &mut CallPipe,
-    stderr: &mut CallPipe,
-    options: &SpawnOptions,
-) -> Ending {
-    let mut out_buffer = std::mem::take(&mut stdout.buffer);
-    let mut err_buffer = std::mem::take(&mut stderr.buffer);
-    let ending = wait_for_end_with(
-        shell,
-        id,
-        (stdout, &mut out_buffer),
-        (stderr, &mut err_buffer),
-        options,
-    )
-    .await;
-    stdout.buffer = out_buffer;
-    stderr.buffer = err_buffer;
-    ending
-}
-
-async fn wait_for_end_with(
-    shell: &mut Shell,
-    id: u64,
-    (stdout, out_buffer): (&mut CallPipe, &mut [u8]),
-    (stderr, err_buffer): (&mut CallPipe, &mut [u8]),
-    options: &SpawnOptions,
-) -> Ending {
-    let output = &options.output;
-    let deadline = options
-        .timeout
-        .map(|timeout| tokio::time::Instant::now() + timeout);
-    let mut out_open = true;
-    let mut err_open = true;
-    loop {
-        let sleep = async {
-            match deadline {
-                Some(deadline) => tokio::time::sleep_until(deadline).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            records = shell.control.read_records() => {
-                for record in records {
-                    if let Record::Status { id: record_id, status, jobs, cwd } = record
-                        && record_id == id
-                    {
-                        return Ending::Status { status, jobs, cwd };
-                    }
-                }
-            }
-            read = stdout.receiver.read(out_buffer), if out_open => match read {
-                Ok(0) | Err(_) => out_open = false,
-                Ok(count) => stdout.push(&out_buffer[..count], output),
-            },
-            read = stderr.receiver.read(err_buffer), if err_open => match read {
-                Ok(0) | Err(_) => err_open = false,
-                Ok(count) => stderr.push(&err_buffer[..count], output),
-            },
-            () = shell.root.exited(), if shell.reaped.is_none() => {
-                return Ending::ShellExited(shell.wait().await);
-            }
-            () = sleep => return Ending::TimedOut,
-            () = options.cancel.cancelled() => return Ending::Cancelled,
-            () = crate::exec::stopped(shell.pid) => return Ending::Stopped,
-        }
-    }
-}
-
-fn check_directory(path: &Path) -> Result<(), ExecError> {
-    match std::fs::metadata(path) {
-        Ok(metadata) if metadata.is_dir() => Ok(()),
-        Ok(_) => Err(ExecError::NotADirectory {
-            path: path.to_path_buf(),
-        }),
-        Err(_) => Err(ExecError::MissingDirectory {
-            path: path.to_path_buf(),
-        }),
-    }
-}
-
-fn leftover_note(count: usize) -> String {
-    if count == 1 {
-        "1 leftover process was stopped; servers belong in mode \"background\"".to_owned()
-    } else {
-        format!("{count} leftover processes were stopped; servers belong in mode \"background\"")
-    }
-}
-
-fn signal_name(signal: i32) -> String {
-    nix::sys::signal::Signal::try_from(signal).map_or_else(
-        |_| format!("signal {signal}"),
-        |signal| signal.as_str().to_owned(),
-    )
 }

@@ -1,12 +1,15 @@
-//! Records the shell writes on the control pipe (fd 3). Only the driver
-//! writes there: the command runs with fd 3 closed, so nothing it prints can
+//! Records the shell writes on the control FIFO. Only the driver writes
+//! there: the shell opens it for each record and holds no descriptor of it
+//! while a command runs, and a status counts only with the call's nonce,
+//! which the shell reads after the command. So nothing a command prints can
 //! be taken for a record.
 //!
 //! Each record ends with a NUL (the one byte no path can contain):
 //! - `R`: the shell finished starting.
 //! - `W`: the shell finished writing a snapshot asked for by a line.
-//! - `S <id> <status>\n<pid>\n...P<cwd>`: call `<id>` ended with `<status>`;
-//!   the pids are background jobs it left running; `<cwd>` runs to the end.
+//! - `S <id> <nonce> <status>\n<pid>\n...P<cwd>`: call `<id>` ended with
+//!   `<status>`; the pids are background jobs it left running; `<cwd>` runs
+//!   to the end.
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
@@ -18,6 +21,7 @@ pub(crate) enum Record {
     Saved,
     Status {
         id: u64,
+        nonce: String,
         status: i32,
         jobs: Vec<u32>,
         cwd: PathBuf,
@@ -50,6 +54,7 @@ fn parse_status(record: &[u8]) -> Option<Record> {
     let first = std::str::from_utf8(&record[..first_end]).ok()?;
     let mut words = first.split(' ').skip(1);
     let id = words.next()?.parse().ok()?;
+    let nonce = words.next()?.to_owned();
     let status = words.next()?.parse().ok()?;
     let mut jobs = Vec::new();
     let mut position = first_end + 1;
@@ -74,6 +79,7 @@ fn parse_status(record: &[u8]) -> Option<Record> {
     let cwd = PathBuf::from(OsString::from_vec(record[position + 1..].to_vec()));
     Some(Record::Status {
         id,
+        nonce,
         status,
         jobs,
         cwd,
@@ -86,7 +92,7 @@ mod tests {
 
     #[test]
     fn parses_status_with_jobs_and_a_cwd_with_newlines() {
-        let mut pending = b"R\0S 3 127\n41\n42\nP/tmp/a\nPb\0S 4".to_vec();
+        let mut pending = b"R\0S 3 n3 127\n41\n42\nP/tmp/a\nPb\0S 4".to_vec();
         let records = take_records(&mut pending);
         assert_eq!(
             records,
@@ -94,6 +100,7 @@ mod tests {
                 Record::Ready,
                 Record::Status {
                     id: 3,
+                    nonce: "n3".to_owned(),
                     status: 127,
                     jobs: vec![41, 42],
                     cwd: PathBuf::from("/tmp/a\nPb"),
@@ -105,11 +112,12 @@ mod tests {
 
     #[test]
     fn status_without_jobs() {
-        let mut pending = b"S 1 0\nP/\0".to_vec();
+        let mut pending = b"S 1 n1 0\nP/\0".to_vec();
         assert_eq!(
             take_records(&mut pending),
             vec![Record::Status {
                 id: 1,
+                nonce: "n1".to_owned(),
                 status: 0,
                 jobs: vec![],
                 cwd: PathBuf::from("/"),

@@ -1,14 +1,14 @@
-//! The long-lived bash behind a session: how it is started, and the control
-//! pipe on which it reports.
+//! The long-lived bash behind a session: how it is started, and the two
+//! FIFOs it talks to Rust on.
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
-use std::path::Path;
+use std::ffi::{OsStr, OsString};
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::sync::Arc;
 
 use bashtool_core::ExecError;
-use nix::fcntl::OFlag;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
 
@@ -26,10 +26,13 @@ pub(crate) struct ShellSpec<'a> {
     /// Start from an empty environment (the snapshot being restored has
     /// every exported variable, and `unset` ones must stay unset).
     pub clear_env: bool,
-    /// Inherited variables the shell must not see (the environment policy).
-    pub remove: Vec<std::ffi::OsString>,
-    /// Lines written to the shell's stdin before any call.
+    /// The `-c` script that brings the shell up (see
+    /// `driver::startup_script`).
     pub startup: String,
+    /// The session directory, where the driver FIFOs are made.
+    pub dir: &'a Path,
+    /// Inherited variables the shell must not see (the environment policy).
+    pub remove: Vec<OsString>,
     /// The environment's spawn wrappers (a sandbox applies to the shell and
     /// so to every command it runs).
     pub wrappers: &'a [Arc<dyn SpawnWrapper>],
@@ -39,24 +42,35 @@ pub(crate) struct ShellSpec<'a> {
 pub(crate) struct Shell {
     pub root: RootProcess,
     pub pid: u32,
-    stdin: pipe::Sender,
+    /// The driver FIFO, Rust's end: call requests go in here.
+    driver: pipe::Sender,
     pub control: Control,
-    /// The shell was waited for: its pid (and group id) may be reused, so
+    /// The child was waited for: its pid (and group id) may be reused, so
     /// it must not be signalled any more.
     pub reaped: Option<ExitStatus>,
 }
 
 impl Shell {
+    // Async although nothing here awaits any more (the driver now comes
+    // with `-c`, not on stdin): the spawn path that replaces this one is.
+    #[allow(clippy::unused_async)]
     pub(crate) async fn start(spec: ShellSpec<'_>) -> Result<Self, ExecError> {
         let program = spec.program.display().to_string();
-        // Close-on-exec, so that no other child spawned meanwhile (another
-        // session, a LocalExec call) inherits the write end and keeps the
-        // pipe from reporting EOF when this shell dies.
-        let (control_read, control_write) =
-            nix::unistd::pipe2(OFlag::O_CLOEXEC).map_err(|errno| ExecError::Spawn {
-                program: program.clone(),
-                source: errno.into(),
-            })?;
+        let spawn_error = |source: std::io::Error| {
+            if source.kind() == std::io::ErrorKind::NotFound {
+                ExecError::ShellNotFound {
+                    program: program.clone(),
+                }
+            } else {
+                ExecError::Spawn {
+                    program: program.clone(),
+                    source,
+                }
+            }
+        };
+        let channels = Channels::create(spec.dir).map_err(|source| ExecError::Other {
+            message: format!("could not create the session's driver FIFOs: {source}"),
+        })?;
         let mut env: BTreeMap<OsString, OsString> = if spec.clear_env {
             BTreeMap::new()
         } else {
@@ -70,58 +84,67 @@ impl Shell {
                 .into_iter()
                 .map(|(key, value)| (OsString::from(key), OsString::from(value))),
         );
-        // Its own session and process group (a timeout can signal the whole
-        // group, and nothing can open a terminal to prompt); statuses on fd
-        // 3; its own output to /dev/null (each call has its own FIFOs).
+        let mut argv = vec![spec.program.as_os_str().to_owned()];
+        argv.extend(
+            shell_arguments(&spec.startup)
+                .iter()
+                .map(|arg| arg.to_os_string()),
+        );
+        // The one spawn path: its own session, stdio /dev/null, no other
+        // descriptor, the wrappers (a sandbox) applied.
         let spawned = crate::spawn::launch(
             Launch {
-                argv: vec![
-                    spec.program.as_os_str().to_owned(),
-                    OsString::from("--noprofile"),
-                    OsString::from("--norc"),
-                ],
+                argv,
                 env: env.into_iter().collect(),
                 cwd: spec.cwd.to_path_buf(),
             },
             spec.wrappers,
             ChildIo {
-                stdin_pipe: true,
+                stdin_pipe: false,
                 stdout: Sink::Null,
                 stderr: Sink::Null,
-                extra: vec![(control_write, 3)],
+                extra: Vec::new(),
             },
             None,
-        )?;
-        let spawn_error = |source: std::io::Error| ExecError::Spawn {
-            program: program.clone(),
-            source,
-        };
-        let pid = spawned.root.pid();
-        let stdin = spawned.stdin.ok_or_else(|| ExecError::Other {
-            message: "the session shell has no stdin".to_owned(),
+        )
+        .map_err(|error| match error {
+            ExecError::Spawn { source, .. } => spawn_error(source),
+            other => other,
         })?;
-        let control = pipe::Receiver::from_owned_fd(control_read).map_err(spawn_error)?;
-        let mut shell = Self {
+        let pid = spawned.root.pid();
+        Ok(Self {
             root: spawned.root,
             pid,
-            stdin,
+            driver: channels.driver,
             control: Control {
-                receiver: Some(control),
+                receiver: channels.control,
                 pending: Vec::new(),
             },
             reaped: None,
-        };
-        shell
-            .send(&spec.startup)
-            .await
-            .map_err(|source| ExecError::Spawn { program, source })?;
-        Ok(shell)
+        })
     }
 
-    /// Writes driver lines. Fails with `BrokenPipe` when the shell is gone.
+    /// Writes driver lines. They wait in the FIFO until the shell reads
+    /// them; writing never fails because the shell is gone (see
+    /// [`Shell::unread_driver_bytes`]).
     pub(crate) async fn send(&mut self, lines: &str) -> std::io::Result<()> {
-        self.stdin.write_all(lines.as_bytes()).await?;
-        self.stdin.flush().await
+        self.driver.write_all(lines.as_bytes()).await
+    }
+
+    /// How many bytes written with [`Shell::send`] the shell has not read
+    /// yet: after the shell died, this tells whether it took the call at
+    /// all (the kernel's count, not the shell's word).
+    pub(crate) fn unread_driver_bytes(&self) -> usize {
+        let mut count: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one c_int through the pointer, which
+        // points to a live local; the fd stays open for the call.
+        #[allow(unsafe_code)]
+        let result =
+            unsafe { libc::ioctl(self.driver.as_raw_fd(), libc::FIONREAD, &raw mut count) };
+        if result < 0 {
+            return 0;
+        }
+        usize::try_from(count).unwrap_or_default()
     }
 
     /// True if the shell has exited (it is reaped then).
@@ -136,18 +159,13 @@ impl Shell {
         false
     }
 
-    /// Completes when the shell has exited, and reaps it. Cancel-safe.
-    pub(crate) async fn exited(&mut self) -> Option<ExitStatus> {
+    /// Waits for the shell to exit and reaps it. Cancel-safe.
+    pub(crate) async fn wait(&mut self) -> Option<ExitStatus> {
         if self.reaped.is_none() {
             self.root.exited().await;
             self.has_exited();
         }
         self.reaped
-    }
-
-    /// Waits for the shell to exit and reaps it.
-    pub(crate) async fn wait(&mut self) -> Option<ExitStatus> {
-        self.exited().await
     }
 }
 
@@ -161,10 +179,64 @@ fn std_status(status: crate::spawn::ExitStatus) -> ExitStatus {
     }
 }
 
-/// The read end of the control pipe and a record cut by the last read.
+/// The arguments of the shell: the driver comes with `-c`, so that bash
+/// never reads commands from its stdin (bash 5.2 crashes on `exec 3<&0`
+/// in a sourced file while it does).
+///
+/// What the spawn needs, for whoever changes it: these arguments after the
+/// program, stdin/stdout/stderr `/dev/null`, no other descriptor (the
+/// FIFOs are opened by path), its own session (`setsid`).
+fn shell_arguments(startup: &str) -> [&OsStr; 4] {
+    [
+        OsStr::new("--noprofile"),
+        OsStr::new("--norc"),
+        OsStr::new("-c"),
+        OsStr::new(startup),
+    ]
+}
+
+/// Names of the two FIFOs in the session directory.
+pub(crate) const DRIVER_FIFO: &str = "driver";
+pub(crate) const CONTROL_FIFO: &str = "control";
+
+/// Rust's ends of a new shell's two FIFOs: `driver` (requests to the
+/// shell) and `control` (records from it). The shell opens them by path
+/// for each line, so it holds neither while a command runs.
+///
+/// Both are opened read-write: a FIFO with a reader and a writer on our
+/// side never reports EOF or EPIPE, whether or not the shell has it open
+/// right now (the shell's death is seen by waiting for it). They are made
+/// anew for each shell, so that nothing a dead shell left unread, and no
+/// leftover process still holding an old one, reaches the new shell.
+struct Channels {
+    driver: pipe::Sender,
+    control: pipe::Receiver,
+}
+
+impl Channels {
+    fn create(dir: &Path) -> std::io::Result<Self> {
+        let make = |name: &str| -> std::io::Result<PathBuf> {
+            let path = dir.join(name);
+            let _ = std::fs::remove_file(&path);
+            nix::unistd::mkfifo(
+                &path,
+                nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR,
+            )?;
+            Ok(path)
+        };
+        let driver = pipe::OpenOptions::new()
+            .read_write(true)
+            .open_sender(make(DRIVER_FIFO)?)?;
+        let control = pipe::OpenOptions::new()
+            .read_write(true)
+            .open_receiver(make(CONTROL_FIFO)?)?;
+        Ok(Self { driver, control })
+    }
+}
+
+/// The read end of the control FIFO and a record cut by the last read.
 pub(crate) struct Control {
-    /// `None` after EOF (the shell exited or `exec`ed another program).
-    receiver: Option<pipe::Receiver>,
+    receiver: pipe::Receiver,
     pending: Vec<u8>,
 }
 
@@ -172,15 +244,10 @@ impl Control {
     /// Reads from the control pipe once; returns the complete records.
     /// Cancel-safe: a read that did not complete consumed nothing.
     pub(crate) async fn read_records(&mut self) -> Vec<Record> {
-        let Some(receiver) = &mut self.receiver else {
-            return std::future::pending().await;
-        };
         let mut buffer = [0_u8; 4096];
-        match receiver.read(&mut buffer).await {
-            Ok(0) | Err(_) => {
-                self.receiver = None;
-                Vec::new()
-            }
+        match self.receiver.read(&mut buffer).await {
+            // Never EOF (we hold a write end too); an error would repeat.
+            Ok(0) | Err(_) => std::future::pending().await,
             Ok(count) => {
                 self.pending.extend_from_slice(&buffer[..count]);
                 take_records(&mut self.pending)
@@ -188,12 +255,12 @@ impl Control {
         }
     }
 
-    /// Waits for a record matching `wanted`, or the shell's end.
-    pub(crate) async fn wait_for(&mut self, wanted: impl Fn(&Record) -> bool) -> Option<Record> {
+    /// Waits for a record matching `wanted` (callers bound the wait: the
+    /// shell may be gone).
+    pub(crate) async fn wait_for(&mut self, wanted: impl Fn(&Record) -> bool) -> Record {
         loop {
-            self.receiver.as_ref()?;
             if let Some(record) = self.read_records().await.into_iter().find(&wanted) {
-                return Some(record);
+                return record;
             }
         }
     }

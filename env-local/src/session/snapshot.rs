@@ -46,26 +46,67 @@ const NOT_RESTORED: &[&str] = &[
     "_",
 ];
 
-/// The snapshot without the `declare` lines of [`NOT_RESTORED`] variables.
+/// The snapshot as it may be restored: without the `declare` lines of
+/// [`NOT_RESTORED`] variables, and without anything that would poison the
+/// driver of the new shell (see [`poisons_the_driver`]). A shell that a
+/// command poisoned is replaced by one started from this, so the poison
+/// must not come back with the state.
 pub(crate) fn restorable(text: &str) -> String {
     let mut kept = String::with_capacity(text.len());
+    let mut skipping_function = false;
     for line in text.split_inclusive('\n') {
-        if !declares_unrestorable(line) {
-            kept.push_str(line);
+        if skipping_function {
+            // `declare -f` ends every function with `}` alone on a line.
+            skipping_function = line.trim_end_matches('\n') != "}";
+            continue;
         }
+        if let Some(name) = line.strip_suffix(" () \n") {
+            if is_driver_name(name) {
+                skipping_function = true;
+                continue;
+            }
+        } else if declares_unrestorable(line) || poisons_the_driver(line) {
+            continue;
+        }
+        kept.push_str(line);
     }
     kept
 }
 
+/// Names a function or alias must not have in a restored shell: `builtin`
+/// and `.` (the builtins the driver calls by name) and the driver's own
+/// `__bt_` names.
+fn is_driver_name(name: &str) -> bool {
+    name == "builtin" || name == "." || name.starts_with("__bt_")
+}
+
+/// A line that would break the driver if restored: an alias named
+/// [`is_driver_name`], a driver variable (`__bt_…`, set afresh by each
+/// shell; only the text of the user's EXIT trap is kept, unless readonly),
+/// or a readonly `POSIXLY_CORRECT` (the driver sets and unsets it).
+fn poisons_the_driver(line: &str) -> bool {
+    if let Some(rest) = line.strip_prefix("alias ") {
+        return is_driver_name(rest.split('=').next().unwrap_or_default());
+    }
+    let Some((flags, name)) = declared(line) else {
+        return false;
+    };
+    let readonly = flags.contains('r');
+    if name == "__bt_user_exit" {
+        return readonly;
+    }
+    name.starts_with("__bt_") || (readonly && name == "POSIXLY_CORRECT")
+}
+
+/// The flags and name of a `declare -<flags> <name>[=…]` line.
+fn declared(line: &str) -> Option<(&str, &str)> {
+    let rest = line.strip_prefix("declare -")?;
+    let (flags, rest) = rest.split_once(' ')?;
+    Some((flags, rest.split(['=', '\n']).next().unwrap_or_default()))
+}
+
 fn declares_unrestorable(line: &str) -> bool {
-    let Some(rest) = line.strip_prefix("declare -") else {
-        return false;
-    };
-    let Some((_flags, rest)) = rest.split_once(' ') else {
-        return false;
-    };
-    let name = rest.split(['=', '\n']).next().unwrap_or_default();
-    NOT_RESTORED.contains(&name)
+    declared(line).is_some_and(|(_, name)| NOT_RESTORED.contains(&name))
 }
 
 /// The two slot files in `state_dir`.
@@ -143,6 +184,20 @@ mod tests {
         assert_eq!(
             restorable(text),
             "declare -- x=\"1\"\nf () \n{ \n    :\n}\n"
+        );
+    }
+
+    #[test]
+    fn drops_what_would_poison_the_driver() {
+        let text = "declare -r __bt_id=\"3\"\ndeclare -- __bt_seq=\"9\"\n\
+                    declare -- __bt_user_exit=\"echo bye\"\ndeclare -r POSIXLY_CORRECT\n\
+                    declare -r kept=\"1\"\nbuiltin () \n{ \n    echo hijacked\n}\n\
+                    __bt_save () \n{ \n    :\n}\nsource () \n{ \n    echo mine\n}\n\
+                    alias builtin='echo x'\nalias ll='ls -l'\n";
+        assert_eq!(
+            restorable(text),
+            "declare -- __bt_user_exit=\"echo bye\"\ndeclare -r kept=\"1\"\n\
+             source () \n{ \n    echo mine\n}\nalias ll='ls -l'\n"
         );
     }
 

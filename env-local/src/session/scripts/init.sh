@@ -1,71 +1,155 @@
-# bashtool session: sourced once when a shell starts, after the snapshot
-# (if any) was restored; $__bt_dir and $__bt_seq are set. See driver.rs.
+# bashtool session driver, sourced once by `bash --noprofile --norc -c`
+# (see driver.rs). Rust replaced @DIR@ with the session directory, quoted,
+# when it wrote this file; $__bt_seq and $__bt_restore come from the -c line.
 #
-# Two small functions run around every command. They are functions (parsed
-# once: sourcing a script per call costs more) but few and short, because
-# the snapshot's `declare -f` lists them, and bash writes every line of that
-# output with its own write(2).
-
-# After each command: $1 is its status, $2 whether to save, $__bt_id the call.
+# Why it is built this way (each point is a way a command broke it before):
+# - Everything below is ONE compound command, parsed before anything runs:
+#   aliases the user defines later (`alias builtin=…`, `alias while=…`)
+#   never apply to it, and no name in it is looked up as an alias again.
+# - Commands come from Rust on a FIFO that the loop opens for each read, not
+#   on the shell's stdin: bash 5.2 crashes on `exec 3<&0` inside a `source`
+#   while it reads its own commands from stdin. Statuses go to a second FIFO
+#   that is opened for each record. So the shell holds no descriptor of
+#   either while a command runs: nothing the command can write to or
+#   clobber (`exec 10>f`), and no saved copy to forge a status through.
+# - A status counts only with the call's nonce, which Rust writes after the
+#   call line and the loop reads only once the command is over.
+# - The two builtins called by name, `builtin` and `.`, are freed of
+#   functions of those names after each command that may define names
+#   (`c1`), in POSIX mode, where the special builtin `unset` comes before
+#   functions. Everything else goes
+#   through `builtin`. (`builtin source` cannot run the command: bash drops
+#   the temporary environment, the per-call variables, after its first
+#   command.)
+# - A driver variable made readonly makes its next assignment abort the
+#   shell; Rust then starts a new one from a snapshot without the poison.
+# - The command runs at top level, inside this loop: `declare` makes
+#   globals. A `continue` at its top level lands at the loop's start, a
+#   `break` after the inner loop; both are caught ($__bt_running).
 #
-# `set -e` and `set -u` apply to the call that sets them. Carried over, the
-# next failing command or unset variable would end the shell, as the next
-# typo would close a terminal: agents write `set -euo pipefail` at the top of
-# scripts all the time. (A `set -e` command whose last status is non-zero
-# still ends the shell; the session restarts it.) The status goes out first,
-# so that the call returns before the snapshot is written.
-__bt_post() {
-  builtin set +o errexit +o nounset
-  [[ -z $__bt_back ]] || { builtin cd -- "$__bt_back" 2>/dev/null; __bt_back=; }
-  { builtin printf 'S %s %s\n' "$__bt_id" "$1"; builtin jobs -rp; builtin printf 'P%s\0' "$PWD"; } >&3 2>/dev/null
-  # $2 is 0 when Rust saw that the command cannot change the state.
-  [[ ${2-1} == 0 ]] || __bt_save
+# Keep it short: the snapshot's `declare -f` lists the two functions, and
+# bash writes every line of that output with its own write(2).
+{
+  # The shell's own stdin, stdout and stderr (`/dev/null`) are closed from
+  # here on. Otherwise bash keeps saved copies of them at fds 10, 11, 12
+  # while the command's redirections are in effect, and bash 5.2 shuffles
+  # those into the command's own `exec 11>file`. With nothing to save,
+  # undoing a redirection is a close. (Files the driver opens take these
+  # numbers only for the moment of their redirection.) `exec` itself, not
+  # `builtin exec`, whose redirections would be undone; first, before any
+  # function can exist.
+  exec 0<&- 1>&- 2>&-
+  # The snapshot of the state to restore, if any, first: with aliases off
+  # (the shell's default), so that a restored alias changes nothing here.
+  [[ -z $__bt_restore ]] || builtin source "$__bt_restore" </dev/null >/dev/null 2>&1
+  __bt_back= __bt_user_exit=${__bt_user_exit-}
+  # Options last, so that no restored option cuts the restore short; `set
+  # -e` and `set -u` are never restored (they apply to their own call).
+  if [[ -n ${__bt_saved_shellopts-} ]]; then
+    __bt_rest=$SHELLOPTS:
+    while [[ -n $__bt_rest ]]; do
+      __bt_option=${__bt_rest%%:*} __bt_rest=${__bt_rest#*:}
+      [[ :$__bt_saved_shellopts: == *:"$__bt_option":* ]] || builtin set +o "$__bt_option" 2>/dev/null
+    done
+    __bt_rest=$__bt_saved_shellopts:
+    while [[ -n $__bt_rest ]]; do
+      __bt_option=${__bt_rest%%:*} __bt_rest=${__bt_rest#*:}
+      case $__bt_option in
+        errexit | nounset | '') ;;
+        *) builtin set -o "$__bt_option" 2>/dev/null ;;
+      esac
+    done
+    __bt_rest=$BASHOPTS:
+    while [[ -n $__bt_rest ]]; do
+      __bt_option=${__bt_rest%%:*} __bt_rest=${__bt_rest#*:}
+      [[ :$__bt_saved_bashopts: == *:"$__bt_option":* ]] || builtin shopt -u "$__bt_option" 2>/dev/null
+    done
+    __bt_rest=$__bt_saved_bashopts:
+    while [[ -n $__bt_rest ]]; do
+      __bt_option=${__bt_rest%%:*} __bt_rest=${__bt_rest#*:}
+      [[ -z $__bt_option ]] || builtin shopt -s "$__bt_option" 2>/dev/null
+    done
+  else
+    builtin shopt -s expand_aliases
+  fi
+  builtin unset __bt_rest __bt_option __bt_saved_shellopts __bt_saved_bashopts __bt_restore
+  # The first turn finishes the start (kind `s`).
+  __bt_running=s
+  while :; do
+    while :; do
+      if [[ -z $__bt_running ]]; then
+        # `c0`/`c1`: run call.sh, then save no snapshot / one; `w`: write
+        # a snapshot now; `x`: exit (the EXIT trap saves the state).
+        builtin read -r __bt_running <@DIR@/driver || [[ ${__bt_broken:?bashtool: the session driver cannot read} ]]
+        [[ $__bt_running != x ]] || builtin exit 0
+        if [[ $__bt_running == c? ]]; then
+          # `[__bt_back=$PWD && \builtin cd -- DIR &&] VAR=x … \. COMMAND
+          # <…`, every word quoted: it is parsed now, with the
+          # user's aliases. The command's `continue` at top level lands at
+          # this loop's start, its `break` after this loop: both come back
+          # here with $__bt_running still set.
+          builtin source @DIR@/call.sh
+        fi
+      fi
+      __bt_status=$? __bt_kind=$__bt_running __bt_running= __bt_save_flag=1
+      # `c0`: Rust saw that the command can change no state (see state.rs),
+      # so it can have defined no function either: no snapshot, no repair.
+      [[ $__bt_kind != c0 ]] || __bt_save_flag=0
+      # Free `builtin` and `.` of functions of those names. In POSIX mode
+      # the special builtin `unset` comes before any function; entering
+      # POSIX mode through the variable needs no command at all.
+      if [[ $__bt_save_flag == 0 ]]; then
+        :
+      elif [[ -o posix ]]; then
+        unset -f builtin .
+      else
+        __bt_opts=$BASHOPTS
+        POSIXLY_CORRECT=y; unset -f builtin .; unset POSIXLY_CORRECT
+        # Leaving POSIX mode that way turns expand_aliases and shift_verbose
+        # off and leaves interactive_comments, sourcepath and
+        # inherit_errexit on (measured, bash 5.2; $BASHOPTS does not show
+        # it): put back what differs, one `shopt` each (~5 µs).
+        [[ :$__bt_opts: != *:expand_aliases:* ]] || builtin shopt -s expand_aliases
+        [[ :$__bt_opts: != *:shift_verbose:* ]] || builtin shopt -s shift_verbose
+        [[ :$__bt_opts: == *:interactive_comments:* ]] || builtin shopt -u interactive_comments
+        [[ :$__bt_opts: == *:sourcepath:* ]] || builtin shopt -u sourcepath
+        [[ :$__bt_opts: == *:inherit_errexit:* ]] || builtin shopt -u inherit_errexit
+      fi
+      builtin set +o errexit +o nounset
+      if [[ $__bt_kind == c? ]]; then
+        [[ -z $__bt_back ]] || { builtin cd -- "$__bt_back" 2>/dev/null; __bt_back=; }
+        # `<id> <nonce>`, written by Rust after the call line and read only
+        # now: the command could not see it.
+        IFS=" " builtin read -r __bt_id __bt_nonce <@DIR@/driver || [[ ${__bt_broken:?bashtool: the session driver cannot read} ]]
+        { builtin printf 'S %s %s %s\n' "$__bt_id" "$__bt_nonce" "$__bt_status"; builtin jobs -rp; builtin printf 'P%s\0' "$PWD"; } >>@DIR@/control 2>/dev/null ||
+          [[ ${__bt_broken:?bashtool: the session driver cannot write} ]]
+      fi
+      if [[ $__bt_save_flag != 0 ]]; then
+        # Defined again before each use: a command may have redefined them.
+        __bt_save() {
+          __bt_seq=$((__bt_seq + 1))
+          { builtin declare -p; builtin declare -f; builtin alias -p; builtin printf 'builtin cd -- %q\n' "$PWD"; builtin umask -p; builtin printf '__bt_saved_shellopts=%q\n__bt_saved_bashopts=%q\n# bashtool snapshot complete %s\n' "$SHELLOPTS" "$BASHOPTS" "$__bt_seq"; } >|@DIR@/snapshot.$((__bt_seq % 2)) 2>/dev/null
+        }
+        # The EXIT trap saves the state an `exit` reached. A command that
+        # set its own EXIT trap replaced ours: ours takes its text and runs
+        # it first.
+        __bt_exit() {
+          [[ -z $__bt_user_exit ]] || builtin eval "$__bt_user_exit"
+          __bt_save
+        }
+        __bt_trap="trap -- '\\__bt_exit' EXIT"$'\n'
+        [[ $__bt_kind == s ]] || { builtin trap -p EXIT >|@DIR@/trap; IFS= builtin read -r -d '' __bt_trap <@DIR@/trap; } 2>/dev/null
+        if [[ $__bt_trap != "trap -- '\\__bt_exit' EXIT"$'\n' ]]; then
+          __bt_trap=${__bt_trap#trap -- }
+          builtin eval "__bt_user_exit=${__bt_trap%$' EXIT\n'}"
+        fi
+        builtin trap '\__bt_exit' EXIT
+        [[ $__bt_kind == s ]] || __bt_save
+      fi
+      case $__bt_kind in
+        s) builtin printf 'R\0' >>@DIR@/control 2>/dev/null ;;
+        w) builtin printf 'W\0' >>@DIR@/control 2>/dev/null ;;
+      esac
+    done
+  done
 }
-
-# Writes the state of the shell, as a script that restores it, into the next
-# of two slots (a slot cut short by a kill never hides the other one).
-# Builtins and redirections of the current shell only: no fork.
-__bt_save() {
-  __bt_seq=$((__bt_seq + 1))
-  { builtin declare -p; builtin declare -f; builtin alias -p; builtin printf 'builtin cd -- %q\n' "$PWD"; builtin umask -p; builtin printf '__bt_saved_shellopts=%q\n__bt_saved_bashopts=%q\n# bashtool snapshot complete %s\n' "$SHELLOPTS" "$BASHOPTS" "$__bt_seq"; } >|"$__bt_dir/snapshot.$((__bt_seq % 2))" 2>/dev/null
-}
-
-# The rest runs once. It re-arms the EXIT trap (so that `exit`, `set -e` and
-# SIGTERM save the state the shell reached) and applies the saved options
-# last, so that no restored option can cut the restore short; `set -e` and
-# `set -u` are not restored (see __bt_post). Not a function, so no `local`;
-# the option lists are walked with parameter expansion, not IFS.
-builtin unset -f __bt_pre __bt_apply_options __bt_init 2>/dev/null || :
-__bt_back=
-builtin trap '__bt_save' EXIT
-if [[ -n ${__bt_saved_shellopts-} ]]; then
-  __bt_rest=$SHELLOPTS:
-  while [[ -n $__bt_rest ]]; do
-    __bt_option=${__bt_rest%%:*}
-    __bt_rest=${__bt_rest#*:}
-    [[ :$__bt_saved_shellopts: == *:"$__bt_option":* ]] || builtin set +o "$__bt_option" 2>/dev/null || :
-  done
-  __bt_rest=$__bt_saved_shellopts:
-  while [[ -n $__bt_rest ]]; do
-    __bt_option=${__bt_rest%%:*}
-    __bt_rest=${__bt_rest#*:}
-    case $__bt_option in
-      errexit | nounset | '') ;;
-      *) builtin set -o "$__bt_option" 2>/dev/null || : ;;
-    esac
-  done
-  __bt_rest=$BASHOPTS:
-  while [[ -n $__bt_rest ]]; do
-    __bt_option=${__bt_rest%%:*}
-    __bt_rest=${__bt_rest#*:}
-    [[ :$__bt_saved_bashopts: == *:"$__bt_option":* ]] || builtin shopt -u "$__bt_option" 2>/dev/null || :
-  done
-  __bt_rest=$__bt_saved_bashopts:
-  while [[ -n $__bt_rest ]]; do
-    __bt_option=${__bt_rest%%:*}
-    __bt_rest=${__bt_rest#*:}
-    [[ -z $__bt_option ]] || builtin shopt -s "$__bt_option" 2>/dev/null || :
-  done
-fi
-builtin unset __bt_rest __bt_option __bt_saved_shellopts __bt_saved_bashopts
-builtin printf 'R\0' >&3 2>/dev/null || :

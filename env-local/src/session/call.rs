@@ -1,0 +1,349 @@
+//! Running one foreground call in the session's shell: hand it over, read
+//! its output until its status arrives (or the shell dies, the deadline
+//! passes, the caller cancels), then account for what it left behind.
+
+use std::os::unix::process::ExitStatusExt as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use bashtool_core::{CommandResult, ExecError, ShellState, SpawnOptions, Stream};
+
+use super::protocol::Record;
+use super::shell::Shell;
+use super::{CallPipe, Session, State, driver, procs, state, telemetry};
+use crate::RunMarker;
+
+/// How a call's wait ended.
+enum Ending {
+    Status {
+        status: i32,
+        jobs: Vec<u32>,
+        cwd: PathBuf,
+    },
+    ShellExited(Option<std::process::ExitStatus>),
+    TimedOut,
+    Cancelled,
+    /// The command (or the shell) stopped itself: it can never go on.
+    Stopped,
+}
+
+/// What the shell is asked to run, ready to send.
+struct Prepared {
+    request: String,
+    nonce: String,
+    /// Length of the request's second line, the one the shell reads only
+    /// after the command.
+    after_command: usize,
+}
+
+impl Session {
+    pub(super) async fn run_foreground(
+        &self,
+        command: &str,
+        options: &SpawnOptions,
+    ) -> Result<CommandResult, ExecError> {
+        let start = Instant::now();
+        let inner = &self.inner;
+        let mut state = inner.state.lock().await;
+        let call_cwd = match &options.cwd {
+            Some(cwd) => {
+                let cwd = state.cwd.join(cwd);
+                check_directory(&cwd)?;
+                Some(cwd)
+            }
+            None => None,
+        };
+        let mut restarted = self.ensure_shell(&mut state, options.timeout).await?;
+        let id = state.next_call;
+        state.next_call += 1;
+        let io_error = |source: std::io::Error| ExecError::Other {
+            message: format!("could not prepare the session call: {source}"),
+        };
+        let dir = &inner.dir;
+        let mut stdout = CallPipe::reuse_or_create(
+            state.spare_stdout.take(),
+            || dir.join(format!("out.{id}")),
+            Stream::Stdout,
+        )
+        .map_err(io_error)?;
+        let mut stderr = CallPipe::reuse_or_create(
+            state.spare_stderr.take(),
+            || dir.join(format!("err.{id}")),
+            Stream::Stderr,
+        )
+        .map_err(io_error)?;
+        let marker = RunMarker::new();
+        let prepared = self
+            .prepare(
+                &mut state,
+                id,
+                command,
+                (&stdout, &stderr),
+                call_cwd.as_deref(),
+                options,
+                &marker,
+            )
+            .map_err(io_error)?;
+        let output = &options.output;
+        let log = crate::call_log::CallLog::open(&inner.logs, output, command);
+
+        let mut shell = state.shell.take().ok_or_else(|| ExecError::Other {
+            message: "the session shell is not running".to_owned(),
+        })?;
+        // A dropped call (its future cancelled) stops its whole tree,
+        // setsid escapees included.
+        let mut dropped = procs::KillCallOnDrop {
+            shell_pid: shell.pid,
+            marker: marker.clone(),
+            armed: true,
+        };
+        let mut ending =
+            send_and_wait(&mut shell, id, &prepared, &mut stdout, &mut stderr, options).await;
+        if matches!(ending, Ending::ShellExited(_))
+            && shell.unread_driver_bytes() > prepared.after_command
+        {
+            // The shell died (killed from outside) before it read all of
+            // the first line: the command never ran. (A shell killed while
+            // blocked reading may still take one byte.) Start a new shell
+            // and run it there.
+            drop(shell);
+            restarted |= self.ensure_shell(&mut state, options.timeout).await?;
+            shell = state.shell.take().ok_or_else(|| ExecError::Other {
+                message: "the session shell is not running".to_owned(),
+            })?;
+            dropped.shell_pid = shell.pid;
+            ending =
+                send_and_wait(&mut shell, id, &prepared, &mut stdout, &mut stderr, options).await;
+        }
+        dropped.armed = false;
+
+        let grace = inner.config.local.kill_grace;
+        let mut notes = Vec::new();
+        let mut exit_code = None;
+        let mut signal = None;
+        let (mut timed_out, mut cancelled) = (false, false);
+        match ending {
+            Ending::Status { status, jobs, cwd } => {
+                exit_code = Some(status);
+                state.cwd = cwd;
+                let held_out = stdout.drain(output);
+                let held_err = stderr.drain(output);
+                if !jobs.is_empty() || held_out || held_err {
+                    let leftovers = procs::leftovers(shell.pid, &marker);
+                    let stopped = procs::stop(&leftovers, grace).await;
+                    if stopped > 0 {
+                        notes.push(leftover_note(stopped));
+                    }
+                    stdout.drain(output);
+                    stderr.drain(output);
+                }
+                state.shell = Some(shell);
+            }
+            Ending::ShellExited(status) => {
+                stdout.drain(output);
+                stderr.drain(output);
+                if let Some(status) = status {
+                    exit_code = status.code();
+                    signal = status.signal().map(signal_name);
+                }
+                // What the command (or an `exec`ed program) left running.
+                let stopped = procs::stop(&procs::marked(&marker), grace).await;
+                if stopped > 0 {
+                    notes.push(leftover_note(stopped));
+                }
+                notes.push(
+                    "the command ended the session's shell (exit, exec or a signal); the next call starts a new shell with the state saved last"
+                        .to_owned(),
+                );
+            }
+            Ending::TimedOut | Ending::Cancelled | Ending::Stopped => {
+                timed_out = matches!(ending, Ending::TimedOut);
+                cancelled = matches!(ending, Ending::Cancelled);
+                if matches!(ending, Ending::Stopped) {
+                    signal = Some("SIGSTOP".to_owned());
+                    notes.push(
+                        "the command stopped itself (SIGSTOP or a terminal stop signal); a stopped command can never go on here, so its process tree was stopped"
+                            .to_owned(),
+                    );
+                }
+                // The command may be a loop inside the shell itself: the
+                // only sure stop is the shell's whole tree. Its EXIT trap
+                // (run on SIGTERM) saves the state it reached.
+                procs::stop_shell_tree(shell.pid, &marker, grace).await;
+                shell.wait().await;
+                stdout.drain(output);
+                stderr.drain(output);
+                notes.push(
+                    "the session's shell was stopped with the command; the next call starts a new shell with the state saved last"
+                        .to_owned(),
+                );
+            }
+        }
+        stdout.finish(output);
+        stderr.finish(output);
+        let output = output.finish();
+        notes.extend(log.truncation_note());
+        state.spare_stdout = Some(stdout);
+        state.spare_stderr = Some(stderr);
+        let shell_state = inner.config.telemetry.then(|| ShellState {
+            git_branch: telemetry::git_branch(&state.cwd),
+            cwd: state.cwd.clone(),
+            restarted,
+        });
+        Ok(CommandResult {
+            exit_code,
+            signal,
+            duration: start.elapsed(),
+            timed_out,
+            cancelled,
+            output,
+            log_file: log.path(),
+            notes,
+            background: None,
+            interactive: None,
+            shell: shell_state,
+            working_directory: Some(call_cwd.unwrap_or_else(|| state.cwd.clone())),
+        })
+    }
+
+    /// Writes the command file and the call script, and makes the request.
+    #[allow(clippy::too_many_arguments)]
+    fn prepare(
+        &self,
+        state: &mut State,
+        id: u64,
+        command: &str,
+        (stdout, stderr): (&CallPipe, &CallPipe),
+        cwd: Option<&Path>,
+        options: &SpawnOptions,
+        marker: &RunMarker,
+    ) -> std::io::Result<Prepared> {
+        let dir = &self.inner.dir;
+        let command_file = dir.join("command.sh");
+        std::fs::write(&command_file, command)?;
+        let script = driver::call_script(&driver::CallLine {
+            command_file: &command_file,
+            stdout_fifo: stdout.path(),
+            stderr_fifo: stderr.path(),
+            cwd,
+            env: &options.env,
+            marker: marker.value(),
+        });
+        std::fs::write(dir.join(driver::CALL_SCRIPT), script)?;
+        let effect = state::state_effect(command);
+        state.save_every_call |= effect == state::StateEffect::Names;
+        let save = state.save_every_call || effect != state::StateEffect::None;
+        let nonce = nonce()?;
+        let request = driver::call_request(id, save, &nonce);
+        let after_command = request.len() - request.find('\n').map_or(0, |end| end + 1);
+        Ok(Prepared {
+            request,
+            nonce,
+            after_command,
+        })
+    }
+}
+
+/// 64 random bits in hex: the status of a call counts only with it. (No
+/// more: the shell reads them one byte per read(2).)
+fn nonce() -> std::io::Result<String> {
+    let mut bytes = [0_u8; 8];
+    // SAFETY: getrandom writes at most `bytes.len()` bytes into the live
+    // local array it is given.
+    #[allow(unsafe_code)]
+    let written = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
+    if usize::try_from(written).ok() != Some(bytes.len()) {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+}
+
+/// Sends the request and waits for the call's end.
+async fn send_and_wait(
+    shell: &mut Shell,
+    id: u64,
+    prepared: &Prepared,
+    stdout: &mut CallPipe,
+    stderr: &mut CallPipe,
+    options: &SpawnOptions,
+) -> Ending {
+    if shell.send(&prepared.request).await.is_err() {
+        return Ending::ShellExited(shell.wait().await);
+    }
+    wait_for_end(shell, id, &prepared.nonce, stdout, stderr, options).await
+}
+
+/// Reads the call's output until its status arrives, the shell exits, the
+/// deadline passes or the caller cancels.
+async fn wait_for_end(
+    shell: &mut Shell,
+    id: u64,
+    nonce: &str,
+    stdout: &mut CallPipe,
+    stderr: &mut CallPipe,
+    options: &SpawnOptions,
+) -> Ending {
+    let output = &options.output;
+    let deadline = options
+        .timeout
+        .map(|timeout| tokio::time::Instant::now() + timeout);
+    loop {
+        let sleep = async {
+            match deadline {
+                Some(deadline) => tokio::time::sleep_until(deadline).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            records = shell.control.read_records() => {
+                for record in records {
+                    if let Record::Status { id: record_id, nonce: record_nonce, status, jobs, cwd } = record
+                        && record_id == id
+                        && record_nonce == nonce
+                    {
+                        return Ending::Status { status, jobs, cwd };
+                    }
+                }
+            }
+            read = stdout.read() => if let Some(count) = read {
+                stdout.push_read(count, output);
+            },
+            read = stderr.read() => if let Some(count) = read {
+                stderr.push_read(count, output);
+            },
+            () = shell.root.exited(), if shell.reaped.is_none() => {
+                return Ending::ShellExited(shell.wait().await);
+            }
+            () = sleep => return Ending::TimedOut,
+            () = options.cancel.cancelled() => return Ending::Cancelled,
+            () = crate::exec::stopped(shell.pid) => return Ending::Stopped,
+        }
+    }
+}
+
+pub(super) fn check_directory(path: &Path) -> Result<(), ExecError> {
+    match std::fs::metadata(path) {
+        Ok(metadata) if metadata.is_dir() => Ok(()),
+        Ok(_) => Err(ExecError::NotADirectory {
+            path: path.to_path_buf(),
+        }),
+        Err(_) => Err(ExecError::MissingDirectory {
+            path: path.to_path_buf(),
+        }),
+    }
+}
+
+fn leftover_note(count: usize) -> String {
+    if count == 1 {
+        "1 leftover process was stopped; servers belong in mode \"background\"".to_owned()
+    } else {
+        format!("{count} leftover processes were stopped; servers belong in mode \"background\"")
+    }
+}
+
+fn signal_name(signal: i32) -> String {
+    nix::sys::signal::Signal::try_from(signal).map_or_else(
+        |_| format!("signal {signal}"),
+        |signal| signal.as_str().to_owned(),
+    )
+}
