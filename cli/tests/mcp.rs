@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use bashtool_core::{ToolConfig, tool_spec};
+use bashtool_core::{EnvironmentInfo, ToolConfig, tool_spec_for};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest,
     ProgressNotificationParam, ServerResult,
@@ -221,7 +221,17 @@ async fn tools_list_shows_the_core_spec_with_an_output_schema() {
         ..ToolConfig::default()
     };
     config.fields.interactive = true;
-    let spec = tool_spec(&config);
+    // What the server's environment says of itself: local, sandboxed in
+    // the workspace, and the search tools this machine has.
+    let environment = EnvironmentInfo {
+        name: "local".to_owned(),
+        sandbox: bashtool_env_local::sandbox_info(&bashtool_env_local::LocalConfig {
+            working_directory: server.dir.path().to_path_buf(),
+            ..bashtool_env_local::LocalConfig::default()
+        }),
+        tools: bashtool_env_local::available_tools(),
+    };
+    let spec = tool_spec_for(&config, &environment);
     assert_eq!(bash.description.as_deref(), Some(spec.description.as_str()));
     assert_eq!(
         Value::Object((*bash.input_schema).clone()),

@@ -35,7 +35,7 @@ fn kill(pid: u32, signal: nix::sys::signal::Signal) {
 fn server_running(state: &Path, command: &str, pids: &Path) -> Child {
     let mut server = Command::new(env!("CARGO_BIN_EXE_bashtool"))
         .args(["mcp", "--stateless"])
-        .env("BASHTOOL_STATE_DIR", state)
+        .env("BASHTOOL_STATE_DIR", state.join("state"))
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -114,7 +114,7 @@ fn after_sigkill_nothing_survives_the_next_start() {
     // stdin is empty, so no client ever initializes it).
     let _next = Command::new(env!("CARGO_BIN_EXE_bashtool"))
         .args(["mcp", "--stateless"])
-        .env("BASHTOOL_STATE_DIR", dir.path())
+        .env("BASHTOOL_STATE_DIR", dir.path().join("state"))
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

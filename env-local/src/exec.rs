@@ -83,7 +83,8 @@ pub(crate) async fn stopped(pid: u32) {
     }
 }
 
-/// `config` with its sandbox prepared and put first among the wrappers,
+/// `config` with its sandbox prepared and put last among the wrappers (its
+/// seccomp filter, installed last, refuses calls other steps make),
 /// the sandbox's description, or why it cannot be had.
 pub(crate) fn with_sandbox(
     mut config: LocalConfig,
@@ -95,7 +96,7 @@ pub(crate) fn with_sandbox(
     match crate::sandbox::sandbox_for(&config) {
         Ok(Some(sandbox)) => {
             let info = sandbox.info();
-            config.wrappers.insert(0, sandbox);
+            config.wrappers.push(sandbox);
             (config, Some(info), None)
         }
         Ok(None) => (config, None, None),

@@ -11,6 +11,8 @@ use tokio::io::AsyncReadExt;
 use tokio::net::unix::pipe;
 use tokio_util::sync::CancellationToken;
 
+/// Reads between two yields to the other half of the call.
+const READS_PER_YIELD: u32 = 16;
 /// Bytes read at a time.
 const READ_SIZE: usize = 256 * 1024;
 /// Most bytes taken from each pipe after being told to stop: what is already
@@ -71,7 +73,17 @@ impl OutputPump {
     /// takes what is already waiting in the pipes and closes them.
     /// Cancel-safe: dropping it loses no data that was read.
     pub async fn run(&mut self, stop: &CancellationToken) {
+        let mut reads_since_yield = 0_u32;
         while !self.is_done() {
+            // A command that writes without pause keeps both pipes ready:
+            // without a yield now and then, the task that waits for the
+            // timeout or the cancel beside this loop would not run, and a
+            // cancel would wait for the flood to end.
+            reads_since_yield += 1;
+            if reads_since_yield >= READS_PER_YIELD {
+                reads_since_yield = 0;
+                tokio::task::yield_now().await;
+            }
             let [stdout, stderr] = &mut self.sources;
             let (index, result) = tokio::select! {
                 biased;

@@ -422,3 +422,23 @@ pub async fn a_stopped_command_is_detected(subject: Subject) {
         );
     }
 }
+
+/// A cancel stops a command that floods its output at once: the flood does
+/// not starve the wait for the cancel (it must win long before the 20 s
+/// safety timeout).
+pub async fn cancel_wins_over_a_flood(subject: Subject) {
+    let cancel = CancellationToken::new();
+    let trigger = cancel.clone();
+    let sink = Arc::new(move |_: &OutputChunk| trigger.cancel());
+    let result = run(
+        &subject,
+        "yes flood",
+        SpawnOptions::default()
+            .timeout(Duration::from_secs(20))
+            .cancel(cancel)
+            .on_output(sink),
+    )
+    .await;
+    assert!(result.cancelled, "the flood starved the cancel");
+    assert!(!result.timed_out);
+}

@@ -38,7 +38,7 @@ macro_rules! contract_suite {
                 exit_codes, signals, interleaving, huge_output_is_bounded,
                 timeout_stops_the_tree, cancel_stops_the_tree, drop_stops_the_tree,
                 no_hang_on_a_leftover, cwd_and_env_per_call, background_job_lifecycle,
-                background_job_stop, a_stopped_command_is_detected);
+                background_job_stop, a_stopped_command_is_detected, cancel_wins_over_a_flood);
         }
     };
     (@tests $subject:expr; $($promise:ident),*) => {

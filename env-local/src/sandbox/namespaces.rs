@@ -84,6 +84,11 @@ pub fn create_shared(wanted: Wanted<'_>) -> Result<Shared, Error> {
     if pid == 0 {
         drop(ready_read);
         drop(hold_write);
+        // Hold nothing of the parent's but our two pipes: a copy of another
+        // helper's hold pipe (made by a sandbox prepared at the same time on
+        // another thread) would keep that helper, and so its waiter, alive
+        // forever, and it would keep ours.
+        close_all_except(&[ready_write.as_raw_fd(), hold_read.as_raw_fd()]);
         let code = helper_child(wanted, uid_map.as_bytes(), gid_map.as_bytes());
         write_byte(&ready_write, code);
         if code == READY {
@@ -199,6 +204,43 @@ fn setup(step: &str) -> Error {
     Error::SandboxSetup {
         step: step.to_owned(),
         source: std::io::Error::last_os_error(),
+    }
+}
+
+/// Closes every descriptor from 3 up except `keep` (async-signal-safe:
+/// `close_range` system calls only).
+fn close_all_except(keep: &[libc::c_int]) {
+    let mut sorted = [libc::c_int::MAX; 2];
+    for (slot, &fd) in sorted.iter_mut().zip(keep) {
+        *slot = fd;
+    }
+    sorted.sort_unstable();
+    let mut from: libc::c_int = 3;
+    for &fd in &sorted {
+        if fd == libc::c_int::MAX {
+            break;
+        }
+        if fd > from {
+            // SAFETY: close_range on our own descriptor numbers.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_close_range,
+                    from as libc::c_uint,
+                    (fd - 1) as libc::c_uint,
+                    0,
+                );
+            }
+        }
+        from = from.max(fd + 1);
+    }
+    // SAFETY: as above.
+    unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            from as libc::c_uint,
+            libc::c_uint::MAX,
+            0,
+        );
     }
 }
 
