@@ -69,7 +69,13 @@ pub fn child_main(args: &[String]) -> ExitCode {
     let elapsed = runtime.block_on(async {
         let tool = BashTool::new(
             ToolConfig::default(),
-            Arc::new(LocalExec::new(LocalConfig::default())),
+            Arc::new(LocalExec::new(LocalConfig {
+                sandbox: bashtool_env_local::SandboxConfig {
+                    mode: bashtool_env_local::SandboxMode::Off,
+                    ..bashtool_env_local::SandboxConfig::default()
+                },
+                ..LocalConfig::default()
+            })),
         );
         let start = Instant::now();
         let result = tool

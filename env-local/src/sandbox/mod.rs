@@ -244,7 +244,12 @@ pub fn sandbox_for(config: &crate::LocalConfig) -> Result<Option<Arc<Sandbox>>, 
     if let Some(records) = &config.job_records {
         sandbox_config.protected.push(records.clone());
     }
-    let log_dir = config.effective_log_dir().ok();
+    // A log directory that cannot be made is not written to either (calls
+    // run without logs): nothing to protect then.
+    let log_dir = config
+        .effective_log_dir()
+        .ok()
+        .filter(|dir| crate::state_dir::ensure_private_dir(dir).is_ok());
     Sandbox::new(
         &sandbox_config,
         &config.working_directory,
