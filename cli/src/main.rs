@@ -9,6 +9,7 @@ mod mcp;
 mod options;
 mod run;
 mod schema;
+mod serve;
 mod session;
 
 use std::process::ExitCode;
@@ -37,6 +38,7 @@ enum Command {
     Check(check::CheckArgs),
     Mcp(mcp::McpArgs),
     Jobs(jobs::JobsArgs),
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -48,6 +50,7 @@ fn main() -> ExitCode {
         Command::Check(_) => "check",
         Command::Mcp(_) => "mcp",
         Command::Jobs(_) => "jobs",
+        Command::Serve(_) => "serve",
     };
     let outcome = match cli.command {
         Command::Run(args) => run::run(&args),
@@ -56,6 +59,7 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Mcp(args) => mcp::run(&args),
         Command::Jobs(args) => jobs::run(&args),
+        Command::Serve(args) => serve::run(&args),
     };
     match outcome {
         Ok(code) => code,
