@@ -117,8 +117,10 @@ pub async fn interleaving(subject: Subject) {
             std::thread::spawn(move || std::fs::write(path, "go\n"));
         }
     });
+    // `until read`: the previous writer may still hold the FIFO open when
+    // the next `read` opens it; that read then sees EOF, not a "go".
     let command = format!(
-        "echo out1; read _ < '{gate}'; echo err1 >&2; read _ < '{gate}'; echo out2; read _ < '{gate}'; echo err2 >&2",
+        "wait_go() {{ until read _ < '{gate}'; do :; done; }}; echo out1; wait_go; echo err1 >&2; wait_go; echo out2; wait_go; echo err2 >&2",
         gate = gate.display()
     );
     let result = run(
