@@ -20,6 +20,8 @@ echo '{\"commands\": [\"cd src\", \"ls\"], \"timeout\": 10}' | bashtool call"
 pub struct CallArgs {
     #[command(flatten)]
     pub tool: ToolArgs,
+    #[command(flatten)]
+    pub remote: crate::remote::RemoteArgs,
 }
 
 /// The error result for input that is not JSON at all.
@@ -38,13 +40,11 @@ fn not_json(error: &str) -> ToolResult {
 pub fn run(args: &CallArgs) -> anyhow::Result<ExitCode> {
     let mut bytes = Vec::new();
     std::io::stdin().read_to_end(&mut bytes)?;
-    let mut config = args.tool.tool_config()?;
-    let local = args.tool.local_config(&config)?;
+    let (config, exec) = crate::remote::cli_exec(&args.tool, &args.remote)?;
     let result = match serde_json::from_slice::<serde_json::Value>(&bytes) {
         Err(error) => not_json(&error.to_string()),
         Ok(input) => {
             let runtime = tokio::runtime::Runtime::new()?;
-            let exec = crate::session::Exec::new(args.tool.session.as_deref(), &mut config, local)?;
             runtime.block_on(async {
                 let tool = BashTool::new(config, exec.command_exec());
                 let result = tool.call(input).await;

@@ -7,6 +7,7 @@ mod exit;
 mod jobs;
 mod mcp;
 mod options;
+mod remote;
 mod run;
 mod schema;
 mod serve;

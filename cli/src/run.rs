@@ -33,6 +33,8 @@ bashtool run --timeout 5 --json -- 'sleep 10'\n  bashtool run --env RUST_LOG=deb
 pub struct RunArgs {
     #[command(flatten)]
     pub tool: ToolArgs,
+    #[command(flatten)]
+    pub remote: crate::remote::RemoteArgs,
     /// default (30 s timeout), slow (15 min) or background (detached)
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
@@ -123,9 +125,7 @@ fn print_chunk(chunk: &OutputChunk) {
 
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let input = tool_input(args)?;
-    let mut config = args.tool.tool_config()?;
-    let local = args.tool.local_config(&config)?;
-    let exec = crate::session::Exec::new(args.tool.session.as_deref(), &mut config, local)?;
+    let (config, exec) = crate::remote::cli_exec(&args.tool, &args.remote)?;
     let live = !args.json && !args.model_text;
     let runtime = tokio::runtime::Runtime::new()?;
     let result: ToolResult = runtime.block_on(async {

@@ -38,6 +38,8 @@ pub fn snapshot_path(name: &str) -> anyhow::Result<PathBuf> {
 pub enum Exec {
     Stateless(LocalExec),
     Session(Session),
+    /// `--remote`: commands (and a named session) live over there.
+    Remote(bashtool_env_remote::RemoteExec),
 }
 
 impl Exec {
@@ -66,16 +68,22 @@ impl Exec {
         match self {
             Self::Stateless(exec) => Arc::new(exec.clone()),
             Self::Session(session) => Arc::new(session.clone()),
+            Self::Remote(remote) => Arc::new(remote.clone()),
         }
     }
 
     /// Ends the session's shell and saves its state for the next invocation.
     pub async fn finish(&self) -> anyhow::Result<()> {
-        if let Self::Session(session) = self {
-            session
+        match self {
+            Self::Session(session) => session
                 .shutdown()
                 .await
-                .context("saving the session's state")?;
+                .context("saving the session's state")?,
+            Self::Remote(remote) => {
+                let limit = remote.config().remote_kill_grace + crate::remote::CLOSE_MARGIN;
+                remote.shutdown(limit).await;
+            }
+            Self::Stateless(_) => {}
         }
         Ok(())
     }

@@ -1,5 +1,6 @@
 //! Configuration of [`crate::RemoteExec`].
 
+use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::protocol::{JobsSource, SessionRequest};
@@ -32,6 +33,9 @@ pub struct RemoteConfig {
     pub remote_kill_grace: Duration,
     /// The longest wait for the handshake.
     pub handshake_timeout: Duration,
+    /// Where commands run by default, on the server's side. `None`: the
+    /// server's own `--cwd`.
+    pub working_directory: Option<PathBuf>,
 }
 
 impl Default for RemoteConfig {
@@ -43,6 +47,7 @@ impl Default for RemoteConfig {
             jobs: JobsSource::Connection,
             remote_kill_grace: DEFAULT_REMOTE_KILL_GRACE,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            working_directory: None,
         }
     }
 }

@@ -142,6 +142,7 @@ impl RemoteExec {
             session: self.inner.config.session.clone(),
             keep_jobs: self.inner.config.keep_jobs,
             jobs: self.inner.config.jobs,
+            working_directory: self.inner.config.working_directory.clone(),
         };
         let limit = self.inner.config.handshake_timeout;
         let answer = tokio::time::timeout(

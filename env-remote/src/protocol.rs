@@ -219,6 +219,10 @@ pub struct InitializeParams {
     /// Which jobs the jobs methods see.
     #[serde(default)]
     pub jobs: JobsSource,
+    /// Where commands run by default, a directory on the server's side.
+    /// `None`: the server's `--cwd` (or its current directory).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub working_directory: Option<PathBuf>,
 }
 
 /// What the server can do.

@@ -47,6 +47,8 @@ const SHUTDOWN_MARGIN: Duration = Duration::from_secs(3);
 pub struct McpArgs {
     #[command(flatten)]
     pub tool: ToolArgs,
+    #[command(flatten)]
+    pub remote: crate::remote::RemoteArgs,
     /// TOML config file [default: $XDG_CONFIG_HOME/bashtool/config.toml, if it exists]
     #[arg(long, value_name = "FILE", env = "BASHTOOL_CONFIG")]
     pub config: Option<PathBuf>,
@@ -99,6 +101,7 @@ Codex (~/.codex/config.toml):
 
 Config file (TOML; every key optional):
   cwd = \"/home/me/project\"      stateless = false      keep_jobs = false
+  remote = \"ssh devbox bashtool serve\"   (commands run over there; see --remote)
   log_level = \"info\"            progress_interval_ms = 250      shell = \"bash\"
   non_interactive = true        (pagers off, prompts fail, editors refuse)
   [tool]      name = \"bash\"   shell_telemetry = true   max_command_bytes = 262144
@@ -122,6 +125,10 @@ struct Settings {
     keep_jobs: bool,
     progress_interval: Duration,
     log_filter: String,
+    /// `--remote` / `remote = "..."`: the commands run over there.
+    remote: Option<String>,
+    /// `--session NAME`: with `--remote`, a session over there.
+    session_name: Option<String>,
 }
 
 fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
@@ -131,15 +138,21 @@ fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
         (None, Some(configured)) => current.join(configured),
         (None, None) => current,
     };
+    // With --remote, --cwd names a directory over there.
+    let remote = args.remote.remote.clone().or_else(|| file.remote.clone());
     anyhow::ensure!(
-        cwd.is_dir(),
+        remote.is_some() || cwd.is_dir(),
         "the working directory {} is not an existing directory",
         cwd.display()
     );
 
     let mut tool = ToolConfig::default();
     file.apply_to_tool(&mut tool)?;
-    tool.working_directory = Some(cwd.clone());
+    tool.working_directory = if remote.is_some() {
+        args.tool.cwd.clone().or_else(|| file.cwd.clone())
+    } else {
+        Some(cwd.clone())
+    };
     if args.tool.no_policy {
         tool.policy.enabled = false;
     }
@@ -170,6 +183,7 @@ fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
         .tool
         .session
         .as_deref()
+        .filter(|_| remote.is_none())
         .map(crate::session::snapshot_path)
         .transpose()?;
     // The description tells the model whether state carries over.
@@ -227,6 +241,8 @@ fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
         keep_jobs,
         progress_interval,
         log_filter,
+        remote,
+        session_name: args.tool.session.clone(),
     })
 }
 
@@ -267,7 +283,14 @@ pub fn run(args: &McpArgs) -> anyhow::Result<ExitCode> {
 
 async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
     let grace = settings.local.kill_grace + SHUTDOWN_MARGIN;
-    let (exec, jobs, session): (Arc<dyn CommandExec>, Arc<dyn Jobs>, _) = if settings.stateless {
+    let mut remote_exec = None;
+    let (exec, jobs, session): (Arc<dyn CommandExec>, Arc<dyn Jobs>, _) = if let Some(line) =
+        &settings.remote
+    {
+        let remote = remote_environment(line, &settings).await?;
+        remote_exec = Some(remote.clone());
+        (Arc::new(remote.clone()), Arc::new(remote), None)
+    } else if settings.stateless {
         let exec = LocalExec::new(settings.local);
         (Arc::new(exec.clone()), Arc::new(exec), None)
     } else {
@@ -284,7 +307,8 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
         )
     };
     // Calls into the session must reach it in the order they arrived.
-    let order = session.is_some().then(ArrivalOrder::default);
+    let order = (session.is_some() || (remote_exec.is_some() && !settings.stateless))
+        .then(ArrivalOrder::default);
     let mut tool_config = settings.tool;
     tool_config.jobs_tool = true;
     let backend = Backend {
@@ -324,12 +348,37 @@ async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
         }
     }
     server.shut_down(grace, settings.keep_jobs).await;
+    if let Some(remote) = remote_exec {
+        remote.shutdown(grace).await;
+    }
     if let Some(session) = session
         && let Err(error) = session.shutdown().await
     {
         tracing::warn!(%error, "the session's state was not saved");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--remote`: the MCP server runs here, the commands (and the session)
+/// over there. Connects at once, so that a wrong line fails at start with
+/// the transport's message.
+async fn remote_environment(
+    line: &str,
+    settings: &Settings,
+) -> anyhow::Result<bashtool_env_remote::RemoteExec> {
+    let session = (!settings.stateless).then(|| bashtool_env_remote::SessionRequest {
+        name: settings.session_name.clone(),
+    });
+    let config = bashtool_env_remote::RemoteConfig {
+        session,
+        keep_jobs: settings.keep_jobs,
+        remote_kill_grace: settings.local.kill_grace,
+        working_directory: settings.tool.working_directory.clone(),
+        ..bashtool_env_remote::RemoteConfig::default()
+    };
+    let remote = bashtool_env_remote::RemoteExec::command(line, config);
+    remote.connect().await?;
+    Ok(remote)
 }
 
 #[cfg(test)]

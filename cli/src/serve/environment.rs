@@ -47,10 +47,19 @@ impl Environment {
         };
         let persistent = name.is_some() || requested.is_some();
         let keep_jobs = settings.keep_jobs || params.keep_jobs;
-        let local_config = LocalConfig {
+        let mut local_config = LocalConfig {
             keep_jobs_on_drop: keep_jobs,
             ..settings.local.clone()
         };
+        if let Some(directory) = &params.working_directory {
+            let directory = local_config.working_directory.join(directory);
+            anyhow::ensure!(
+                directory.is_dir(),
+                "working directory {} does not exist on the server's side",
+                directory.display()
+            );
+            local_config.working_directory = directory;
+        }
         let (exec, local, session): (Arc<dyn CommandExec>, LocalExec, Option<Session>) =
             if persistent {
                 let snapshot_path = name
