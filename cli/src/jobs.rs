@@ -89,13 +89,10 @@ pub fn run(args: &JobsArgs) -> anyhow::Result<ExitCode> {
         _ => Duration::from_secs(2),
     };
     let jobs = RecordedJobs::new(JobStore::new(dir), grace);
-    let input = match tool_input(args) {
-        Some(input) => input,
-        None => {
-            let forgotten = jobs.prune()?;
-            writeln!(std::io::stdout(), "forgot {forgotten} ended jobs")?;
-            return Ok(ExitCode::SUCCESS);
-        }
+    let Some(input) = tool_input(args) else {
+        let forgotten = jobs.prune()?;
+        writeln!(std::io::stdout(), "forgot {forgotten} ended jobs")?;
+        return Ok(ExitCode::SUCCESS);
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

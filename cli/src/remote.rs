@@ -39,7 +39,10 @@ pub fn tool_config(args: &ToolArgs) -> anyhow::Result<ToolConfig> {
 }
 
 /// The connection settings from the shared flags.
-pub fn remote_config(args: &ToolArgs, session: Option<SessionRequest>) -> anyhow::Result<RemoteConfig> {
+pub fn remote_config(
+    args: &ToolArgs,
+    session: Option<SessionRequest>,
+) -> anyhow::Result<RemoteConfig> {
     let mut config = RemoteConfig {
         session,
         working_directory: args.cwd.clone(),
@@ -60,12 +63,18 @@ pub fn cli_exec(tool: &ToolArgs, remote: &RemoteArgs) -> anyhow::Result<(ToolCon
         return Ok((config, exec));
     };
     let config = tool_config(tool)?;
-    let session = tool.session.clone().map(|name| SessionRequest { name: Some(name) });
+    let session = tool
+        .session
+        .clone()
+        .map(|name| SessionRequest { name: Some(name) });
     let mut remote_config = remote_config(tool, session)?;
     // As locally: a background job outlives this process, and `bashtool
     // jobs --remote` finds it in the records over there.
     remote_config.keep_jobs = true;
-    Ok((config, Exec::Remote(RemoteExec::command(line, remote_config))))
+    Ok((
+        config,
+        Exec::Remote(RemoteExec::command(line, remote_config)),
+    ))
 }
 
 /// The jobs of every bashtool process of the server's user, for `bashtool jobs --remote`.

@@ -61,7 +61,4 @@ macro_rules! contract_suite {
 }
 
 contract_suite!(remote_stateless, subject(None));
-contract_suite!(
-    remote_session,
-    subject(Some(SessionRequest::default()))
-);
+contract_suite!(remote_session, subject(Some(SessionRequest::default())));

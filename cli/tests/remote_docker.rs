@@ -226,7 +226,15 @@ async fn remote_exec_through_docker_exec() {
     let tarball = build_rootfs(&lab.dir);
     lab.docker_ok(&["import", &tarball.display().to_string(), IMAGE]);
     lab.docker_ok(&[
-        "run", "-d", "--network", "none", "--name", CONTAINER, IMAGE, "/bin/sleep", "100000",
+        "run",
+        "-d",
+        "--network",
+        "none",
+        "--name",
+        CONTAINER,
+        IMAGE,
+        "/bin/sleep",
+        "100000",
     ]);
     let socket = lab.socket();
     let probe_socket = socket.clone();

@@ -140,13 +140,15 @@ impl Connection {
         match call.reply().await {
             None => Err(self.lost()),
             Some(Err(error)) => Ok(Err(error)),
-            Some(Ok(value)) => serde_json::from_value(value).map(Ok).map_err(|error| {
-                Error::BadAnswer {
-                    remote: self.remote.clone(),
-                    method: method.to_owned(),
-                    message: error.to_string(),
-                }
-            }),
+            Some(Ok(value)) => {
+                serde_json::from_value(value)
+                    .map(Ok)
+                    .map_err(|error| Error::BadAnswer {
+                        remote: self.remote.clone(),
+                        method: method.to_owned(),
+                        message: error.to_string(),
+                    })
+            }
         }
     }
 

@@ -1,14 +1,13 @@
 //! [`RemoteExec`]: the [`CommandExec`] and [`Jobs`] ports over a connection
 //! to `bashtool serve`, reconnecting after a link broke.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bashtool_core::{
-    CommandExec, CommandResult, EnvironmentInfo, ExecError, JobError, JobInfo, JobInput,
-    JobOutput, Jobs, ReadFrom, SpawnOptions,
+    CommandExec, CommandResult, EnvironmentInfo, ExecError, JobError, JobInfo, JobInput, JobOutput,
+    Jobs, ReadFrom, SpawnOptions,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -61,10 +60,7 @@ impl std::fmt::Debug for RemoteExec {
 impl RemoteExec {
     /// An environment behind `transport`; connects on first use.
     pub fn new(transport: Arc<dyn Transport>, config: RemoteConfig) -> Self {
-        let label = config
-            .label
-            .clone()
-            .unwrap_or_else(|| transport.describe());
+        let label = config.label.clone().unwrap_or_else(|| transport.describe());
         Self {
             inner: Arc::new(Inner {
                 transport,
@@ -273,9 +269,9 @@ async fn wait_for_answer(
     closed: CancellationToken,
 ) -> Ending {
     let far = Instant::now() + Duration::from_secs(10 * 365 * 24 * 3600);
-    let backstop = options
-        .timeout
-        .map_or(far, |timeout| Instant::now() + timeout + grace + BACKSTOP_MARGIN);
+    let backstop = options.timeout.map_or(far, |timeout| {
+        Instant::now() + timeout + grace + BACKSTOP_MARGIN
+    });
     let mut cancel_deadline = far;
     let mut cancel_sent = false;
     loop {
@@ -405,7 +401,7 @@ fn into_command_result(answer: SpawnResult, options: &SpawnOptions) -> CommandRe
         notes: answer.notes,
         background: answer.background,
         shell: answer.shell,
-        working_directory: answer.working_directory.map(PathBuf::from),
+        working_directory: answer.working_directory,
     }
 }
 
@@ -468,11 +464,11 @@ impl Jobs for RemoteExec {
                 message: connection.lost().to_string(),
             }),
             Some(Err(error)) => Err(job_error(error)),
-            Some(Ok(value)) => serde_json::from_value(value).map_err(|error| {
-                JobError::Environment {
+            Some(Ok(value)) => {
+                serde_json::from_value(value).map_err(|error| JobError::Environment {
                     message: error.to_string(),
-                }
-            }),
+                })
+            }
         }
     }
 

@@ -175,7 +175,10 @@ impl TransportProcess {
     /// Waits up to `limit` for it to exit (after its stdin was closed, the
     /// server cleans up and exits, then the transport does), then kills it.
     pub async fn finish(mut self, limit: Duration) {
-        if tokio::time::timeout(limit, self.child.wait()).await.is_err() {
+        if tokio::time::timeout(limit, self.child.wait())
+            .await
+            .is_err()
+        {
             let _ = self.child.start_kill();
             let _ = self.child.wait().await;
         }

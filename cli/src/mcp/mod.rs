@@ -284,28 +284,27 @@ pub fn run(args: &McpArgs) -> anyhow::Result<ExitCode> {
 async fn serve(settings: Settings) -> anyhow::Result<ExitCode> {
     let grace = settings.local.kill_grace + SHUTDOWN_MARGIN;
     let mut remote_exec = None;
-    let (exec, jobs, session): (Arc<dyn CommandExec>, Arc<dyn Jobs>, _) = if let Some(line) =
-        &settings.remote
-    {
-        let remote = remote_environment(line, &settings).await?;
-        remote_exec = Some(remote.clone());
-        (Arc::new(remote.clone()), Arc::new(remote), None)
-    } else if settings.stateless {
-        let exec = LocalExec::new(settings.local);
-        (Arc::new(exec.clone()), Arc::new(exec), None)
-    } else {
-        let config = SessionConfig {
-            local: settings.local,
-            snapshot_path: settings.session_path,
-            telemetry: settings.tool.shell_telemetry,
+    let (exec, jobs, session): (Arc<dyn CommandExec>, Arc<dyn Jobs>, _) =
+        if let Some(line) = &settings.remote {
+            let remote = remote_environment(line, &settings).await?;
+            remote_exec = Some(remote.clone());
+            (Arc::new(remote.clone()), Arc::new(remote), None)
+        } else if settings.stateless {
+            let exec = LocalExec::new(settings.local);
+            (Arc::new(exec.clone()), Arc::new(exec), None)
+        } else {
+            let config = SessionConfig {
+                local: settings.local,
+                snapshot_path: settings.session_path,
+                telemetry: settings.tool.shell_telemetry,
+            };
+            let session = Session::new(config).context("creating the session")?;
+            (
+                Arc::new(session.clone()),
+                Arc::new(session.clone()),
+                Some(session),
+            )
         };
-        let session = Session::new(config).context("creating the session")?;
-        (
-            Arc::new(session.clone()),
-            Arc::new(session.clone()),
-            Some(session),
-        )
-    };
     // Calls into the session must reach it in the order they arrived.
     let order = (session.is_some() || (remote_exec.is_some() && !settings.stateless))
         .then(ArrivalOrder::default);

@@ -38,7 +38,8 @@ fn params<T: DeserializeOwned>(request: &Request) -> Result<T, RpcError> {
 }
 
 fn json(value: &impl Serialize) -> Result<Value, RpcError> {
-    serde_json::to_value(value).map_err(|error| RpcError::new(code::INVALID_PARAMS, error.to_string()))
+    serde_json::to_value(value)
+        .map_err(|error| RpcError::new(code::INVALID_PARAMS, error.to_string()))
 }
 
 /// Answers `request` (not `initialize` or `cancel`, which the connection handles).
@@ -110,8 +111,8 @@ async fn spawn(
     let tap_outbox = outbox.clone();
     let id = request.number;
     capture.set_raw_tap(Arc::new(move |stream: Stream, bytes: &[u8]| {
-        let params = serde_json::to_value(OutputParams::encode(id, stream, bytes))
-            .unwrap_or(Value::Null);
+        let params =
+            serde_json::to_value(OutputParams::encode(id, stream, bytes)).unwrap_or(Value::Null);
         tap_outbox.send(Message::notification(method::OUTPUT, params).to_line());
     }));
     let options = SpawnOptions {

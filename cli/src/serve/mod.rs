@@ -64,7 +64,11 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let filter = args
         .log_level
         .clone()
-        .or_else(|| std::env::var("RUST_LOG").ok().filter(|value| !value.is_empty()))
+        .or_else(|| {
+            std::env::var("RUST_LOG")
+                .ok()
+                .filter(|value| !value.is_empty())
+        })
         .unwrap_or_else(|| "warn".to_owned());
     crate::mcp::init_logging(&filter)?;
     let tool = args.tool.tool_config()?;
@@ -224,8 +228,8 @@ impl Server {
                 "initialize was already sent on this connection",
             ));
         }
-        let params: InitializeParams =
-            serde_json::from_value(params.unwrap_or(Value::Null)).map_err(|error| {
+        let params: InitializeParams = serde_json::from_value(params.unwrap_or(Value::Null))
+            .map_err(|error| {
                 RpcError::new(
                     code::INVALID_PARAMS,
                     format!("invalid params for initialize: {error}"),

@@ -9,7 +9,9 @@
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
-use bashtool_core::{CommandExec, CommandResult, ExecMode, Jobs, OutputChunk, ReadFrom, SpawnOptions};
+use bashtool_core::{
+    CommandExec, CommandResult, ExecMode, Jobs, OutputChunk, ReadFrom, SpawnOptions,
+};
 use bashtool_env_remote::{RemoteConfig, RemoteExec, SessionRequest};
 use bashtool_tests::{ESCAPEE, grandchildren_script, pids_in};
 use tokio_util::sync::CancellationToken;
@@ -46,7 +48,11 @@ impl Target {
     pub async fn survivors_after(&self, pids: &[u32]) -> Vec<u32> {
         let deadline = tokio::time::Instant::now() + DEATH_LIMIT;
         loop {
-            let survivors: Vec<u32> = pids.iter().copied().filter(|&pid| (self.alive)(pid)).collect();
+            let survivors: Vec<u32> = pids
+                .iter()
+                .copied()
+                .filter(|&pid| (self.alive)(pid))
+                .collect();
             if survivors.is_empty() || tokio::time::Instant::now() >= deadline {
                 return survivors;
             }
@@ -67,7 +73,10 @@ fn text(result: &CommandResult) -> String {
 }
 
 /// A sink collecting the text; fires `trigger` once `count` pids appeared.
-fn pid_watch(count: usize, trigger: CancellationToken) -> (Arc<Mutex<String>>, bashtool_core::OutputSink) {
+fn pid_watch(
+    count: usize,
+    trigger: CancellationToken,
+) -> (Arc<Mutex<String>>, bashtool_core::OutputSink) {
     let seen = Arc::new(Mutex::new(String::new()));
     let sink_seen = Arc::clone(&seen);
     let sink = Arc::new(move |chunk: &OutputChunk| {
@@ -81,7 +90,9 @@ fn pid_watch(count: usize, trigger: CancellationToken) -> (Arc<Mutex<String>>, b
 }
 
 async fn run(exec: &RemoteExec, command: &str, options: SpawnOptions) -> CommandResult {
-    exec.spawn(command, options).await.expect("the command starts")
+    exec.spawn(command, options)
+        .await
+        .expect("the command starts")
 }
 
 /// Runs every scenario in order.
@@ -168,7 +179,12 @@ pub async fn cancel_stops_the_remote_tree(target: &Target) {
     let pids = pids_in(&text(&result));
     assert_eq!(pids.len(), 3, "{}", text(&result));
     assert_eq!(target.survivors_after(&pids).await, Vec::<u32>::new());
-    let again = run(&exec, "echo same connection", SpawnOptions::default().timeout(SAFETY)).await;
+    let again = run(
+        &exec,
+        "echo same connection",
+        SpawnOptions::default().timeout(SAFETY),
+    )
+    .await;
     assert_eq!(text(&again), "same connection");
     exec.shutdown(SAFETY).await;
 }
@@ -282,7 +298,12 @@ pub async fn killing_the_local_client_stops_the_remote_processes(target: &Target
     );
     let pids = pids_in(&seen.lock().unwrap_or_else(PoisonError::into_inner));
     assert_eq!(target.survivors_after(&pids).await, Vec::<u32>::new());
-    let again = run(&exec, "echo reconnected", SpawnOptions::default().timeout(SAFETY)).await;
+    let again = run(
+        &exec,
+        "echo reconnected",
+        SpawnOptions::default().timeout(SAFETY),
+    )
+    .await;
     assert_eq!(text(&again), "reconnected");
     exec.shutdown(SAFETY).await;
 }
