@@ -11,6 +11,7 @@ mod mcp_bench;
 mod mcp_client;
 mod memory_bench;
 mod policy_bench;
+mod remote_bench;
 mod servers;
 mod session_bench;
 mod spawn_bench;
@@ -83,6 +84,9 @@ fn main() -> ExitCode {
         }
         if wanted("8") {
             rows.extend(memory_bench::run(effort).await?);
+        }
+        if wanted("9") {
+            rows.extend(remote_bench::run(effort).await?);
         }
         anyhow::Ok(rows)
     });
