@@ -19,7 +19,8 @@ use crate::stats::{human, measure_interleaved, spread};
 use crate::table::Row;
 
 /// 1 GiB of 64-byte lines.
-const GIB_COMMAND: &str = "yes 0123456789abcdef0123456789abcdef0123456789abcdef0123456789a | head -c 1073741824";
+const GIB_COMMAND: &str =
+    "yes 0123456789abcdef0123456789abcdef0123456789abcdef0123456789a | head -c 1073741824";
 
 fn bashtool_binary() -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe()?;
@@ -43,7 +44,14 @@ fn peak_rss_mib() -> f64 {
             status
                 .lines()
                 .find_map(|line| line.strip_prefix("VmHWM:"))
-                .and_then(|value| value.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
+                .and_then(|value| {
+                    value
+                        .trim()
+                        .trim_end_matches("kB")
+                        .trim()
+                        .parse::<f64>()
+                        .ok()
+                })
         })
         .map_or(0.0, |kib| kib / 1024.0)
 }
@@ -95,7 +103,8 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
     let extra = over_pipe.median().saturating_sub(here.median());
     let mut rows = vec![Row {
         number: "9",
-        what: "call of `true` over an established connection to a local `bashtool serve` (pipe)".into(),
+        what: "call of `true` over an established connection to a local `bashtool serve` (pipe)"
+            .into(),
         ours: spread(&over_pipe),
         baseline: format!("same call on a local `LocalExec`: {}", spread(&here)),
         ratio: format!("+{} per call", human(extra)),
@@ -110,7 +119,9 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
     let gib_per_second = |seconds: f64| 1.0 / seconds;
     rows.push(Row {
         number: "9",
-        what: "1 GiB of output through the remote path (serve → pipe → RemoteExec → bounded capture)".into(),
+        what:
+            "1 GiB of output through the remote path (serve → pipe → RemoteExec → bounded capture)"
+                .into(),
         ours: format!(
             "{:.2} s ({:.2} GiB/s); local peak RSS {peak_before:.0} → {peak_after:.0} MiB",
             remote_seconds,
