@@ -71,6 +71,10 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         })
         .unwrap_or_else(|| "warn".to_owned());
     crate::mcp::init_logging(&filter)?;
+    anyhow::ensure!(
+        !args.tool.no_policy && args.tool.budget_tokens.is_none() && !args.tool.plain_shortening,
+        "--no-policy, --budget-tokens and --plain-shortening belong to the client side (run, call or mcp with --remote): the policy and the shortening run there, not in serve"
+    );
     let tool = args.tool.tool_config()?;
     let mut local = args.tool.local_config(&tool)?;
     local.keep_jobs_on_drop = args.keep_jobs;
