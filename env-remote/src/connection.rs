@@ -18,7 +18,9 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Error;
-use crate::protocol::{self, CancelParams, Message, OutputParams, RpcError, method};
+use crate::protocol::{
+    self, CancelParams, Message, OutputNotification, OutputParams, RpcError, method,
+};
 use crate::transport::{Link, StderrTail, TransportProcess};
 
 /// What a call gets back: the server's answer, or `None` when the link
@@ -203,15 +205,24 @@ impl Connection {
             tracing::warn!("the server sent an output notification this client cannot read");
             return;
         };
+        self.push_output(params.id, params.stream, params.bytes());
+    }
+
+    fn push_output(
+        &self,
+        id: u64,
+        stream: bashtool_core::Stream,
+        bytes: Result<Vec<u8>, base64::DecodeError>,
+    ) {
         let capture = self
             .pending()
-            .get(&params.id)
+            .get(&id)
             .and_then(|pending| pending.output.clone());
         let Some(capture) = capture else {
             return;
         };
-        match params.bytes() {
-            Ok(bytes) => capture.push(params.stream, &bytes),
+        match bytes {
+            Ok(bytes) => capture.push(stream, &bytes),
             Err(error) => tracing::warn!(%error, "undecodable output from the server"),
         }
     }
@@ -308,6 +319,18 @@ async fn read_loop(
         if ended {
             connection.fail_all();
             return;
+        }
+        // The fast path for the bulk of the traffic: `output` lines as
+        // `bashtool serve` writes them, decoded without a `Value` tree.
+        if line.starts_with(protocol::OUTPUT_LINE_PREFIX.as_bytes())
+            && let Ok(notification) = serde_json::from_slice::<OutputNotification<'_>>(&line)
+        {
+            connection.push_output(
+                notification.params.id,
+                notification.params.stream,
+                notification.params.bytes(),
+            );
+            continue;
         }
         match serde_json::from_slice::<Message>(&line) {
             Ok(message) if message.jsonrpc == protocol::JSONRPC => connection.route(message),

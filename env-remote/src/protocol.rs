@@ -311,6 +311,50 @@ impl OutputParams {
     }
 }
 
+/// The `output` notification as one wire line, built directly: base64
+/// needs no JSON escaping, and this is the hot path of a command that
+/// prints a lot. Parses to the same [`Message`] as the generic way.
+pub fn output_line(id: u64, stream: Stream, bytes: &[u8]) -> String {
+    let mut line = String::with_capacity(bytes.len() * 4 / 3 + 96);
+    line.push_str(OUTPUT_LINE_PREFIX);
+    line.push_str(&format!(
+        r#","params":{{"id":{id},"stream":"{}","data":""#,
+        stream.as_str()
+    ));
+    base64::engine::general_purpose::STANDARD.encode_string(bytes, &mut line);
+    line.push_str("\"}}\n");
+    line
+}
+
+/// How every [`output_line`] starts: the client's fast path recognises it.
+pub const OUTPUT_LINE_PREFIX: &str = r#"{"jsonrpc":"2.0","method":"output""#;
+
+/// An `output` notification read without building a [`Value`] tree.
+#[derive(Debug, Deserialize)]
+pub struct OutputNotification<'a> {
+    /// Its params; `data` borrowed from the line.
+    #[serde(borrow)]
+    pub params: OutputParamsRef<'a>,
+}
+
+/// [`OutputParams`] borrowing its data.
+#[derive(Debug, Deserialize)]
+pub struct OutputParamsRef<'a> {
+    /// The id of the `spawn` request.
+    pub id: u64,
+    /// `stdout` or `stderr`.
+    pub stream: Stream,
+    /// The bytes, base64.
+    pub data: &'a str,
+}
+
+impl OutputParamsRef<'_> {
+    /// The raw bytes.
+    pub fn bytes(&self) -> Result<Vec<u8>, base64::DecodeError> {
+        base64::engine::general_purpose::STANDARD.decode(self.data)
+    }
+}
+
 /// `spawn` result: everything of a [`bashtool_core::CommandResult`] but
 /// the output, which the client built from the `output` notifications.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -595,6 +639,24 @@ mod tests {
         assert_eq!(params.id, 7);
         assert_eq!(params.stream, Stream::Stderr);
         assert_eq!(params.bytes().expect("base64"), bytes);
+    }
+
+    #[test]
+    fn the_direct_output_line_is_the_generic_one() {
+        let bytes = b"\x00\xffhi\n\"\\";
+        let direct = output_line(9, Stream::Stdout, bytes);
+        assert!(direct.starts_with(OUTPUT_LINE_PREFIX));
+        assert!(direct.ends_with("}}\n"));
+        let generic = Message::notification(
+            method::OUTPUT,
+            serde_json::to_value(OutputParams::encode(9, Stream::Stdout, bytes)).expect("json"),
+        );
+        let parsed: Message = serde_json::from_str(&direct).expect("parse");
+        assert_eq!(parsed.method, generic.method);
+        assert_eq!(parsed.params, generic.params);
+        let fast: OutputNotification<'_> = serde_json::from_str(&direct).expect("fast parse");
+        assert_eq!(fast.params.id, 9);
+        assert_eq!(fast.params.bytes().expect("base64"), bytes);
     }
 
     #[test]

@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use bashtool_core::{CommandResult, OutputCapture, SpawnOptions, Stream};
 use bashtool_env_remote::protocol::{
-    JobParams, ListResult, Message, OutputParams, ReadParams, RpcError, SpawnParams, SpawnResult,
-    WaitParams, WriteParams, code, method,
+    self, JobParams, ListResult, ReadParams, RpcError, SpawnParams, SpawnResult, WaitParams,
+    WriteParams, code, method,
 };
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -111,9 +111,7 @@ async fn spawn(
     let tap_outbox = outbox.clone();
     let id = request.number;
     capture.set_raw_tap(Arc::new(move |stream: Stream, bytes: &[u8]| {
-        let params =
-            serde_json::to_value(OutputParams::encode(id, stream, bytes)).unwrap_or(Value::Null);
-        tap_outbox.send(Message::notification(method::OUTPUT, params).to_line());
+        tap_outbox.send(protocol::output_line(id, stream, bytes));
     }));
     let options = SpawnOptions {
         cwd: params.cwd,
