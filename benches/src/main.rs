@@ -15,6 +15,7 @@ mod remote_bench;
 mod servers;
 mod session_bench;
 mod spawn_bench;
+mod ssh_loopback;
 mod stats;
 mod table;
 mod throughput;

@@ -56,6 +56,62 @@ fn peak_rss_mib() -> f64 {
         .map_or(0.0, |kib| kib / 1024.0)
 }
 
+/// `true` over loopback SSH (reported, no target), or a row saying why not.
+async fn ssh_row(effort: Effort, local_tool: &BashTool, dir: &std::path::Path) -> Row {
+    let row = |ours: String, baseline: String, ratio: String| Row {
+        number: "9",
+        what: "call of `true` over an established loopback SSH connection to `bashtool serve`"
+            .into(),
+        ours,
+        baseline,
+        ratio,
+        target: "report",
+        met: None,
+    };
+    let ssh_dir = dir.join("ssh");
+    let outcome = async {
+        std::fs::create_dir_all(&ssh_dir)?;
+        let sshd = crate::ssh_loopback::start(&ssh_dir)?;
+        let line = format!(
+            "{} 'TMPDIR={dir} exec {binary} serve --cwd {dir}'",
+            sshd.ssh,
+            dir = dir.display(),
+            binary = bashtool_binary()?.display()
+        );
+        let remote = RemoteExec::command(line, RemoteConfig::default());
+        remote.connect().await?;
+        let tool = BashTool::new(ToolConfig::default(), Arc::new(remote.clone()));
+        let call = |tool: &BashTool| {
+            let tool = tool.clone();
+            async move {
+                let result = tool.call(json!({"command": "true"})).await;
+                assert!(!result.is_error, "{}", result.text());
+            }
+        };
+        let samples =
+            measure_interleaved(10, effort.runs(200), || call(&tool), || call(local_tool)).await;
+        remote.shutdown(std::time::Duration::from_secs(5)).await;
+        drop(sshd);
+        anyhow::Ok(samples)
+    }
+    .await;
+    match outcome {
+        Ok((over_ssh, here)) => row(
+            spread(&over_ssh),
+            format!("same call on a local `LocalExec`: {}", spread(&here)),
+            format!(
+                "+{} per call",
+                human(over_ssh.median().saturating_sub(here.median()))
+            ),
+        ),
+        Err(error) => row(
+            format!("not measured: {error:#}"),
+            String::new(),
+            String::new(),
+        ),
+    }
+}
+
 async fn timed_gib(tool: &BashTool) -> anyhow::Result<f64> {
     let start = Instant::now();
     let result = tool
@@ -111,6 +167,8 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
         target: "≤ 0.5 ms more",
         met: Some(extra.as_secs_f64() <= 0.0005),
     }];
+
+    rows.push(ssh_row(effort, &local_tool, dir.path()).await);
 
     let peak_before = peak_rss_mib();
     let remote_seconds = timed_gib(&remote_tool).await?;
