@@ -253,7 +253,7 @@ fn current_dir_join(path: &std::path::Path) -> anyhow::Result<PathBuf> {
 }
 
 /// Logs go to stderr: stdout carries only the protocol.
-pub(crate) fn init_logging(filter: &str) -> anyhow::Result<()> {
+fn init_logging(filter: &str) -> anyhow::Result<()> {
     let filter = tracing_subscriber::EnvFilter::try_new(filter)
         .with_context(|| format!("--log-level {filter:?} is not a level or a RUST_LOG filter"))?;
     let ansi = std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty())

@@ -23,14 +23,14 @@ pub struct Outbox {
 }
 
 impl Outbox {
-    /// Starts the writer thread on stdout.
-    pub fn start() -> std::io::Result<Self> {
+    /// Starts the writer thread on `output` (the protocol's stdout).
+    pub fn start(output: std::fs::File) -> std::io::Result<Self> {
         let (sender, receiver) = sync_channel(QUEUE_LINES);
         let broken = CancellationToken::new();
         let writer_broken = broken.clone();
         std::thread::Builder::new()
             .name("serve-stdout".to_owned())
-            .spawn(move || write_lines(&receiver, &writer_broken))?;
+            .spawn(move || write_lines(output, &receiver, &writer_broken))?;
         Ok(Self { sender, broken })
     }
 
@@ -59,9 +59,8 @@ impl Outbox {
     }
 }
 
-fn write_lines(receiver: &Receiver<String>, broken: &CancellationToken) {
-    let stdout = std::io::stdout();
-    let mut stdout = std::io::BufWriter::with_capacity(256 * 1024, stdout.lock());
+fn write_lines(output: std::fs::File, receiver: &Receiver<String>, broken: &CancellationToken) {
+    let mut stdout = std::io::BufWriter::with_capacity(256 * 1024, output);
     let mut written = || -> std::io::Result<()> {
         while let Ok(line) = receiver.recv() {
             stdout.write_all(line.as_bytes())?;
