@@ -61,6 +61,7 @@ pub struct ServeArgs {
 }
 
 pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
+    forget_ssh_variables();
     let filter = args
         .log_level
         .clone()
@@ -103,6 +104,28 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     // tokio reads stdin on a blocking thread that cannot be interrupted.
     runtime.shutdown_background();
     outcome
+}
+
+/// Variables that make bash (Debian's, built with SSH_SOURCE_BASHRC) read
+/// `/etc/bash.bashrc` and `~/.bashrc` even for `bash -c`, when it thinks
+/// sshd started it. Every command would then run the login files (pyenv,
+/// nvm, conda: measured 70 to 180 ms per call here) and see a different
+/// environment than a local `bashtool`. `SSH_CONNECTION` stays: it only
+/// tells commands where the client is.
+const SSH_SHELL_VARIABLES: &[&str] = &["SSH_CLIENT", "SSH2_CLIENT"];
+
+fn forget_ssh_variables() {
+    for name in SSH_SHELL_VARIABLES {
+        if std::env::var_os(name).is_some() {
+            // SAFETY: called first thing in `run`, before this process
+            // starts any thread (the runtime, the stdout writer), so no
+            // other thread can read the environment meanwhile.
+            #[allow(unsafe_code)]
+            unsafe {
+                std::env::remove_var(name);
+            }
+        }
+    }
 }
 
 /// A request being answered.
