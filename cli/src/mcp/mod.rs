@@ -189,6 +189,12 @@ fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
     // The description tells the model whether state carries over.
     tool.persistent_session = !stateless;
 
+    // These configure local processes only: with --remote they would be
+    // silently ignored, so they are refused.
+    anyhow::ensure!(
+        remote.is_none() || (args.env.is_empty() && file.env.is_empty() && args.log_dir.is_none()),
+        "--env, [env] and --log-dir configure local commands; with --remote, set them where `bashtool serve` runs (e.g. 'ssh devbox env K=V bashtool serve')"
+    );
     let keep_jobs = args.keep_jobs || file.keep_jobs.unwrap_or(false);
     let mut local = LocalConfig {
         working_directory: cwd,
