@@ -12,9 +12,11 @@ mod mcp_bench;
 mod mcp_client;
 mod memory_bench;
 mod policy_bench;
+mod remote_bench;
 mod servers;
 mod session_bench;
 mod spawn_bench;
+mod ssh_loopback;
 mod stats;
 mod table;
 mod throughput;
@@ -87,6 +89,9 @@ fn main() -> ExitCode {
         }
         if wanted("9") {
             rows.extend(interactive_bench::run(effort).await?);
+        }
+        if wanted("10") {
+            rows.extend(remote_bench::run(effort).await?);
         }
         anyhow::Ok(rows)
     });

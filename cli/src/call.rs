@@ -20,6 +20,8 @@ echo '{\"commands\": [\"cd src\", \"ls\"], \"timeout\": 10}' | bashtool call"
 pub struct CallArgs {
     #[command(flatten)]
     pub tool: ToolArgs,
+    #[command(flatten)]
+    pub remote: crate::remote::RemoteArgs,
 }
 
 /// The error result for input that is not JSON at all.
@@ -58,16 +60,13 @@ pub fn run(args: &CallArgs) -> anyhow::Result<ExitCode> {
     std::io::stdin()
         .take(MAX_INPUT_BYTES as u64 + 1)
         .read_to_end(&mut bytes)?;
-    let file = args.tool.file()?;
-    let mut config = args.tool.tool_config(&file)?;
-    let local = args.tool.local_config(&mut config, &file)?;
+    let (config, exec) = crate::remote::cli_exec(&args.tool, &args.remote)?;
     let result = match serde_json::from_slice::<serde_json::Value>(&bytes) {
         // Nothing more is read: the writer gets EPIPE rather than a hang.
         _ if bytes.len() > MAX_INPUT_BYTES => too_large(),
         Err(error) => not_json(&error.to_string()),
         Ok(input) => {
             let runtime = tokio::runtime::Runtime::new()?;
-            let exec = crate::session::Exec::new(args.tool.session.as_deref(), &mut config, local)?;
             runtime.block_on(async {
                 let tool = BashTool::new(config, exec.command_exec());
                 let cancel = tokio_util::sync::CancellationToken::new();

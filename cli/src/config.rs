@@ -22,6 +22,7 @@ use crate::options::seconds;
 ///
 /// ```toml
 /// cwd = "/home/me/project"
+/// remote = "ssh devbox bashtool serve"   # run the commands over there
 /// stateless = false
 /// keep_jobs = false
 /// log_level = "info"
@@ -78,6 +79,8 @@ use crate::options::seconds;
 #[serde(deny_unknown_fields)]
 pub struct FileConfig {
     pub cwd: Option<PathBuf>,
+    /// `--remote`: a command line that starts `bashtool serve` elsewhere.
+    pub remote: Option<String>,
     pub stateless: Option<bool>,
     pub keep_jobs: Option<bool>,
     pub log_level: Option<String>,

@@ -34,6 +34,8 @@ pub struct JobsArgs {
     /// Print the structured result as JSON
     #[arg(long, global = true)]
     pub json: bool,
+    #[command(flatten)]
+    pub remote: crate::remote::RemoteArgs,
     #[command(subcommand)]
     pub action: Option<JobsAction>,
 }
@@ -87,6 +89,9 @@ pub enum JobsAction {
 }
 
 pub fn run(args: &JobsArgs) -> anyhow::Result<ExitCode> {
+    if let Some(line) = &args.remote.remote {
+        return remote_jobs(args, line);
+    }
     let dir = match &args.state_dir {
         Some(dir) => dir.clone(),
         None => bashtool_env_local::default_state_dir()?,
@@ -96,7 +101,42 @@ pub fn run(args: &JobsArgs) -> anyhow::Result<ExitCode> {
         _ => Duration::from_secs(2),
     };
     let jobs = RecordedJobs::new(JobStore::new(dir), grace);
-    let input: Value = match args.action.as_ref().unwrap_or(&JobsAction::List) {
+    let Some(input) = tool_input(args) else {
+        let forgotten = jobs.prune()?;
+        writeln!(std::io::stdout(), "forgot {forgotten} ended jobs")?;
+        return Ok(ExitCode::SUCCESS);
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let mut config = ToolConfig::default();
+    config.fields.interactive = true;
+    let tool = JobsTool::new(config, Arc::new(jobs));
+    let result = runtime.block_on(tool.call(&input));
+    print_result(args, &result)
+}
+
+/// `--remote`: the same tool on the jobs recorded over there.
+fn remote_jobs(args: &JobsArgs, line: &str) -> anyhow::Result<ExitCode> {
+    let Some(input) = tool_input(args) else {
+        anyhow::bail!("prune is not available with --remote; run `bashtool jobs prune` over there");
+    };
+    let remote = crate::remote::recorded_jobs(line);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let tool = JobsTool::new(ToolConfig::default(), Arc::new(remote.clone()));
+    let result = runtime.block_on(async {
+        let result = tool.call(&input).await;
+        remote.shutdown(crate::remote::CLOSE_MARGIN).await;
+        result
+    });
+    print_result(args, &result)
+}
+
+/// The `bash_jobs` input for the action; `None` for prune, which is not a tool action.
+fn tool_input(args: &JobsArgs) -> Option<Value> {
+    Some(match args.action.as_ref().unwrap_or(&JobsAction::List) {
         JobsAction::List => json!({"action": "list"}),
         JobsAction::Read { job, lines, since } => {
             let mut input = json!({"action": "read", "job": job});
@@ -115,22 +155,14 @@ pub fn run(args: &JobsArgs) -> anyhow::Result<ExitCode> {
         JobsAction::Write { job, text, keys } => {
             json!({"action": "write", "job": job, "text": text, "keys": keys})
         }
-        JobsAction::Prune => {
-            let forgotten = jobs.prune()?;
-            writeln!(std::io::stdout(), "forgot {forgotten} ended jobs")?;
-            return Ok(ExitCode::SUCCESS);
-        }
-    };
-    let mut config = ToolConfig::default();
-    config.fields.interactive = true;
-    let tool = JobsTool::new(config, Arc::new(jobs));
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
-    let result = runtime.block_on(tool.call(&input));
+        JobsAction::Prune => return None,
+    })
+}
+
+fn print_result(args: &JobsArgs, result: &bashtool_core::ToolResult) -> anyhow::Result<ExitCode> {
     let mut stdout = std::io::stdout().lock();
     if args.json {
-        serde_json::to_writer(&mut stdout, &result)?;
+        serde_json::to_writer(&mut stdout, result)?;
         writeln!(stdout)?;
     } else if result.is_error {
         eprintln!("bashtool: {}", result.text());

@@ -27,9 +27,11 @@ mod exit;
 mod jobs;
 mod mcp;
 mod options;
+mod remote;
 mod run;
 mod sandbox;
 mod schema;
+mod serve;
 mod session;
 mod signals;
 
@@ -60,6 +62,7 @@ enum Command {
     Mcp(mcp::McpArgs),
     Jobs(jobs::JobsArgs),
     Sandbox(sandbox::SandboxCommandArgs),
+    Serve(serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -72,6 +75,7 @@ fn main() -> ExitCode {
         Command::Mcp(_) => "mcp",
         Command::Jobs(_) => "jobs",
         Command::Sandbox(_) => "sandbox",
+        Command::Serve(_) => "serve",
     };
     let outcome = match cli.command {
         Command::Run(args) => run::run(&args),
@@ -81,6 +85,7 @@ fn main() -> ExitCode {
         Command::Mcp(args) => mcp::run(&args),
         Command::Jobs(args) => jobs::run(&args),
         Command::Sandbox(args) => sandbox::run(&args),
+        Command::Serve(args) => serve::run(&args),
     };
     match outcome {
         Ok(code) => code,

@@ -42,6 +42,8 @@ bashtool run --timeout 5 --json -- 'sleep 10'\n  bashtool run --env RUST_LOG=deb
 pub struct RunArgs {
     #[command(flatten)]
     pub tool: ToolArgs,
+    #[command(flatten)]
+    pub remote: crate::remote::RemoteArgs,
     /// default (30 s timeout), slow (15 min) or background (detached)
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
@@ -239,13 +241,10 @@ async fn converse(
 
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let input = tool_input(args)?;
-    let file = args.tool.file()?;
-    let mut config = args.tool.tool_config(&file)?;
+    let (mut config, exec) = crate::remote::cli_exec(&args.tool, &args.remote)?;
     let interactive = matches!(args.mode, Some(ModeArg::Interactive));
     config.fields.interactive = interactive;
     config.jobs_tool = interactive;
-    let local = args.tool.local_config(&mut config, &file)?;
-    let exec = crate::session::Exec::new(args.tool.session.as_deref(), &mut config, local)?;
     let live = !args.json && !args.model_text && !interactive;
     let stdout_closed = Arc::new(AtomicBool::new(false));
     let runtime = tokio::runtime::Runtime::new()?;

@@ -38,6 +38,8 @@ pub fn snapshot_path(name: &str) -> anyhow::Result<PathBuf> {
 pub enum Exec {
     Stateless(LocalExec),
     Session(Session),
+    /// `--remote`: commands (and a named session) live over there.
+    Remote(bashtool_env_remote::RemoteExec),
 }
 
 impl Exec {
@@ -67,6 +69,7 @@ impl Exec {
         match self {
             Self::Stateless(exec) => Arc::new(exec.clone()),
             Self::Session(session) => Arc::new(session.clone()),
+            Self::Remote(remote) => Arc::new(remote.clone()),
         }
     }
 
@@ -74,6 +77,7 @@ impl Exec {
         match self {
             Self::Stateless(exec) => Arc::new(exec.clone()),
             Self::Session(session) => Arc::new(session.clone()),
+            Self::Remote(remote) => Arc::new(remote.clone()),
         }
     }
 
@@ -90,6 +94,10 @@ impl Exec {
                     .await
                     .context("saving the session's state")?;
                 session.background().shutdown().await;
+            }
+            Self::Remote(remote) => {
+                let limit = remote.config().remote_kill_grace + crate::remote::CLOSE_MARGIN;
+                remote.shutdown(limit).await;
             }
         }
         Ok(())

@@ -73,7 +73,7 @@ pub use jobs::{
     human_runtime, info_line, jobs_tool_spec, state_text,
 };
 pub use output::{
-    FormattedOutput, OMISSION_MARKER_EXAMPLE, OutputBuffer, OutputCapture, OutputLine,
+    FormattedOutput, OMISSION_MARKER_EXAMPLE, OutputBuffer, OutputCapture, OutputLine, RawTap,
     StreamCleaner, abbreviate_line, clean_text, collapse_carriage_returns, format_bytes,
     format_output, format_output_with_budget,
 };

@@ -124,6 +124,8 @@ pub async fn interleaving(subject: Subject) {
             *seen += 1;
         }
     });
+    // `until read`: the previous writer may still hold the FIFO open when
+    // the next `read` opens it; that read then sees EOF, not a "go".
     let command = format!(
         "echo out1; read _ < '{}'; echo err1 >&2; read _ < '{}'; echo out2; read _ < '{}'; echo err2 >&2",
         gates[0].display(),

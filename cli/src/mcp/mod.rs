@@ -46,6 +46,8 @@ const SHUTDOWN_MARGIN: Duration = Duration::from_secs(3);
 pub struct McpArgs {
     #[command(flatten)]
     pub tool: ToolArgs,
+    #[command(flatten)]
+    pub remote: crate::remote::RemoteArgs,
     /// Run each call in a fresh shell instead of one persistent session
     #[arg(long)]
     pub stateless: bool,
@@ -95,6 +97,7 @@ Codex (~/.codex/config.toml):
 
 Config file (TOML; every key optional):
   cwd = \"/home/me/project\"      stateless = false      keep_jobs = false
+  remote = \"ssh devbox bashtool serve\"   (commands run over there; see --remote)
   log_level = \"info\"            progress_interval_ms = 250      shell = \"bash\"
   non_interactive = true        (pagers off, prompts fail, editors refuse)
   [tool]      name = \"bash\"   shell_telemetry = true   max_command_bytes = 262144
@@ -123,6 +126,10 @@ struct Settings {
     keep_jobs: bool,
     progress_interval: Duration,
     log_filter: String,
+    /// `--remote` / `remote = "..."`: the commands run over there.
+    remote: Option<String>,
+    /// `--session NAME`: with `--remote`, a session over there.
+    session_name: Option<String>,
 }
 
 fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
@@ -132,15 +139,21 @@ fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
         (None, Some(configured)) => current.join(configured),
         (None, None) => current,
     };
+    // With --remote, --cwd names a directory over there.
+    let remote = args.remote.remote.clone().or_else(|| file.remote.clone());
     anyhow::ensure!(
-        cwd.is_dir(),
+        remote.is_some() || cwd.is_dir(),
         "the working directory {} is not an existing directory",
         cwd.display()
     );
 
     let mut tool = ToolConfig::default();
     file.apply_to_tool(&mut tool)?;
-    tool.working_directory = Some(cwd.clone());
+    tool.working_directory = if remote.is_some() {
+        args.tool.cwd.clone().or_else(|| file.cwd.clone())
+    } else {
+        Some(cwd.clone())
+    };
     if args.tool.no_policy {
         tool.policy.enabled = false;
     }
@@ -171,11 +184,18 @@ fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
         .tool
         .session
         .as_deref()
+        .filter(|_| remote.is_none())
         .map(crate::session::snapshot_path)
         .transpose()?;
     // The description tells the model whether state carries over.
     tool.persistent_session = !stateless;
 
+    // These configure local processes only: with --remote they would be
+    // silently ignored, so they are refused.
+    anyhow::ensure!(
+        remote.is_none() || (args.env.is_empty() && file.env.is_empty() && args.log_dir.is_none()),
+        "--env, [env] and --log-dir configure local commands; with --remote, set them where `bashtool serve` runs (e.g. 'ssh devbox env K=V bashtool serve')"
+    );
     let keep_jobs = args.keep_jobs || file.keep_jobs.unwrap_or(false);
     let mut local = LocalConfig {
         working_directory: cwd,
@@ -230,6 +250,8 @@ fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
         keep_jobs,
         progress_interval,
         log_filter,
+        remote,
+        session_name: args.tool.session.clone(),
     })
 }
 
@@ -281,24 +303,31 @@ async fn serve(mut settings: Settings) -> anyhow::Result<ExitCode> {
         .local
         .wrappers
         .push(Arc::new(bashtool_env_local::StopWithOwner::new()));
-    let (exec, jobs, session): (Arc<dyn CommandExec>, Arc<dyn Jobs>, _) = if settings.stateless {
-        let exec = LocalExec::new(settings.local);
-        (Arc::new(exec.clone()), Arc::new(exec), None)
-    } else {
-        let config = SessionConfig {
-            local: settings.local,
-            snapshot_path: settings.session_path,
-            telemetry: settings.tool.shell_telemetry,
+    let mut remote_exec = None;
+    let (exec, jobs, session): (Arc<dyn CommandExec>, Arc<dyn Jobs>, _) =
+        if let Some(line) = &settings.remote {
+            let remote = remote_environment(line, &settings).await?;
+            remote_exec = Some(remote.clone());
+            (Arc::new(remote.clone()), Arc::new(remote), None)
+        } else if settings.stateless {
+            let exec = LocalExec::new(settings.local);
+            (Arc::new(exec.clone()), Arc::new(exec), None)
+        } else {
+            let config = SessionConfig {
+                local: settings.local,
+                snapshot_path: settings.session_path,
+                telemetry: settings.tool.shell_telemetry,
+            };
+            let session = Session::new(config).context("creating the session")?;
+            (
+                Arc::new(session.clone()),
+                Arc::new(session.clone()),
+                Some(session),
+            )
         };
-        let session = Session::new(config).context("creating the session")?;
-        (
-            Arc::new(session.clone()),
-            Arc::new(session.clone()),
-            Some(session),
-        )
-    };
     // Calls into the session must reach it in the order they arrived.
-    let order = session.is_some().then(ArrivalOrder::default);
+    let order = (session.is_some() || (remote_exec.is_some() && !settings.stateless))
+        .then(ArrivalOrder::default);
     let session_calls = order.clone().map(|order| gate::SessionCalls {
         order,
         tool: settings.tool.name.clone(),
@@ -351,12 +380,37 @@ async fn serve(mut settings: Settings) -> anyhow::Result<ExitCode> {
         }
     }
     server.shut_down(grace, settings.keep_jobs).await;
+    if let Some(remote) = remote_exec {
+        remote.shutdown(grace).await;
+    }
     if let Some(session) = session
         && let Err(error) = session.shutdown().await
     {
         tracing::warn!(%error, "the session's state was not saved");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `--remote`: the MCP server runs here, the commands (and the session)
+/// over there. Connects at once, so that a wrong line fails at start with
+/// the transport's message.
+async fn remote_environment(
+    line: &str,
+    settings: &Settings,
+) -> anyhow::Result<bashtool_env_remote::RemoteExec> {
+    let session = (!settings.stateless).then(|| bashtool_env_remote::SessionRequest {
+        name: settings.session_name.clone(),
+    });
+    let config = bashtool_env_remote::RemoteConfig {
+        session,
+        keep_jobs: settings.keep_jobs,
+        remote_kill_grace: settings.local.kill_grace,
+        working_directory: settings.tool.working_directory.clone(),
+        ..bashtool_env_remote::RemoteConfig::default()
+    };
+    let remote = bashtool_env_remote::RemoteExec::command(line, config);
+    remote.connect().await?;
+    Ok(remote)
 }
 
 #[cfg(test)]

@@ -27,7 +27,12 @@ struct CaptureState {
     /// Cleaned text when it had to be rebuilt (escapes, invalid UTF-8).
     scratch: String,
     sink: Option<OutputSink>,
+    raw_tap: Option<RawTap>,
 }
+
+/// Sees every raw byte pushed into a capture, before cleaning, in arrival
+/// order (a server that forwards the bytes to a remote client).
+pub type RawTap = Arc<dyn Fn(Stream, &[u8]) + Send + Sync>;
 
 impl std::fmt::Debug for OutputCapture {
     fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -60,6 +65,7 @@ impl OutputCapture {
                 cleaners: [StreamCleaner::new(), StreamCleaner::new()],
                 scratch: String::new(),
                 sink,
+                raw_tap: None,
             })),
         }
     }
@@ -77,11 +83,22 @@ impl OutputCapture {
         self.lock().buffer.set_log(log, command);
     }
 
+    /// Hands every raw byte pushed from now on to `tap` as well, unchanged,
+    /// under the capture's lock so the order across streams is kept. For a
+    /// server that forwards a command's bytes to a client whose own capture
+    /// cleans and bounds them (`bashtool serve`).
+    pub fn set_raw_tap(&self, tap: RawTap) {
+        self.lock().raw_tap = Some(tap);
+    }
+
     /// Takes the next raw bytes of `stream`. They may end anywhere, in the
     /// middle of a character or an escape sequence.
     pub fn push(&self, stream: Stream, bytes: &[u8]) {
         let mut guard = self.lock();
         let state = &mut *guard;
+        if let Some(tap) = &state.raw_tap {
+            tap(stream, bytes);
+        }
         let text = state.cleaners[index(stream)].clean(bytes, &mut state.scratch);
         if text.is_empty() {
             return;
@@ -180,6 +197,28 @@ mod tests {
         capture.push(Stream::Stdout, b"end\xe2\x82");
         let buffer = capture.finish();
         assert_eq!(buffer.retained().0[0].text, "end\u{FFFD}");
+    }
+
+    #[test]
+    fn the_raw_tap_gets_the_bytes_unchanged_in_order() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let tap_seen = Arc::clone(&seen);
+        let capture = OutputCapture::default();
+        capture.set_raw_tap(Arc::new(move |stream, bytes: &[u8]| {
+            tap_seen
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((stream, bytes.to_vec()));
+        }));
+        capture.push(Stream::Stdout, b"\x1b[31mred\xff");
+        capture.push(Stream::Stderr, b"\r\n");
+        assert_eq!(
+            *seen.lock().unwrap_or_else(PoisonError::into_inner),
+            vec![
+                (Stream::Stdout, b"\x1b[31mred\xff".to_vec()),
+                (Stream::Stderr, b"\r\n".to_vec()),
+            ]
+        );
     }
 
     #[test]

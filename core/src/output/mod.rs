@@ -8,7 +8,7 @@ mod lines;
 pub mod salient;
 
 pub use buffer::{OutputBuffer, OutputLine};
-pub use capture::OutputCapture;
+pub use capture::{OutputCapture, RawTap};
 pub use clean::{StreamCleaner, clean_text, collapse_carriage_returns};
 pub use format::{
     FormattedOutput, OMISSION_MARKER_EXAMPLE, abbreviate_line, format_bytes, format_output,

@@ -1,0 +1,199 @@
+//! Item 9: the remote path. A call of `true` through the tool over an
+//! established connection to a local `bashtool serve` (a pipe, no network),
+//! against the same call on a local `LocalExec`, taking turns; then 1 GiB
+//! of output through the remote path: throughput against the same command
+//! run locally, and this process's peak RSS before and after.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::Context as _;
+use bashtool_core::{BashTool, ToolConfig};
+use bashtool_env_local::{LocalConfig, LocalExec};
+use bashtool_env_remote::{RemoteConfig, RemoteExec};
+use serde_json::json;
+
+use crate::Effort;
+use crate::stats::{human, measure_interleaved, spread};
+use crate::table::Row;
+
+/// 1 GiB of 64-byte lines.
+const GIB_COMMAND: &str =
+    "yes 0123456789abcdef0123456789abcdef0123456789abcdef0123456789a | head -c 1073741824";
+
+fn bashtool_binary() -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let program = exe
+        .parent()
+        .context("the bench binary has no directory")?
+        .join("bashtool");
+    anyhow::ensure!(
+        program.is_file(),
+        "{} not found: build it with `cargo build --release -p bashtool-cli`",
+        program.display()
+    );
+    Ok(program)
+}
+
+/// `VmHWM` (peak resident set) of this process, in MiB.
+fn peak_rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|status| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix("VmHWM:"))
+                .and_then(|value| {
+                    value
+                        .trim()
+                        .trim_end_matches("kB")
+                        .trim()
+                        .parse::<f64>()
+                        .ok()
+                })
+        })
+        .map_or(0.0, |kib| kib / 1024.0)
+}
+
+/// `true` over loopback SSH (reported, no target), or a row saying why not.
+async fn ssh_row(effort: Effort, local_tool: &BashTool, dir: &std::path::Path) -> Row {
+    let row = |ours: String, baseline: String, ratio: String| Row {
+        number: "10",
+        what: "call of `true` over an established loopback SSH connection to `bashtool serve`"
+            .into(),
+        ours,
+        baseline,
+        ratio,
+        target: "report",
+        met: None,
+    };
+    let ssh_dir = dir.join("ssh");
+    let outcome = async {
+        std::fs::create_dir_all(&ssh_dir)?;
+        let sshd = crate::ssh_loopback::start(&ssh_dir)?;
+        let line = format!(
+            "{} 'TMPDIR={dir} exec {binary} serve --cwd {dir}'",
+            sshd.ssh,
+            dir = dir.display(),
+            binary = bashtool_binary()?.display()
+        );
+        let remote = RemoteExec::command(line, RemoteConfig::default());
+        remote.connect().await?;
+        let tool = BashTool::new(ToolConfig::default(), Arc::new(remote.clone()));
+        let call = |tool: &BashTool| {
+            let tool = tool.clone();
+            async move {
+                let result = tool.call(json!({"command": "true"})).await;
+                assert!(!result.is_error, "{}", result.text());
+            }
+        };
+        let samples =
+            measure_interleaved(10, effort.runs(200), || call(&tool), || call(local_tool)).await;
+        remote.shutdown(std::time::Duration::from_secs(5)).await;
+        drop(sshd);
+        anyhow::Ok(samples)
+    }
+    .await;
+    match outcome {
+        Ok((over_ssh, here)) => row(
+            spread(&over_ssh),
+            format!("same call on a local `LocalExec`: {}", spread(&here)),
+            format!(
+                "+{} per call",
+                human(over_ssh.median().saturating_sub(here.median()))
+            ),
+        ),
+        Err(error) => row(
+            format!("not measured: {error:#}"),
+            String::new(),
+            String::new(),
+        ),
+    }
+}
+
+async fn timed_gib(tool: &BashTool) -> anyhow::Result<f64> {
+    let start = Instant::now();
+    let result = tool
+        .call(json!({"command": GIB_COMMAND, "timeout": 600}))
+        .await;
+    anyhow::ensure!(!result.is_error, "{}", result.text());
+    anyhow::ensure!(
+        result.details.total_bytes == 1 << 30,
+        "{} bytes arrived",
+        result.details.total_bytes
+    );
+    Ok(start.elapsed().as_secs_f64())
+}
+
+pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
+    let dir = tempfile::tempdir()?;
+    let line = format!(
+        "TMPDIR={dir} exec {binary} serve --cwd {dir}",
+        dir = dir.path().display(),
+        binary = bashtool_binary()?.display()
+    );
+    let remote = RemoteExec::command(line, RemoteConfig::default());
+    remote.connect().await?;
+    let local = LocalExec::new(LocalConfig {
+        working_directory: dir.path().to_path_buf(),
+        log_dir: Some(dir.path().join("local-logs")),
+        ..LocalConfig::default()
+    });
+    let remote_tool = BashTool::new(ToolConfig::default(), Arc::new(remote.clone()));
+    let local_tool = BashTool::new(ToolConfig::default(), Arc::new(local.clone()));
+    let call = |tool: &BashTool| {
+        let tool = tool.clone();
+        async move {
+            let result = tool.call(json!({"command": "true"})).await;
+            assert!(!result.is_error, "{}", result.text());
+        }
+    };
+    let (over_pipe, here) = measure_interleaved(
+        20,
+        effort.runs(300),
+        || call(&remote_tool),
+        || call(&local_tool),
+    )
+    .await;
+    let extra = over_pipe.median().saturating_sub(here.median());
+    let mut rows = vec![Row {
+        number: "10",
+        what: "call of `true` over an established connection to a local `bashtool serve` (pipe)"
+            .into(),
+        ours: spread(&over_pipe),
+        baseline: format!("same call on a local `LocalExec`: {}", spread(&here)),
+        ratio: format!("+{} per call", human(extra)),
+        target: "≤ 0.5 ms more",
+        met: Some(extra.as_secs_f64() <= 0.0005),
+    }];
+
+    rows.push(ssh_row(effort, &local_tool, dir.path()).await);
+
+    let peak_before = peak_rss_mib();
+    let remote_seconds = timed_gib(&remote_tool).await?;
+    let peak_after = peak_rss_mib();
+    let local_seconds = timed_gib(&local_tool).await?;
+    let gib_per_second = |seconds: f64| 1.0 / seconds;
+    rows.push(Row {
+        number: "10",
+        what:
+            "1 GiB of output through the remote path (serve → pipe → RemoteExec → bounded capture)"
+                .into(),
+        ours: format!(
+            "{:.2} s ({:.2} GiB/s); local peak RSS {peak_before:.0} → {peak_after:.0} MiB",
+            remote_seconds,
+            gib_per_second(remote_seconds)
+        ),
+        baseline: format!(
+            "same command on a local `LocalExec`: {local_seconds:.2} s ({:.2} GiB/s)",
+            gib_per_second(local_seconds)
+        ),
+        ratio: format!("{:.2}× the local time", remote_seconds / local_seconds),
+        target: "bounded memory; as fast as the pipe allows",
+        met: None,
+    });
+    remote.shutdown(std::time::Duration::from_secs(5)).await;
+    local.shutdown().await;
+    Ok(rows)
+}

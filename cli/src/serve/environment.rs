@@ -1,0 +1,142 @@
+//! What a connection runs its commands with, chosen at `initialize` from the
+//! server's flags and the client's request: a fresh shell per call
+//! (`LocalExec`), the connection's own session, or a named session kept in
+//! a file (it survives reconnects).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bashtool_core::{CommandExec, Jobs};
+use bashtool_env_local::{JobStore, LocalConfig, LocalExec, RecordedJobs, Session, SessionConfig};
+use bashtool_env_remote::protocol::{
+    Capabilities, InitializeParams, InitializeResult, JobsSource, PROTOCOL_VERSION, SessionInfo,
+};
+
+/// The server's flags that shape an environment.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    pub local: LocalConfig,
+    /// `--session NAME`.
+    pub session: Option<String>,
+    /// `--keep-jobs`.
+    pub keep_jobs: bool,
+}
+
+/// The environment of one connection.
+pub struct Environment {
+    pub exec: Arc<dyn CommandExec>,
+    pub jobs: Arc<dyn Jobs>,
+    pub local: LocalExec,
+    pub session: Option<Session>,
+    pub keep_jobs: bool,
+}
+
+impl Environment {
+    /// Opens the environment `params` asks for, within what `settings` allow.
+    pub fn open(
+        settings: &Settings,
+        params: &InitializeParams,
+    ) -> anyhow::Result<(Self, InitializeResult)> {
+        let requested = params.session.as_ref();
+        let name = match (&settings.session, requested.and_then(|s| s.name.as_ref())) {
+            (Some(flag), Some(asked)) if flag != asked => anyhow::bail!(
+                "this server serves session {flag:?} (its --session); the client asked for session {asked:?}"
+            ),
+            (Some(flag), _) => Some(flag.clone()),
+            (None, asked) => asked.cloned(),
+        };
+        let persistent = name.is_some() || requested.is_some();
+        let keep_jobs = settings.keep_jobs || params.keep_jobs;
+        let mut local_config = LocalConfig {
+            keep_jobs_on_drop: keep_jobs,
+            ..settings.local.clone()
+        };
+        if let Some(directory) = &params.working_directory {
+            let directory = local_config.working_directory.join(directory);
+            anyhow::ensure!(
+                directory.is_dir(),
+                "working directory {} does not exist on the server's side",
+                directory.display()
+            );
+            local_config.working_directory = directory;
+        }
+        let (exec, local, session): (Arc<dyn CommandExec>, LocalExec, Option<Session>) =
+            if persistent {
+                let snapshot_path = name
+                    .as_deref()
+                    .map(crate::session::snapshot_path)
+                    .transpose()?;
+                let config = SessionConfig {
+                    local: local_config,
+                    snapshot_path,
+                    ..SessionConfig::default()
+                };
+                let session = Session::new(config)?;
+                let local = session.background().clone();
+                (Arc::new(session.clone()), local, Some(session))
+            } else {
+                let local = LocalExec::new(local_config);
+                (Arc::new(local.clone()), local, None)
+            };
+        let jobs: Arc<dyn Jobs> = match (params.jobs, &session) {
+            (JobsSource::Recorded, _) => {
+                let dir = match &settings.local.job_records {
+                    Some(dir) => dir.clone(),
+                    None => bashtool_env_local::default_state_dir()?,
+                };
+                Arc::new(RecordedJobs::new(
+                    JobStore::new(dir),
+                    settings.local.kill_grace,
+                ))
+            }
+            (JobsSource::Connection, Some(session)) => Arc::new(session.clone()),
+            (JobsSource::Connection, None) => Arc::new(local.clone()),
+        };
+        let result = InitializeResult {
+            protocol: PROTOCOL_VERSION.to_owned(),
+            server: format!("bashtool {}", env!("CARGO_PKG_VERSION")),
+            capabilities: Capabilities {
+                sessions: true,
+                jobs: true,
+                sandbox_modes: vec!["off".to_owned()],
+                interactive: false,
+            },
+            environment: exec.environment(),
+            session: persistent.then(|| SessionInfo {
+                survives_reconnect: name.is_some(),
+                name,
+            }),
+        };
+        Ok((
+            Self {
+                exec,
+                jobs,
+                local,
+                session,
+                keep_jobs,
+            },
+            result,
+        ))
+    }
+
+    /// Stops the jobs (unless kept), saves a named session, and waits for
+    /// the last SIGKILLs: at most `limit`.
+    pub async fn close(&self, limit: Duration) {
+        let work = async {
+            // Only this connection's jobs: with `JobsSource::Recorded`,
+            // `self.jobs` reaches every job of the user.
+            if !self.keep_jobs {
+                self.local.jobs().stop_all().await;
+            }
+            if let Some(session) = &self.session
+                && let Err(error) = session.shutdown().await
+            {
+                tracing::warn!(%error, "the session's state was not saved");
+            }
+            self.local.shutdown().await;
+        };
+        if tokio::time::timeout(limit, work).await.is_err() {
+            tracing::warn!("stopping the environment took longer than {limit:?}");
+        }
+    }
+}

@@ -1,0 +1,309 @@
+//! What every transport must show (ssh on loopback, docker exec): the same
+//! scenarios, driven through `RemoteExec` over a real transport. Liveness
+//! of the remote processes is decided by the test's own probe (`/proc`
+//! here, or `/proc` inside the container through `docker exec`), never by
+//! the code under test.
+
+#![allow(dead_code)]
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use bashtool_core::{
+    CommandExec, CommandResult, ExecMode, Jobs, OutputChunk, ReadFrom, SpawnOptions,
+};
+use bashtool_env_remote::{RemoteConfig, RemoteExec, SessionRequest};
+use bashtool_tests::{ESCAPEE, grandchildren_script, pids_in};
+use tokio_util::sync::CancellationToken;
+
+/// How long stopped processes may take to disappear.
+pub const DEATH_LIMIT: Duration = Duration::from_secs(10);
+/// A safety timeout for commands that end by themselves.
+pub const SAFETY: Duration = Duration::from_secs(60);
+
+/// A remote environment to drive.
+pub struct Target {
+    /// The transport command line that starts `bashtool serve` over there.
+    pub line: String,
+    /// A writable directory over there.
+    pub remote_dir: String,
+    /// Whether a pid over there is alive (not a zombie), asked by the test.
+    pub alive: Box<dyn Fn(u32) -> bool + Send + Sync>,
+    /// A local file the transport's pid can be written to.
+    pub pid_file: std::path::PathBuf,
+}
+
+impl Target {
+    fn exec(&self, config: RemoteConfig) -> RemoteExec {
+        RemoteExec::command(
+            self.line.clone(),
+            RemoteConfig {
+                remote_kill_grace: Duration::from_secs(1),
+                ..config
+            },
+        )
+    }
+
+    /// Waits until none of `pids` is alive over there; returns the survivors.
+    pub async fn survivors_after(&self, pids: &[u32]) -> Vec<u32> {
+        let deadline = tokio::time::Instant::now() + DEATH_LIMIT;
+        loop {
+            let survivors: Vec<u32> = pids
+                .iter()
+                .copied()
+                .filter(|&pid| (self.alive)(pid))
+                .collect();
+            if survivors.is_empty() || tokio::time::Instant::now() >= deadline {
+                return survivors;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+fn text(result: &CommandResult) -> String {
+    result
+        .output
+        .retained()
+        .0
+        .iter()
+        .map(|line| line.text.as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A sink collecting the text; fires `trigger` once `count` pids appeared.
+fn pid_watch(
+    count: usize,
+    trigger: CancellationToken,
+) -> (Arc<Mutex<String>>, bashtool_core::OutputSink) {
+    let seen = Arc::new(Mutex::new(String::new()));
+    let sink_seen = Arc::clone(&seen);
+    let sink = Arc::new(move |chunk: &OutputChunk| {
+        let mut seen = sink_seen.lock().unwrap_or_else(PoisonError::into_inner);
+        seen.push_str(&chunk.text);
+        if pids_in(&seen).len() >= count {
+            trigger.cancel();
+        }
+    });
+    (seen, sink)
+}
+
+async fn run(exec: &RemoteExec, command: &str, options: SpawnOptions) -> CommandResult {
+    exec.spawn(command, options)
+        .await
+        .expect("the command starts")
+}
+
+/// Runs every scenario in order.
+pub async fn every_scenario(target: &Target) {
+    exit_codes_and_streaming(target).await;
+    timeout_stops_the_remote_tree(target).await;
+    cancel_stops_the_remote_tree(target).await;
+    background_jobs(target).await;
+    session_survives_reconnect(target).await;
+    killing_the_local_client_stops_the_remote_processes(target).await;
+}
+
+/// Exit codes come back; output arrives while the command still runs.
+pub async fn exit_codes_and_streaming(target: &Target) {
+    let exec = target.exec(RemoteConfig::default());
+    let info = exec.connect().await.expect("handshake");
+    assert_eq!(info.protocol, "bashtool-serve/1");
+    assert_eq!(exec.environment().name, format!("remote: {}", target.line));
+    for (command, code) in [("true", 0), ("false", 1), ("exit 42", 42)] {
+        let result = run(&exec, command, SpawnOptions::default().timeout(SAFETY)).await;
+        assert_eq!(result.exit_code, Some(code), "{command}");
+    }
+    let result = run(
+        &exec,
+        "printf 'a\\xffb\\n'; echo err >&2",
+        SpawnOptions::default().timeout(SAFETY),
+    )
+    .await;
+    assert_eq!(text(&result), "a\u{FFFD}b\nerr");
+    // The cancel fires from the output: it can only come while the command runs.
+    let printed = CancellationToken::new();
+    let (_, sink) = pid_watch(1, printed.clone());
+    let result = run(
+        &exec,
+        "echo pid:$$; sleep 300",
+        SpawnOptions::default()
+            .timeout(SAFETY)
+            .cancel(printed)
+            .on_output(sink),
+    )
+    .await;
+    assert!(result.cancelled, "{result:?}");
+    let pids = pids_in(&text(&result));
+    assert_eq!(pids.len(), 1);
+    assert_eq!(target.survivors_after(&pids).await, Vec::<u32>::new());
+    exec.shutdown(SAFETY).await;
+}
+
+fn tree_script() -> String {
+    format!("{}{ESCAPEE}\nsleep 300", grandchildren_script(2))
+}
+
+/// The remote side enforces the timeout on the whole tree.
+pub async fn timeout_stops_the_remote_tree(target: &Target) {
+    let exec = target.exec(RemoteConfig::default());
+    let result = run(
+        &exec,
+        &tree_script(),
+        SpawnOptions::default().timeout(Duration::from_secs(2)),
+    )
+    .await;
+    assert!(result.timed_out, "{result:?}");
+    let pids = pids_in(&text(&result));
+    assert_eq!(pids.len(), 3, "{}", text(&result));
+    assert_eq!(target.survivors_after(&pids).await, Vec::<u32>::new());
+    exec.shutdown(SAFETY).await;
+}
+
+/// A cancel is a message: the tree stops, the connection stays.
+pub async fn cancel_stops_the_remote_tree(target: &Target) {
+    let exec = target.exec(RemoteConfig::default());
+    let cancel = CancellationToken::new();
+    let (_, sink) = pid_watch(3, cancel.clone());
+    let result = run(
+        &exec,
+        &tree_script(),
+        SpawnOptions::default()
+            .timeout(SAFETY)
+            .cancel(cancel)
+            .on_output(sink),
+    )
+    .await;
+    assert!(result.cancelled && !result.timed_out, "{result:?}");
+    let pids = pids_in(&text(&result));
+    assert_eq!(pids.len(), 3, "{}", text(&result));
+    assert_eq!(target.survivors_after(&pids).await, Vec::<u32>::new());
+    let again = run(
+        &exec,
+        "echo same connection",
+        SpawnOptions::default().timeout(SAFETY),
+    )
+    .await;
+    assert_eq!(text(&again), "same connection");
+    exec.shutdown(SAFETY).await;
+}
+
+/// Background jobs are listed, read and stopped over there.
+pub async fn background_jobs(target: &Target) {
+    let exec = target.exec(RemoteConfig::default());
+    let result = run(
+        &exec,
+        "echo started; sh -c 'echo pid:$$; exec sleep 300' & wait",
+        SpawnOptions::default().mode(ExecMode::Background),
+    )
+    .await;
+    let job = result.background.expect("a background job");
+    let listed = exec.list().await;
+    assert!(listed.iter().any(|info| info.id == job.id), "{listed:?}");
+    let deadline = tokio::time::Instant::now() + SAFETY;
+    let mut pids = Vec::new();
+    while pids.is_empty() && tokio::time::Instant::now() < deadline {
+        let window = exec
+            .read(&job.id, ReadFrom::Cursor(0), 100_000)
+            .await
+            .expect("read");
+        pids = pids_in(&window.text);
+        if pids.is_empty() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+    assert_eq!(pids.len(), 1, "the job printed its child");
+    let info = exec.stop(&job.id).await.expect("known job");
+    assert!(!info.state.is_running(), "{info:?}");
+    pids.extend(job.pid);
+    assert_eq!(target.survivors_after(&pids).await, Vec::<u32>::new());
+    assert!(matches!(
+        exec.stop("no-such-job").await,
+        Err(bashtool_core::JobError::UnknownJob { .. })
+    ));
+    exec.shutdown(SAFETY).await;
+}
+
+/// A named session keeps the cwd and variables across calls and across a
+/// new connection.
+pub async fn session_survives_reconnect(target: &Target) {
+    let config = RemoteConfig {
+        session: Some(SessionRequest {
+            name: Some("remote-test".to_owned()),
+        }),
+        ..RemoteConfig::default()
+    };
+    let exec = target.exec(config);
+    let sub = format!("{}/session-sub", target.remote_dir);
+    let setup = run(
+        &exec,
+        &format!("mkdir -p '{sub}' && cd '{sub}' && export GREETING='hello there'"),
+        SpawnOptions::default().timeout(SAFETY),
+    )
+    .await;
+    assert_eq!(setup.exit_code, Some(0), "{}", text(&setup));
+    let probe = "pwd; echo \"$GREETING\"";
+    let same = run(&exec, probe, SpawnOptions::default().timeout(SAFETY)).await;
+    assert_eq!(text(&same), format!("{sub}\nhello there"));
+    exec.shutdown(SAFETY).await;
+    let reconnected = run(&exec, probe, SpawnOptions::default().timeout(SAFETY)).await;
+    assert_eq!(text(&reconnected), format!("{sub}\nhello there"));
+    exec.shutdown(SAFETY).await;
+}
+
+/// When the local transport process dies, the call returns at once saying
+/// so, the server sees its input close and stops the command's tree, and
+/// the next call reconnects.
+pub async fn killing_the_local_client_stops_the_remote_processes(target: &Target) {
+    let pid_file = target.pid_file.display().to_string();
+    let line = format!("echo $$ > '{pid_file}'; exec {}", target.line);
+    let exec = RemoteExec::command(
+        line,
+        RemoteConfig {
+            remote_kill_grace: Duration::from_secs(1),
+            ..RemoteConfig::default()
+        },
+    );
+    let printed = CancellationToken::new();
+    let (seen, sink) = pid_watch(1, printed.clone());
+    let call = exec.spawn(
+        "sh -c 'echo pid:$$; exec sleep 300' & wait",
+        SpawnOptions::default().timeout(SAFETY).on_output(sink),
+    );
+    tokio::pin!(call);
+    tokio::select! {
+        () = printed.cancelled() => {}
+        _ = &mut call => panic!("the call ended by itself"),
+    }
+    let transport: i32 = std::fs::read_to_string(&target.pid_file)
+        .expect("pid file")
+        .trim()
+        .parse()
+        .expect("a pid");
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(transport),
+        nix::sys::signal::Signal::SIGKILL,
+    )
+    .expect("kill the transport");
+    let result = tokio::time::timeout(SAFETY, call)
+        .await
+        .expect("the call returns promptly")
+        .expect("a result, not an error");
+    assert_eq!(result.exit_code, None);
+    assert!(
+        result.notes.iter().any(|note| note.contains("was lost")),
+        "{:?}",
+        result.notes
+    );
+    let pids = pids_in(&seen.lock().unwrap_or_else(PoisonError::into_inner));
+    assert_eq!(target.survivors_after(&pids).await, Vec::<u32>::new());
+    let again = run(
+        &exec,
+        "echo reconnected",
+        SpawnOptions::default().timeout(SAFETY),
+    )
+    .await;
+    assert_eq!(text(&again), "reconnected");
+    exec.shutdown(SAFETY).await;
+}

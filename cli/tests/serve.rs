@@ -1,0 +1,226 @@
+//! `bashtool serve` driven by hand over its stdin/stdout: every stdout line
+//! is a protocol message; on SIGTERM, SIGHUP or stdin EOF it stops the
+//! commands and jobs it started (jobs are kept with --keep-jobs). Liveness
+//! is read from `/proc` by the test.
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use base64::Engine as _;
+use bashtool_tests::{kill_all, pids_in, process_alive, survivors_after};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::time::timeout;
+
+const DEADLINE: Duration = Duration::from_secs(20);
+
+struct Serve {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: Lines<BufReader<ChildStdout>>,
+    /// Raw output bytes seen so far, by request id.
+    seen: std::collections::HashMap<u64, Vec<u8>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Serve {
+    async fn start(flags: &[&str]) -> Self {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_bashtool"))
+            .arg("serve")
+            .args(flags)
+            .current_dir(dir.path())
+            .env("TMPDIR", dir.path())
+            .env("BASHTOOL_STATE_DIR", dir.path().join("state"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("serve starts");
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().expect("stdout")).lines();
+        let mut serve = Self {
+            child,
+            stdin,
+            stdout,
+            seen: std::collections::HashMap::new(),
+            _dir: dir,
+        };
+        serve
+            .request(
+                1,
+                "initialize",
+                json!({"protocol": "bashtool-serve/1", "client": "test"}),
+            )
+            .await;
+        let answer = serve.answer(1).await;
+        assert_eq!(answer["result"]["protocol"], "bashtool-serve/1", "{answer}");
+        serve
+    }
+
+    async fn request(&mut self, id: u64, method: &str, params: Value) {
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        stdin
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .expect("write");
+        stdin.flush().await.expect("flush");
+    }
+
+    /// The next stdout line, which must be a JSON-RPC 2.0 message.
+    async fn message(&mut self) -> Option<Value> {
+        let line = timeout(DEADLINE, self.stdout.next_line())
+            .await
+            .expect("a line in time")
+            .expect("read")?;
+        let message: Value = serde_json::from_str(&line).expect("every stdout line is JSON");
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+        if message["method"] == "output" {
+            let params = &message["params"];
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(params["data"].as_str().expect("data"))
+                .expect("base64");
+            self.seen
+                .entry(params["id"].as_u64().expect("id"))
+                .or_default()
+                .extend(bytes);
+        }
+        Some(message)
+    }
+
+    async fn answer(&mut self, id: u64) -> Value {
+        loop {
+            let message = self.message().await.expect("the server answers");
+            if message["id"] == id {
+                return message;
+            }
+        }
+    }
+
+    /// Waits until request `id` printed `count` pids.
+    async fn pids(&mut self, id: u64, count: usize) -> Vec<u32> {
+        loop {
+            let pids = pids_in(&String::from_utf8_lossy(
+                self.seen.get(&id).map_or(&[][..], Vec::as_slice),
+            ));
+            if pids.len() >= count {
+                return pids;
+            }
+            self.message().await.expect("more output");
+        }
+    }
+
+    /// Reads stdout to its end (each line still a protocol message) and
+    /// waits for the exit.
+    async fn wait_exit(&mut self) {
+        while self.message().await.is_some() {}
+        let status = timeout(DEADLINE, self.child.wait())
+            .await
+            .expect("exits in time")
+            .expect("wait");
+        assert!(status.success(), "{status}");
+    }
+}
+
+const LEAF: &str = "sh -c 'echo pid:$$; exec sleep 300'";
+
+/// A foreground command and a background job, both running; their pids.
+async fn start_work(serve: &mut Serve) -> Vec<u32> {
+    serve
+        .request(
+            2,
+            "spawn",
+            json!({"command": format!("{LEAF} & wait"), "timeout_ms": 60_000}),
+        )
+        .await;
+    let mut pids = serve.pids(2, 1).await;
+    serve
+        .request(3, "spawn", json!({"command": LEAF, "mode": "background"}))
+        .await;
+    let job = serve.answer(3).await;
+    let job_pid = job["result"]["background"]["pid"]
+        .as_u64()
+        .expect("job pid");
+    pids.push(u32::try_from(job_pid).expect("pid"));
+    assert!(pids.iter().all(|&pid| process_alive(pid)), "{pids:?}");
+    pids
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_and_sighup_stop_every_command_and_job() {
+    for signal in [
+        nix::sys::signal::Signal::SIGTERM,
+        nix::sys::signal::Signal::SIGHUP,
+    ] {
+        let mut serve = Serve::start(&["--kill-grace", "1"]).await;
+        let pids = start_work(&mut serve).await;
+        let server = nix::unistd::Pid::from_raw(serve.child.id().expect("pid") as i32);
+        nix::sys::signal::kill(server, signal).expect("signal");
+        serve.wait_exit().await;
+        let survivors = survivors_after(&pids, DEATH_LIMIT).await;
+        kill_all(&survivors);
+        assert_eq!(survivors, Vec::<u32>::new(), "{signal}");
+    }
+}
+
+const DEATH_LIMIT: Duration = Duration::from_secs(10);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stdin_eof_stops_everything_unless_jobs_are_kept() {
+    let mut serve = Serve::start(&["--kill-grace", "1"]).await;
+    let pids = start_work(&mut serve).await;
+    drop(serve.stdin.take());
+    serve.wait_exit().await;
+    let survivors = survivors_after(&pids, DEATH_LIMIT).await;
+    kill_all(&survivors);
+    assert_eq!(survivors, Vec::<u32>::new());
+
+    let mut serve = Serve::start(&["--kill-grace", "1", "--keep-jobs"]).await;
+    let pids = start_work(&mut serve).await;
+    drop(serve.stdin.take());
+    serve.wait_exit().await;
+    let (command, job) = (pids[0], pids[1]);
+    let survivors = survivors_after(&[command], DEATH_LIMIT).await;
+    let job_alive = process_alive(job);
+    kill_all(&[command, job]);
+    assert_eq!(
+        survivors,
+        Vec::<u32>::new(),
+        "the foreground command stopped"
+    );
+    assert!(job_alive, "the kept job still runs");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unknown_methods_missing_directories_and_a_second_initialize_are_clear_errors() {
+    let mut serve = Serve::start(&[]).await;
+    serve.request(2, "nope", json!({})).await;
+    let answer = serve.answer(2).await;
+    assert_eq!(answer["error"]["code"], -32601, "{answer}");
+    serve
+        .request(
+            3,
+            "spawn",
+            json!({"command": "true", "cwd": "/no/such/dir"}),
+        )
+        .await;
+    let answer = serve.answer(3).await;
+    assert_eq!(answer["error"]["code"], -32010, "{answer}");
+    assert_eq!(
+        answer["error"]["data"]["kind"], "missing_directory",
+        "{answer}"
+    );
+    serve
+        .request(
+            4,
+            "initialize",
+            json!({"protocol": "bashtool-serve/1", "client": "again"}),
+        )
+        .await;
+    let answer = serve.answer(4).await;
+    assert_eq!(answer["error"]["code"], -32002, "{answer}");
+    drop(serve.stdin.take());
+    serve.wait_exit().await;
+}

@@ -1,0 +1,53 @@
+//! Configuration of [`crate::RemoteExec`].
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::protocol::{JobsSource, SessionRequest};
+
+/// Default time for the handshake (an ssh login included).
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default grace the server gives a tree between SIGTERM and SIGKILL (its
+/// `--kill-grace`), used for the local backstop.
+pub const DEFAULT_REMOTE_KILL_GRACE: Duration = Duration::from_secs(2);
+/// Beyond the timeout and the grace, how long the local side waits for the
+/// server's answer before it gives up on its own (the backstop).
+pub const BACKSTOP_MARGIN: Duration = Duration::from_secs(5);
+
+/// How a [`crate::RemoteExec`] talks to its server. `Default` gives a
+/// stateless environment (a fresh shell per call) whose jobs stop when
+/// the connection closes.
+#[derive(Debug, Clone)]
+pub struct RemoteConfig {
+    /// What the environment is called in results and the tool's
+    /// description (`remote: <label>`). `None`: the transport's command line.
+    pub label: Option<String>,
+    /// A persistent session on the server's side: named (kept in a file
+    /// there, survives reconnects) or the connection's own.
+    pub session: Option<SessionRequest>,
+    /// Background jobs keep running when the connection closes.
+    pub keep_jobs: bool,
+    /// Which jobs the jobs port sees.
+    pub jobs: JobsSource,
+    /// The server's kill grace, for the local backstop of timeouts and cancels.
+    pub remote_kill_grace: Duration,
+    /// The longest wait for the handshake.
+    pub handshake_timeout: Duration,
+    /// Where commands run by default, on the server's side. `None`: the
+    /// server's own `--cwd`.
+    pub working_directory: Option<PathBuf>,
+}
+
+impl Default for RemoteConfig {
+    fn default() -> Self {
+        Self {
+            label: None,
+            session: None,
+            keep_jobs: false,
+            jobs: JobsSource::Connection,
+            remote_kill_grace: DEFAULT_REMOTE_KILL_GRACE,
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+            working_directory: None,
+        }
+    }
+}
