@@ -4,9 +4,9 @@
 //! by a here-document or a pipe), and hands the rest to the rules.
 
 use super::Violation;
+use super::nested::CheckScript;
 use super::options::{self, OptionSpec};
 use super::rules;
-use super::script::Walker;
 use super::words::{Word, decode_ansi_c};
 
 /// The script a command would read on stdin, when we can know it.
@@ -102,7 +102,7 @@ pub(crate) fn command_name(word: &Word) -> Option<String> {
 
 /// Checks one simple command (already split into decoded words).
 pub(crate) fn check(
-    walker: &mut Walker<'_>,
+    walker: &mut dyn CheckScript,
     argv: &[Word],
     stdin: &Stdin,
 ) -> Result<(), Violation> {
@@ -161,7 +161,7 @@ pub(crate) fn check(
             "trap" => return trap(walker, rest),
             "find" => return find(walker, rest),
             "git" => return rules::git::check(walker, rest),
-            "rm" => return rules::rm::check(walker.config, rest),
+            "rm" => return rules::rm::check(walker.config(), rest),
             shell if SHELLS.contains(&shell) => return self::shell(walker, rest, stdin),
             _ => return Ok(()),
         };
@@ -211,7 +211,7 @@ fn skip_assignments(words: &[Word]) -> &[Word] {
 }
 
 /// `bash -c SCRIPT`, `sh -lc SCRIPT`, `bash -s`, `bash <<EOF`, `… | sh`.
-fn shell(walker: &mut Walker<'_>, args: &[Word], stdin: &Stdin) -> Result<(), Violation> {
+fn shell(walker: &mut dyn CheckScript, args: &[Word], stdin: &Stdin) -> Result<(), Violation> {
     let mut command_string = false;
     let mut reads_stdin = false;
     let mut index = 0;
@@ -261,7 +261,7 @@ fn shell(walker: &mut Walker<'_>, args: &[Word], stdin: &Stdin) -> Result<(), Vi
 }
 
 /// `trap 'ACTION' SIGNAL…`: the action runs later, in this shell.
-fn trap(walker: &mut Walker<'_>, args: &[Word]) -> Result<(), Violation> {
+fn trap(walker: &mut dyn CheckScript, args: &[Word]) -> Result<(), Violation> {
     let parsed = options::parse(args, &NO_VALUES);
     if parsed.has('p', "") || parsed.has('l', "") {
         return Ok(());
@@ -273,7 +273,7 @@ fn trap(walker: &mut Walker<'_>, args: &[Word]) -> Result<(), Violation> {
 }
 
 /// `find … -exec CMD … ;` (also `-execdir`, `-ok`, `-okdir`, and `+`).
-fn find(walker: &mut Walker<'_>, args: &[Word]) -> Result<(), Violation> {
+fn find(walker: &mut dyn CheckScript, args: &[Word]) -> Result<(), Violation> {
     let mut index = 0;
     while index < args.len() {
         let value = args[index].static_value();

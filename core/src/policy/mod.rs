@@ -20,6 +20,7 @@
 
 mod command;
 mod guard;
+mod nested;
 mod options;
 mod rules;
 mod script;

@@ -75,6 +75,16 @@ pub(crate) struct Walker<'a> {
     stack: Stack,
 }
 
+impl super::nested::CheckScript for Walker<'_> {
+    fn config(&self) -> &PolicyConfig {
+        self.config
+    }
+
+    fn script(&mut self, text: &str) -> Result<(), Violation> {
+        Walker::script(self, text)
+    }
+}
+
 impl Walker<'_> {
     /// Parses and checks a script, also one found inside another.
     pub(crate) fn script(&mut self, text: &str) -> Result<(), Violation> {

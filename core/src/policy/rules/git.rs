@@ -1,7 +1,7 @@
 //! `git`: skips its global options (`-C dir`, `-c key=value`,
 //! `--git-dir …`, `--no-pager`, ...) and dispatches on the subcommand.
 
-use super::super::script::Walker;
+use super::super::nested::CheckScript;
 use super::super::words::Word;
 use super::super::{Rule, Violation};
 use super::{git_add, git_push};
@@ -19,11 +19,11 @@ const GLOBAL_OPTIONS_WITH_VALUE: &[&str] = &[
     "--list-cmds",
 ];
 
-pub(crate) fn check(walker: &mut Walker<'_>, args: &[Word]) -> Result<(), Violation> {
+pub(crate) fn check(walker: &mut dyn CheckScript, args: &[Word]) -> Result<(), Violation> {
     let Some((subcommand, args)) = subcommand(args) else {
         return Ok(());
     };
-    let config = walker.config;
+    let config = walker.config();
     match subcommand.as_str() {
         "add" if config.git_add && git_add::is_blind(args) => Err(Violation::new(Rule::GitAdd)),
         "push" if config.git_push_force && git_push::is_forced(args) => {
@@ -53,7 +53,7 @@ fn subcommand(args: &[Word]) -> Option<(String, &[Word])> {
 }
 
 /// `git submodule foreach [--recursive] CMD…` runs CMD in a shell.
-fn submodule(walker: &mut Walker<'_>, args: &[Word]) -> Result<(), Violation> {
+fn submodule(walker: &mut dyn CheckScript, args: &[Word]) -> Result<(), Violation> {
     let mut words = args
         .iter()
         .skip_while(|word| word.loose_value().starts_with('-'));

@@ -5,24 +5,23 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bashtool_core::{
-    BackgroundJob, CommandExec, CommandResult, EnvironmentInfo, ExecError, ExecMode, JobError,
-    JobInfo, JobInput, JobOutput, Jobs, ReadFrom, SpawnOptions,
+    CommandExec, CommandResult, EnvironmentInfo, ExecError, ExecMode, SpawnOptions,
 };
 use nix::sys::signal::Signal;
 use tokio_util::sync::CancellationToken;
 
+mod background;
+mod interactive;
+mod jobs_port;
+
 use crate::call_log::CallLog;
 use crate::config::LocalConfig;
 use crate::containment::Containment;
-use crate::jobs::{
-    InteractiveJobs, JobStore, JobTable, StartedJob, detection_note, new_job_id, port_state,
-    supervised_argv,
-};
+use crate::jobs::{InteractiveJobs, JobStore, JobTable};
 use crate::kill::{ProcessInfo, RunMarker, group_is_empty, kill_survivors, signal_process};
 use crate::logs::LogDir;
 use crate::reader::OutputPump;
-use crate::spawn::{self, ChildIo, ExitStatus, RootProcess, Sink, SpawnRequest};
-use crate::wrap::Launch;
+use crate::spawn::{self, ExitStatus, RootProcess, SpawnRequest};
 
 /// After the command's main process exits, how long we wait for the pipes
 /// to close. Data written before the exit is already in the pipes; what keeps
@@ -306,193 +305,6 @@ impl LocalExec {
         })
     }
 
-    /// Starts a detached job under its supervisor (see
-    /// [`crate::supervised_argv`]), output to a new file in the log
-    /// directory. The job outlives the call, and with
-    /// `keep_jobs_on_drop` this process too.
-    fn run_background(
-        &self,
-        command: &str,
-        options: &SpawnOptions,
-    ) -> Result<CommandResult, ExecError> {
-        let started = Instant::now();
-        let config = &self.inner.config;
-        let cwd = spawn::resolve_cwd(&config.working_directory, options.cwd.as_deref())?;
-        let (output_file, file) = self
-            .inner
-            .logs
-            .create_job_output(command)
-            .map_err(|error| ExecError::Other {
-                message: format!(
-                    "could not create an output file for the background job in {}: {error}",
-                    self.inner.logs.path().display()
-                ),
-            })?;
-        let marker = RunMarker::new();
-        let spawn_error = |source: std::io::Error| ExecError::Spawn {
-            program: config.shell.display().to_string(),
-            source,
-        };
-        // The supervisor removes a long command's script file when done:
-        // this process may be gone by then.
-        let script = if command.len() > spawn::MAX_INLINE_SCRIPT {
-            Some(
-                spawn::script_file(command)
-                    .and_then(|path| path.keep().map_err(|error| error.error))
-                    .map_err(&spawn_error)?,
-            )
-        } else {
-            None
-        };
-        let env = spawn::child_environment(
-            &[&config.env_policy.set, &config.env, &options.env],
-            &config.env_policy,
-            config.non_interactive,
-            &marker,
-        );
-        let second = file.try_clone().map_err(&spawn_error)?;
-        let wrappers: Vec<_> = config
-            .wrappers
-            .iter()
-            .filter(|wrapper| !config.keep_jobs_on_drop || wrapper.applies_to_kept_jobs())
-            .cloned()
-            .collect();
-        let spawned = spawn::launch(
-            Launch {
-                argv: supervised_argv(&config.shell, command, script.as_deref()),
-                env,
-                cwd: cwd.clone(),
-            },
-            &wrappers,
-            ChildIo {
-                stdin_pipe: false,
-                stdout: Sink::Fd(file.into()),
-                stderr: Sink::Fd(second.into()),
-                extra: Vec::new(),
-            },
-            Some(&marker),
-        );
-        let spawned = match spawned {
-            Ok(spawned) => spawned,
-            Err(error) => {
-                let _ = std::fs::remove_file(&output_file);
-                if let Some(script) = &script {
-                    let _ = std::fs::remove_file(script);
-                }
-                return Err(error);
-            }
-        };
-        let pid = spawned.root.pid();
-        let tree = config.containment.contain(pid, &marker);
-        let id = self.inner.jobs.add(StartedJob {
-            root: spawned.root,
-            tree,
-            command: command.to_owned(),
-            output_file: output_file.clone(),
-            working_directory: Some(cwd.display().to_string()),
-        });
-        Ok(CommandResult {
-            exit_code: None,
-            signal: None,
-            duration: started.elapsed(),
-            timed_out: false,
-            cancelled: false,
-            output: options.output.finish(),
-            log_file: None,
-            notes: Vec::new(),
-            background: Some(BackgroundJob {
-                id,
-                pid: Some(pid),
-                output_file: Some(output_file),
-            }),
-            interactive: None,
-            shell: None,
-            working_directory: Some(cwd),
-        })
-    }
-
-    /// Runs `command` in a terminal (`mode: "interactive"`): returns when it
-    /// exits (an ordinary result), when it waits for input, or at the yield
-    /// time; a job that runs on is kept for the jobs port.
-    async fn run_interactive(
-        &self,
-        command: &str,
-        options: &SpawnOptions,
-    ) -> Result<CommandResult, ExecError> {
-        use crate::interactive::{
-            DEFAULT_YIELD, InteractiveJob, InteractiveOptions, interactive_launch,
-        };
-        let started = Instant::now();
-        let config = &self.inner.config;
-        let cwd = spawn::resolve_cwd(&config.working_directory, options.cwd.as_deref())?;
-        let marker = RunMarker::new();
-        let mut launch = interactive_launch(config, command, &cwd, &options.env, &marker);
-        crate::wrap::apply_wrappers(&config.wrappers, &mut launch)?;
-        let (log_file, file) = match self.inner.logs.create_job_output(command) {
-            Ok((path, file)) => (Some(path), Some(file)),
-            Err(_) => (None, None),
-        };
-        let mut job = InteractiveJob::start(
-            &launch,
-            &config.wrappers,
-            marker,
-            InteractiveOptions {
-                timeout: options.timeout,
-                kill_grace: config.kill_grace,
-                log_file: file,
-                ..InteractiveOptions::default()
-            },
-        )?;
-        let yield_at = tokio::time::Instant::now() + options.yield_after.unwrap_or(DEFAULT_YIELD);
-        let (snapshot, cancelled) = tokio::select! {
-            snapshot = job.wait_until(yield_at) => (snapshot, false),
-            () = options.cancel.cancelled() => (job.stop().await, true),
-        };
-        options
-            .output
-            .push_text(bashtool_core::Stream::Stdout, &snapshot.text);
-        let mut notes = Vec::new();
-        if snapshot.dropped > 0 {
-            notes.push(format!(
-                "{} of earlier output did not fit in memory; it is in the log file",
-                bashtool_core::format_bytes(snapshot.dropped)
-            ));
-        }
-        let running = !matches!(snapshot.state, crate::interactive::JobState::Exited(_));
-        let (state, exit_code, signal) = port_state(&snapshot.state);
-        let timed_out =
-            matches!(&snapshot.state, crate::interactive::JobState::Exited(exit) if exit.timed_out);
-        let interactive = if running {
-            let id = new_job_id(job.pid());
-            let status = bashtool_core::InteractiveStatus {
-                job: id.clone(),
-                state,
-                screen: snapshot.screen.clone(),
-                detection_note: detection_note(snapshot.detection),
-            };
-            self.inner
-                .interactive
-                .add(id, job, command, log_file.clone());
-            Some(status)
-        } else {
-            None
-        };
-        Ok(CommandResult {
-            exit_code,
-            signal,
-            duration: started.elapsed(),
-            timed_out,
-            cancelled,
-            output: options.output.finish(),
-            log_file,
-            notes,
-            background: None,
-            interactive,
-            shell: None,
-            working_directory: Some(cwd),
-        })
-    }
-
     /// What this environment tells the model about itself.
     pub fn environment_info(&self) -> EnvironmentInfo {
         self.inner.environment.clone()
@@ -532,66 +344,6 @@ impl CommandExec for LocalExec {
 
     fn environment(&self) -> EnvironmentInfo {
         self.environment_info()
-    }
-}
-
-#[async_trait::async_trait]
-impl Jobs for LocalExec {
-    async fn list(&self) -> Vec<JobInfo> {
-        let mut jobs = self.inner.jobs.list();
-        jobs.extend(self.inner.interactive.list().await);
-        jobs
-    }
-
-    async fn read(
-        &self,
-        id: &str,
-        from: ReadFrom,
-        max_bytes: usize,
-    ) -> Result<JobOutput, JobError> {
-        if let Some(output) = self.inner.interactive.read(id, from, max_bytes).await {
-            return output;
-        }
-        self.inner.jobs.read(id, from, max_bytes).await
-    }
-
-    async fn wait(
-        &self,
-        id: &str,
-        timeout: Duration,
-        cancel: CancellationToken,
-    ) -> Result<JobInfo, JobError> {
-        if let Some(info) = self.inner.interactive.wait(id, timeout, &cancel).await {
-            return Ok(info);
-        }
-        self.inner.jobs.wait(id, timeout, cancel).await
-    }
-
-    async fn stop(&self, id: &str) -> Result<JobInfo, JobError> {
-        if let Some(info) = self.inner.interactive.stop(id).await {
-            return Ok(info);
-        }
-        self.inner.jobs.stop(id).await
-    }
-
-    async fn write(
-        &self,
-        id: &str,
-        input: JobInput,
-        yield_after: Duration,
-    ) -> Result<JobOutput, JobError> {
-        if let Some(output) = self.inner.interactive.write(id, &input, yield_after).await {
-            return output;
-        }
-        self.inner.jobs.get(id).map_or_else(
-            || Err(JobError::UnknownJob { id: id.to_owned() }),
-            |_| Err(JobError::NotInteractive { id: id.to_owned() }),
-        )
-    }
-
-    async fn stop_all(&self) {
-        self.inner.jobs.stop_all().await;
-        self.inner.interactive.stop_all().await;
     }
 }
 
