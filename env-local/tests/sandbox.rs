@@ -46,10 +46,26 @@ impl Drop for Fixture {
     }
 }
 
+/// Where the fixtures go: not under a root the sandbox leaves writable
+/// (`/tmp`, `$TMPDIR`), or "outside the workspace" would be writable and
+/// the escape tests could not fail. A checkout under /tmp (a CI clone) puts
+/// cargo's target dir there, so then `/var/tmp` is used.
+fn fixture_base() -> std::path::PathBuf {
+    let target = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let temp_roots = [std::path::PathBuf::from("/tmp"), std::env::temp_dir()];
+    if temp_roots.iter().any(|root| target.starts_with(root)) {
+        let base = std::path::PathBuf::from("/var/tmp/bashtool-sandbox-tests");
+        std::fs::create_dir_all(&base).expect("fixture base");
+        base
+    } else {
+        target
+    }
+}
+
 fn fixture() -> Fixture {
     let base = tempfile::Builder::new()
         .prefix("sandbox-test-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .tempdir_in(fixture_base())
         .expect("temp dir");
     let root = base.path().canonicalize().expect("canonical");
     let workspace = root.join("workspace");
