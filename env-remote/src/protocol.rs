@@ -63,9 +63,9 @@ pub mod code {
     pub const PROTOCOL_MISMATCH: i64 = -32001;
     /// A request came before `initialize`, or `initialize` came twice.
     pub const NOT_INITIALIZED: i64 = -32002;
-    /// The environment could not run the command (`data`: [`ExecErrorData`]).
+    /// The environment could not run the command (`data`: `ExecErrorData`).
     pub const EXEC_ERROR: i64 = -32010;
-    /// The jobs call did nothing (`data`: [`JobErrorData`]).
+    /// The jobs call did nothing (`data`: `JobErrorData`).
     pub const JOB_ERROR: i64 = -32011;
     /// The server is shutting down.
     pub const SHUTTING_DOWN: i64 = -32012;

@@ -258,7 +258,8 @@ pub fn sandbox_for(config: &crate::LocalConfig) -> Result<Option<Arc<Sandbox>>, 
     .map(Some)
 }
 
-/// The wrappers `config.sandbox` asks for (see [`sandbox_for`]).
+/// The wrappers `config.sandbox` asks for: none when off, else its
+/// sandbox, with bashtool's own state protected.
 pub fn wrappers_for(config: &crate::LocalConfig) -> Result<Wrappers, Error> {
     Ok(sandbox_for(config)?
         .into_iter()
