@@ -26,6 +26,33 @@ pub struct Subject {
     pub guard: Box<dyn std::any::Any + Send>,
 }
 
+/// Declares one test per promise of the suite, in a module named
+/// `$environment`, each built from a fresh `$subject` (an expression giving
+/// a [`Subject`]). Every environment's test file calls this, so a new
+/// promise reaches all of them.
+#[macro_export]
+macro_rules! contract_suite {
+    ($environment:ident, $subject:expr) => {
+        mod $environment {
+            use super::*;
+
+            $crate::contract_suite!(@tests $subject;
+                exit_codes, signals, interleaving, huge_output_is_bounded,
+                timeout_stops_the_tree, cancel_stops_the_tree, drop_stops_the_tree,
+                no_hang_on_a_leftover, cwd_and_env_per_call, background_job_lifecycle,
+                background_job_stop, a_stopped_command_is_detected, cancel_wins_over_a_flood);
+        }
+    };
+    (@tests $subject:expr; $($promise:ident),*) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $promise() {
+                $crate::contract::$promise($subject).await;
+            }
+        )*
+    };
+}
+
 /// How long a stopped tree may take to disappear from `/proc`.
 pub const DEATH_LIMIT: Duration = Duration::from_secs(10);
 /// A safety timeout for commands that end by themselves.

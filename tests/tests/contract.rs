@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use bashtool_tests::contract::{self, Subject};
+use bashtool_tests::contract::Subject;
+use bashtool_tests::contract_suite;
 use bashtool_tests::{new_session, test_config, workspace};
 
 fn local() -> Subject {
@@ -27,28 +28,6 @@ fn session() -> Subject {
         dir,
         guard: Box::new(guard),
     }
-}
-
-macro_rules! contract_suite {
-    ($environment:ident, $subject:expr) => {
-        mod $environment {
-            use super::*;
-
-            contract_suite!(@tests $subject;
-                exit_codes, signals, interleaving, huge_output_is_bounded,
-                timeout_stops_the_tree, cancel_stops_the_tree, drop_stops_the_tree,
-                no_hang_on_a_leftover, cwd_and_env_per_call, background_job_lifecycle,
-                background_job_stop, a_stopped_command_is_detected, cancel_wins_over_a_flood);
-        }
-    };
-    (@tests $subject:expr; $($promise:ident),*) => {
-        $(
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $promise() {
-                contract::$promise($subject).await;
-            }
-        )*
-    };
 }
 
 contract_suite!(local_exec, local());
