@@ -673,3 +673,33 @@ fn a_config_replaced_outside_is_seen_and_still_protected() {
     let config = std::fs::read_to_string(fixture.workspace.join(".git/config")).expect("config");
     assert!(!config.contains("hooksPath"), "{config}");
 }
+
+/// The probe names the `bwrap` on PATH: the path it reports is the file a
+/// shell finds, and the report says so. CI installs bubblewrap, so there
+/// the probe must find it; elsewhere it must agree with the shell.
+#[test]
+fn the_probe_reports_the_bubblewrap_the_shell_finds() {
+    let shell = Command::new("bash")
+        .args(["-c", "command -v bwrap"])
+        .output()
+        .expect("bash");
+    let found_by_shell = String::from_utf8_lossy(&shell.stdout).trim().to_owned();
+    if std::env::var_os("CI").is_some() {
+        assert!(!found_by_shell.is_empty(), "CI installs bubblewrap");
+    }
+    let capabilities = bashtool_env_local::probe();
+    let report = capabilities.to_string();
+    if found_by_shell.is_empty() {
+        assert_eq!(capabilities.bubblewrap, None);
+        assert!(report.contains("bubblewrap: not installed"), "{report}");
+    } else {
+        assert_eq!(
+            capabilities.bubblewrap,
+            Some(PathBuf::from(&found_by_shell))
+        );
+        assert!(
+            report.contains(&format!("bubblewrap: {found_by_shell} ")),
+            "{report}"
+        );
+    }
+}

@@ -1,8 +1,8 @@
 //! How a connection to `bashtool serve` is made: any pair of byte streams.
 //! [`CommandTransport`] runs a command line with `sh -c` and talks to its
 //! stdin/stdout, which covers `ssh host bashtool serve`, `docker exec -i
-//! CONTAINER bashtool serve`, `podman exec -i …` and `kubectl exec -i POD --
-//! bashtool serve` with one code path.
+//! CONTAINER bashtool serve` (both tested against real daemons) and
+//! `kubectl exec -i POD -- bashtool serve` (untested) with one code path.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
