@@ -10,7 +10,9 @@ use bashtool_core::{
     ToolConfig,
 };
 use bashtool_env_local::{JobStore, LocalConfig, LocalExec, RecordedJobs};
-use bashtool_tests::{kill_all, local_exec, process_alive, survivors_after, temp_dir, test_config};
+use bashtool_tests::{
+    kill_all, local_exec, process_alive, survivors_after, temp_dir, test_config, wait_until,
+};
 use tokio_util::sync::CancellationToken;
 
 const WAIT: Duration = Duration::from_secs(10);
@@ -144,6 +146,7 @@ async fn the_model_is_pointed_to_the_jobs_tool_and_it_works() {
         )),
         "{text}"
     );
+    assert!(sleep_started(pid).await, "sleep never started");
     let stopped = jobs
         .call(&serde_json::json!({"action": "stop", "job": id}))
         .await;
@@ -169,6 +172,9 @@ async fn without_the_jobs_tool_the_reminder_is_a_shell_command_that_works() {
     let pid = result.details.pid.expect("pid");
     let text = result.text();
     assert!(text.contains(&format!("kill -TERM -- -{pid}")), "{text}");
+    // The model runs the reminder after reading the result, when the command
+    // runs (see `sleep_started`).
+    assert!(sleep_started(pid).await, "sleep never started");
     let status = std::process::Command::new("kill")
         .args(["-TERM", "--", &format!("-{pid}")])
         .status()
@@ -177,4 +183,21 @@ async fn without_the_jobs_tool_the_reminder_is_a_shell_command_that_works() {
     let survivors = survivors_after(&[pid], WAIT).await;
     kill_all(&survivors);
     assert_eq!(survivors, Vec::<u32>::new());
+}
+
+/// Waits until `sleep` runs in the job's process group. A TERM in the
+/// microseconds between the supervisor's fork and the command's exec is
+/// caught by the inherited handler and lost (a known race; `bash_jobs stop`
+/// still ends the job by its SIGKILL escalation, recorded as SIGKILL), so
+/// tests that assert a recorded SIGTERM stop the job once it runs, as a
+/// model reading the result does.
+async fn sleep_started(group: u32) -> bool {
+    wait_until(WAIT, || {
+        bashtool_env_local::all_processes().iter().any(|info| {
+            info.group == group
+                && std::fs::read_to_string(format!("/proc/{}/comm", info.pid))
+                    .is_ok_and(|comm| comm.trim() == "sleep")
+        })
+    })
+    .await
 }

@@ -20,10 +20,14 @@ use std::path::Path;
 /// supervisor's own stderr is `/dev/null` (the command's goes to the file
 /// through fd 3), so bash's "Terminated" notice about a killed command does
 /// not land in the job's output.
-const SUPERVISOR: &str = r#"trap : TERM INT HUP
+const SUPERVISOR: &str = r#"trap '__bt_pending=143' TERM; trap '__bt_pending=130' INT; trap '__bt_pending=129' HUP
 exec 3>&2 2>/dev/null
-if [ -n "$2" ]; then "$0" -c "$1" "$2" 2>&3 3>&-; else "$0" -c "$1" 2>&3 3>&-; fi
-__bt_status=$?
+# A stop that lands before the command has started (the caller may signal
+# the group the moment the job is reported) must not be swallowed by the
+# handler: the command is then not started and the stop is recorded.
+if [ -n "$__bt_pending" ]; then __bt_status=$__bt_pending
+elif [ -n "$2" ]; then "$0" -c "$1" "$2" 2>&3 3>&-; __bt_status=$?
+else "$0" -c "$1" 2>&3 3>&-; __bt_status=$?; fi
 [ -z "$2" ] || rm -f -- "$2"
 # Signal names without a subshell: a fork here would slow the record down
 # exactly when the machine is busiest.
