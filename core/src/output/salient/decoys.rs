@@ -61,11 +61,11 @@ impl DecoyWatch {
 /// `Pending:` in `Pending: (Failures listed here are expected …)`: the first
 /// word of a line that is not indented, when a colon ends it.
 fn section_heading(text: &str) -> Option<&str> {
-    if text.starts_with([' ', '\t']) {
-        return None;
-    }
-    let word_end = text.find(|c: char| !c.is_ascii_alphabetic())?;
-    (word_end > 0 && text[word_end..].starts_with(':')).then(|| &text[..word_end])
+    // The colon first (memchr): most lines have none, or a non-letter
+    // before it, and this runs on every line of the output.
+    let colon = memchr::memchr(b':', text.as_bytes())?;
+    let word = &text[..colon];
+    (colon > 0 && word.bytes().all(|byte| byte.is_ascii_alphabetic())).then_some(word)
 }
 
 /// A hash of the line's first bytes without digits, hex numbers and the

@@ -63,6 +63,12 @@ pub struct SalientTracker {
     decoy_cost: usize,
     /// A blank line after an indented block, kept if the block goes on.
     held_blank: Option<OutputLine>,
+    /// The previous line was not error-like, came with no window, and left
+    /// no group open: an identical next line takes the short path.
+    previous_plain: bool,
+    /// Tests switch the short path off to compare it with the full one.
+    #[cfg(test)]
+    repeat_path: bool,
 }
 
 impl SalientTracker {
@@ -75,6 +81,8 @@ impl SalientTracker {
             cap: budget.saturating_mul(2),
             budget,
             runs: Some(Vec::new()),
+            #[cfg(test)]
+            repeat_path: true,
             ..Self::default()
         }
     }
@@ -123,6 +131,36 @@ impl SalientTracker {
             return;
         }
         self.observe_run(line);
+        // A line identical to the previous one, which was plain (not
+        // error-like, no group open), is plain too, and its heading check
+        // and decoy bookkeeping would change nothing: only its number is
+        // noted. Logs repeat lines a lot (progress, polling, `yes`), and
+        // this path runs for each of them.
+        #[cfg(test)]
+        let repeat_path = self.repeat_path;
+        #[cfg(not(test))]
+        let repeat_path = true;
+        if repeat_path
+            && window.is_none()
+            && self.previous_plain
+            && self.ring.back().is_some_and(|last| last.text == line.text)
+        {
+            self.remember_number(line);
+            return;
+        }
+        let windowed = window.is_some();
+        let salient = self.observe_new(line, window, may_hold_anchor);
+        self.previous_plain = !salient && !windowed && self.open.is_none();
+    }
+
+    /// Classifies `line` and keeps it where it belongs; true when it is
+    /// error-like.
+    fn observe_new(
+        &mut self,
+        line: &OutputLine,
+        window: Option<MiddleWindow>,
+        may_hold_anchor: bool,
+    ) -> bool {
         let mut found = self
             .matcher
             .find_with_hint(&line.text, may_hold_anchor)
@@ -154,7 +192,7 @@ impl SalientTracker {
             {
                 self.held_blank = Some(line.clone());
                 self.remember(line, false);
-                return;
+                return false;
             }
             let context = if self.held_blank.is_some() {
                 continued
@@ -170,7 +208,7 @@ impl SalientTracker {
                     open.deeper = !blank && indentation(&line.text) > open.indent;
                 }
                 self.remember(line, found.is_some());
-                return;
+                return found.is_some();
             }
             self.open = None;
             self.held_blank = None;
@@ -179,6 +217,7 @@ impl SalientTracker {
             self.start_group(line, kind);
         }
         self.remember(line, found.is_some());
+        found.is_some()
     }
 
     fn extend_open(&mut self, line: &OutputLine, kind: Option<Kind>) {
@@ -293,6 +332,12 @@ impl SalientTracker {
     /// Notes `line` (error-like when `salient`) after it was handled.
     fn remember(&mut self, line: &OutputLine, salient: bool) {
         self.decoys.observe(&line.text, salient);
+        self.remember_number(line);
+    }
+
+    /// The look-back ring and the heading take `line`, whose text and
+    /// class may equal the previous line's, but whose number does not.
+    fn remember_number(&mut self, line: &OutputLine) {
         if self.ring.len() == MAX_BEFORE
             && let Some(mut slot) = self.ring.pop_front()
         {

@@ -250,3 +250,71 @@ fn marks_failures_under_a_pending_heading_and_frequent_shapes_as_decoys() {
     // once their shape was seen three times.
     assert_eq!(decoys, [true, false, false, false, false, true, true]);
 }
+
+#[test]
+fn repeated_plain_lines_keep_their_numbers_as_context_of_a_later_error() {
+    let tracker = tracker_of(&[
+        "  at a (x.js:1)",
+        "  at a (x.js:1)",
+        "  at a (x.js:1)",
+        "TypeError: boom",
+    ]);
+    let numbers: Vec<(u64, u64)> = tracker.groups()[0]
+        .entries
+        .iter()
+        .map(|entry| (entry.line.number, entry.count))
+        .collect();
+    assert_eq!(numbers, [(1, 3), (4, 1)]);
+}
+
+#[test]
+fn repeated_error_lines_are_each_classified_not_taken_as_plain() {
+    let tracker = tracker_of(&["plain", "error: x", "error: x", "error: x", "plain"]);
+    assert_eq!(tracker.salient_lines(), 3);
+    assert_eq!(
+        group_texts(&tracker),
+        [vec![
+            ("plain".to_owned(), 1, false),
+            ("error: x".to_owned(), 3, true),
+            ("plain".to_owned(), 1, false),
+        ]]
+    );
+}
+
+/// What a tracker ends with, for comparing two of them.
+fn outcome(tracker: &SalientTracker) -> String {
+    format!(
+        "{:?} {:?} {:?} {:?}",
+        tracker.groups(),
+        tracker.overflow(),
+        tracker.runs(),
+        tracker.ring
+    )
+}
+
+proptest::proptest! {
+    /// The short path for a repeated line changes nothing: any output made
+    /// of lines that repeat (plain, error-like, blank, indented, headings
+    /// of decoy sections) ends the same with and without it.
+    #[test]
+    fn the_repeat_path_gives_what_the_full_path_gives(
+        picks in proptest::collection::vec((0_usize..9, 1_usize..5), 1..60)
+    ) {
+        const TEXTS: [&str; 9] = [
+            "plain", "error: x", "", "  at frame", "Pending:", "Failures:",
+            "  Failure/Error: y", "x.py:3: Undefined name", "KeyError: 'k'",
+        ];
+        let mut fast = SalientTracker::new(&OutputConfig::default());
+        let mut full = SalientTracker::new(&OutputConfig::default());
+        full.repeat_path = false;
+        let mut number = 0;
+        for (pick, repeats) in picks {
+            for _ in 0..repeats {
+                number += 1;
+                fast.observe(&line(number, TEXTS[pick]));
+                full.observe(&line(number, TEXTS[pick]));
+            }
+        }
+        proptest::prop_assert_eq!(outcome(&fast), outcome(&full));
+    }
+}
