@@ -83,17 +83,52 @@ fn matches_any<S: AsRef<str>>(patterns: &[S], name: &str) -> bool {
 
 /// Whole-name glob match, ignoring ASCII case: `*` any run, `?` one char.
 fn glob_matches(pattern: &str, name: &str) -> bool {
-    let pattern: Vec<char> = pattern.chars().map(|c| c.to_ascii_uppercase()).collect();
-    let name: Vec<char> = name.chars().map(|c| c.to_ascii_uppercase()).collect();
-    // Iterative matcher with one backtrack point: linear in practice, never
-    // exponential on patterns with many stars.
+    if pattern.is_ascii() && name.is_ascii() {
+        // Names and patterns are ASCII in practice: compare bytes, with no
+        // allocation. This runs for every inherited variable and pattern on
+        // every spawn.
+        if let Some(inner) = pattern
+            .strip_prefix('*')
+            .and_then(|rest| rest.strip_suffix('*'))
+            .filter(|inner| !inner.contains(['*', '?']))
+        {
+            // `*WORD*`, the shape of the default patterns: a substring.
+            return inner.is_empty()
+                || name
+                    .as_bytes()
+                    .windows(inner.len())
+                    .any(|window| window.eq_ignore_ascii_case(inner.as_bytes()));
+        }
+        return glob_matches_by(
+            pattern.as_bytes(),
+            name.as_bytes(),
+            b'*',
+            |wanted, byte| wanted == b'?' || wanted.eq_ignore_ascii_case(&byte),
+        );
+    }
+    let pattern: Vec<char> = pattern.chars().collect();
+    let name: Vec<char> = name.chars().collect();
+    glob_matches_by(&pattern, &name, '*', |wanted, character| {
+        wanted == '?' || wanted.eq_ignore_ascii_case(&character)
+    })
+}
+
+/// The matcher of [`glob_matches`] over bytes or chars. Iterative, with one
+/// backtrack point: linear in practice, never exponential on patterns with
+/// many stars.
+fn glob_matches_by<T: Copy + PartialEq>(
+    pattern: &[T],
+    name: &[T],
+    star_symbol: T,
+    matches: impl Fn(T, T) -> bool,
+) -> bool {
     let (mut p, mut n) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while n < name.len() {
-        if p < pattern.len() && (pattern[p] == '?' || pattern[p] == name[n]) {
+        if p < pattern.len() && matches(pattern[p], name[n]) {
             p += 1;
             n += 1;
-        } else if p < pattern.len() && pattern[p] == '*' {
+        } else if p < pattern.len() && pattern[p] == star_symbol {
             star = Some((p, n));
             p += 1;
         } else if let Some((star_p, star_n)) = star {
@@ -104,7 +139,7 @@ fn glob_matches(pattern: &str, name: &str) -> bool {
             return false;
         }
     }
-    pattern[p..].iter().all(|c| *c == '*')
+    pattern[p..].iter().all(|item| *item == star_symbol)
 }
 
 #[cfg(test)]
@@ -167,12 +202,21 @@ mod tests {
     #[test]
     fn globs_match_whole_names_ignoring_case() {
         assert!(glob_matches("*key*", "MONKEY_BUSINESS"));
+        assert!(glob_matches("*KEY*", "key"));
+        assert!(!glob_matches("*KEY*", "KE"));
+        assert!(glob_matches("**", "x"));
+        assert!(glob_matches("*K?Y*", "MONKEY"));
         assert!(glob_matches("A?C", "abc"));
         assert!(!glob_matches("A?C", "abbc"));
         assert!(glob_matches("*", ""));
         assert!(!glob_matches("KEY", "KEYS"));
         assert!(glob_matches("*a*b*c*d*e*", "xaxbxcxdxex"));
         assert!(!glob_matches(&"*a".repeat(30), &"a".repeat(29)));
+        // Outside ASCII, `?` is one character, not one byte.
+        assert!(glob_matches("CAF?", "café"));
+        assert!(glob_matches("*É*", "xÉx"));
+        // Case is ignored for ASCII letters only.
+        assert!(!glob_matches("*É*", "xéx"));
     }
 
     #[test]

@@ -72,6 +72,7 @@ mod containment;
 mod error;
 mod exec;
 mod fork_exec;
+mod inherited_env;
 mod interactive;
 mod jobs;
 mod kill;

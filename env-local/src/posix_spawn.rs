@@ -26,7 +26,18 @@ pub(crate) struct ChildFds {
 }
 
 fn c_string(text: &OsStr) -> io::Result<CString> {
-    CString::new(text.as_bytes()).map_err(|_| {
+    c_string_of(&[text.as_bytes()])
+}
+
+/// The concatenation of `parts` as one C string, in one allocation (this
+/// runs for every variable of every spawn).
+fn c_string_of(parts: &[&[u8]]) -> io::Result<CString> {
+    let length: usize = parts.iter().map(|part| part.len()).sum();
+    let mut bytes = Vec::with_capacity(length + 1);
+    for part in parts {
+        bytes.extend_from_slice(part);
+    }
+    CString::new(bytes).map_err(|_| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
             "an argument or variable contains a NUL byte",
@@ -103,12 +114,7 @@ impl CLaunch {
         }
         let env: Vec<CString> = env
             .iter()
-            .map(|(key, value)| {
-                let mut pair = key.clone();
-                pair.push("=");
-                pair.push(value);
-                c_string(&pair)
-            })
+            .map(|(key, value)| c_string_of(&[key.as_bytes(), b"=", value.as_bytes()]))
             .collect::<io::Result<_>>()?;
         Ok(Self {
             argv,

@@ -48,8 +48,11 @@ impl OutputPump {
     ) -> Self {
         let source = |stream, pipe: Option<pipe::Receiver>| Source {
             stream,
+            // Capacity, not zeroed length: reads fill the spare capacity
+            // (`read_buf`), so a call of `true` does not pay for zeroing
+            // (and faulting in) two buffers it never uses.
             buffer: if pipe.is_some() {
-                vec![0; READ_SIZE]
+                spare_buffers::take()
             } else {
                 Vec::new()
             },
@@ -107,7 +110,8 @@ impl OutputPump {
             while taken < MAX_FINAL_DRAIN {
                 let source = &mut self.sources[index];
                 let Some(pipe) = &source.pipe else { break };
-                match pipe.try_read(&mut source.buffer) {
+                source.buffer.clear();
+                match pipe.try_read_buf(&mut source.buffer) {
                     Ok(0) | Err(_) => break,
                     Ok(length) => {
                         taken += length;
@@ -131,7 +135,7 @@ impl OutputPump {
         }
         // A character cut off by the end of the stream becomes U+FFFD.
         self.output.end_stream(source.stream);
-        source.buffer = Vec::new();
+        spare_buffers::give_back(std::mem::take(&mut source.buffer));
     }
 
     /// Ends reading and returns the finished buffer.
@@ -142,9 +146,45 @@ impl OutputPump {
     }
 }
 
+/// Read buffers kept between calls. Allocating and freeing 2 × 256 KiB on
+/// every call made glibc consolidate its small-chunk bins each time, which
+/// showed as the largest cost of a call of `true` after the spawn itself.
+mod spare_buffers {
+    use std::sync::{Mutex, PoisonError};
+
+    use super::READ_SIZE;
+
+    /// Two calls' worth of buffers; more are freed.
+    const MAX_SPARE: usize = 4;
+
+    static SPARE: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+
+    pub(super) fn take() -> Vec<u8> {
+        SPARE
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(READ_SIZE))
+    }
+
+    pub(super) fn give_back(mut buffer: Vec<u8>) {
+        if buffer.capacity() != READ_SIZE {
+            return;
+        }
+        buffer.clear();
+        let mut spare = SPARE.lock().unwrap_or_else(PoisonError::into_inner);
+        if spare.len() < MAX_SPARE {
+            spare.push(buffer);
+        }
+    }
+}
+
 async fn read(source: &mut Source) -> std::io::Result<usize> {
     match &mut source.pipe {
-        Some(pipe) => pipe.read(&mut source.buffer).await,
+        Some(pipe) => {
+            source.buffer.clear();
+            pipe.read_buf(&mut source.buffer).await
+        }
         None => std::future::pending().await,
     }
 }
