@@ -56,7 +56,10 @@ mod tests {
             ..EnvPolicy::default()
         };
         let names = |policy: &EnvPolicy| -> Vec<OsString> {
-            inherited(policy).into_iter().map(|(name, _)| name).collect()
+            inherited(policy)
+                .into_iter()
+                .map(|(name, _)| name)
+                .collect()
         };
         assert_eq!(names(&path_only), [OsString::from("PATH")]);
         let all: Vec<OsString> = std::env::vars_os().map(|(name, _)| name).collect();

@@ -157,8 +157,9 @@ pub fn child_environment(
     non_interactive: bool,
     marker: &RunMarker,
 ) -> Vec<(OsString, OsString)> {
-    let mut env: BTreeMap<OsString, OsString> =
-        crate::inherited_env::inherited(policy).into_iter().collect();
+    let mut env: BTreeMap<OsString, OsString> = crate::inherited_env::inherited(policy)
+        .into_iter()
+        .collect();
     if non_interactive {
         for (key, value) in NON_INTERACTIVE_ENV {
             env.insert(OsString::from(key), OsString::from(value));

@@ -315,3 +315,21 @@ async fn a_call_right_after_the_shell_was_killed_still_runs_once() {
     );
     assert_eq!(std::fs::read_to_string(&counter).expect("ran"), "run\n");
 }
+
+#[tokio::test]
+async fn a_command_setting_tmout_does_not_time_the_shell_out_between_calls() {
+    let (_dir, root) = workspace();
+    let session = new_session(&root);
+    let tool = session_tool(&session);
+    run(&tool, "TMOUT=1").await;
+    let pid = session.shell_pid().await.expect("running");
+    // bash's `read` gives up after $TMOUT seconds; the driver waits for the
+    // next call with `read`, so the time must really pass here.
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    let next = run(&tool, "echo $TMOUT").await;
+    assert_eq!(
+        next.text(),
+        format!("stdout:\n1\nexit code 0\n{}", cwd_line(&root))
+    );
+    assert_eq!(session.shell_pid().await, Some(pid));
+}

@@ -247,7 +247,7 @@ impl Session {
 /// 64 random bits in hex: the status of a call counts only with it. (No
 /// more: the shell reads them one byte per read(2).)
 fn nonce() -> std::io::Result<String> {
-    let mut bytes = [0_u8; 8];
+    let mut bytes = [0_u8; driver::NONCE_DIGITS / 2];
     // SAFETY: getrandom writes at most `bytes.len()` bytes into the live
     // local array it is given.
     #[allow(unsafe_code)]

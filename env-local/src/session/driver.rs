@@ -81,8 +81,13 @@ pub(crate) fn startup_script(dir: &Path, snapshot: Option<&Path>, sequence: u64)
 /// the shell reads only once the command is over, so the command cannot
 /// see the nonce that makes its status record count.
 pub(crate) fn call_request(id: u64, save: bool, nonce: &str) -> String {
-    format!("c{}\n{id} {nonce}\n", u8::from(save))
+    // A fixed width: the shell reads the second line with one `read -N`.
+    debug_assert_eq!(nonce.len(), NONCE_DIGITS);
+    format!("c{}\n{id:020} {nonce}\n", u8::from(save))
 }
+
+/// Hex digits of a call's nonce (64 random bits).
+pub(crate) const NONCE_DIGITS: usize = 16;
 
 /// Name of the call script in the session directory.
 pub(crate) const CALL_SCRIPT: &str = "call.sh";
@@ -172,6 +177,14 @@ mod tests {
             startup_script(Path::new("/s"), None, 0),
             "__bt_seq=0 __bt_restore=; builtin . '/s/init.sh'"
         );
-        assert_eq!(call_request(7, false, "ab12"), "c0\n7 ab12\n");
+        assert_eq!(
+            call_request(7, false, "0123456789abcdef"),
+            "c0\n00000000000000000007 0123456789abcdef\n"
+        );
+        // The shell reads the second line as exactly 38 bytes.
+        assert_eq!(
+            call_request(u64::MAX, true, "0123456789abcdef").len(),
+            3 + 38
+        );
     }
 }

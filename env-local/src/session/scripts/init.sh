@@ -80,7 +80,11 @@
       if [[ -z $__bt_running ]]; then
         # `c0`/`c1`: run call.sh, then save no snapshot / one; `w`: write
         # a snapshot now; `x`: exit (the EXIT trap saves the state).
-        builtin read -r __bt_running <@DIR@/driver || [[ ${__bt_broken:?bashtool: the session driver cannot read} ]]
+        # Byte by byte (bash reads a line from a pipe so): a shell killed
+        # while blocked here takes at most one byte of it, which is how
+        # Rust tells that the command never ran. `TMOUT=`: a command's
+        # TMOUT must not time the wait for the next call out.
+        TMOUT= builtin read -r __bt_running <@DIR@/driver || [[ ${__bt_broken:?bashtool: the session driver cannot read} ]]
         [[ $__bt_running != x ]] || builtin exit 0
         if [[ $__bt_running == c? ]]; then
           # `[__bt_back=$PWD && \builtin cd -- DIR &&] VAR=x … \. COMMAND
@@ -120,7 +124,11 @@
         [[ -z $__bt_back ]] || { builtin cd -- "$__bt_back" 2>/dev/null; __bt_back=; }
         # `<id> <nonce>`, written by Rust after the call line and read only
         # now: the command could not see it.
-        IFS=" " builtin read -r __bt_id __bt_nonce <@DIR@/driver || [[ ${__bt_broken:?bashtool: the session driver cannot read} ]]
+        # 38 bytes, the id in 20 digits, a space, the 16-digit nonce and a
+        # newline, in one read(2) by `-N` (a line would take one per byte).
+        TMOUT= builtin read -r -N 38 __bt_id <@DIR@/driver || [[ ${__bt_broken:?bashtool: the session driver cannot read} ]]
+        __bt_nonce=${__bt_id#* } __bt_id=${__bt_id%% *}
+        __bt_nonce=${__bt_nonce%$'\n'}
         { builtin printf 'S %s %s %s\n' "$__bt_id" "$__bt_nonce" "$__bt_status"; builtin jobs -rp; builtin printf 'P%s\0' "$PWD"; } >>@DIR@/control 2>/dev/null ||
           [[ ${__bt_broken:?bashtool: the session driver cannot write} ]]
       fi
