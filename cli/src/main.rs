@@ -1,6 +1,10 @@
 //! `bashtool`: the command-line face of the bash tool. Thin: parsing and
 //! printing here, everything else in `bashtool-core` and `bashtool-env-local`.
 
+// The doc comments on the clap structs are the `--help` text, written for a
+// terminal rather than as Markdown: `[policy]` and `<pwd>` there are literal.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
+
 // Linux only (process groups, /proc, pidfd_open, bash): one clear error
 // naming the OS elsewhere, rather than a screen of unresolved symbols.
 #[cfg(target_os = "macos")]

@@ -1,6 +1,7 @@
 //! `bashtool mcp`: the bash tool as an MCP server over stdio.
 
 mod gate;
+mod instructions;
 mod order;
 mod progress;
 mod server;
@@ -337,6 +338,11 @@ async fn serve(mut settings: Settings) -> anyhow::Result<ExitCode> {
     // Interactive jobs live in this server, which holds their terminals.
     tool_config.fields.interactive = true;
     let backend = Backend {
+        instructions: instructions::instructions(
+            &exec.environment(),
+            tool_config.persistent_session,
+            tool_config.fields.interactive,
+        ),
         tool: BashTool::new(tool_config.clone(), exec),
         order: order.clone(),
         jobs: Some(JobsTool::new(tool_config, jobs)),
