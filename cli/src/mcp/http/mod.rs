@@ -69,6 +69,9 @@ pub async fn serve(
     token_file: Option<PathBuf>,
 ) -> anyhow::Result<ExitCode> {
     let grace = settings.local.kill_grace + SHUTDOWN_MARGIN;
+    // Installed before the address is announced: a client that signals the
+    // server as soon as it knows it gets the clean shutdown.
+    let signals = Signals::install()?;
     // A bad token file is refused before anything listens.
     let given_token = token_file.as_deref().map(token::read).transpose()?;
     let listener = TcpListener::bind(address)
@@ -115,7 +118,7 @@ pub async fn serve(
         )
     };
     let guard = Guard::new(token, loopback);
-    let outcome = accept_until_signal(&listener, &service, &guard).await;
+    let outcome = accept_until_signal(&listener, &service, &guard, signals).await;
     stop.cancel();
     sessions.shut_down_all().await;
     if let Some(path) = generated {
@@ -126,14 +129,34 @@ pub async fn serve(
 
 type McpService = StreamableHttpService<sessions::SessionServer, LocalSessionManager>;
 
+/// The signals that stop the server.
+struct Signals {
+    terminate: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+    hangup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> anyhow::Result<Self> {
+        Ok(Self {
+            terminate: signal(SignalKind::terminate()).context("installing a SIGTERM handler")?,
+            interrupt: signal(SignalKind::interrupt()).context("installing a SIGINT handler")?,
+            hangup: signal(SignalKind::hangup()).context("installing a SIGHUP handler")?,
+        })
+    }
+}
+
 async fn accept_until_signal(
     listener: &TcpListener,
     service: &McpService,
     guard: &Guard,
+    signals: Signals,
 ) -> anyhow::Result<()> {
-    let mut terminate = signal(SignalKind::terminate()).context("installing a SIGTERM handler")?;
-    let mut interrupt = signal(SignalKind::interrupt()).context("installing a SIGINT handler")?;
-    let mut hangup = signal(SignalKind::hangup()).context("installing a SIGHUP handler")?;
+    let Signals {
+        mut terminate,
+        mut interrupt,
+        mut hangup,
+    } = signals;
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
