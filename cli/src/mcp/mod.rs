@@ -1,4 +1,5 @@
-//! `bashtool mcp`: the bash tool as an MCP server over stdio.
+//! `bashtool mcp`: the bash tool as an MCP server over stdio, or over
+//! streamable HTTP with `--http` ([`http`]).
 
 mod gate;
 mod http;
@@ -30,7 +31,7 @@ const PROGRESS_INTERVAL: Duration = Duration::from_millis(250);
 /// Time for running calls to stop, beyond the kill grace, at shutdown.
 const SHUTDOWN_MARGIN: Duration = Duration::from_secs(3);
 
-/// Serve the bash tool over MCP (stdio)
+/// Serve the bash tool over MCP (stdio, or streamable HTTP with --http)
 ///
 /// Speaks MCP on stdin/stdout (logs go to stderr) with two tools: `bash`
 /// (the tool's own schema and description; the result's text is what the
@@ -40,7 +41,9 @@ const SHUTDOWN_MARGIN: Duration = Duration::from_secs(3);
 /// cancel stops the command's whole process tree. By default all calls share
 /// one persistent shell (cwd, variables, functions carry over), served in
 /// arrival order; --stateless gives each call a fresh shell. On stdin EOF or
-/// SIGTERM the server stops its commands and jobs and exits.
+/// SIGTERM the server stops its commands and jobs and exits. With --http it
+/// serves MCP over streamable HTTP instead, one shell per MCP session, behind
+/// a bearer token.
 ///
 /// Settings come from the flags, then the config file, then the defaults.
 #[derive(Debug, Args)]

@@ -54,7 +54,7 @@ impl Guard {
         }
         if self.loopback {
             let host = headers.get(HOST).and_then(|value| value.to_str().ok());
-            if !host.is_some_and(|host| is_loopback_name(strip_port(host))) {
+            if !host.is_some_and(is_loopback_host) {
                 return Err(Refusal::Forbidden(format!(
                     "the Host header {host:?} is not a loopback name; this server is bound to \
                      loopback and answers only localhost, 127.0.0.1 and [::1]"
@@ -108,40 +108,35 @@ fn constant_time_eq(left: &[u8], right: &[u8]) -> bool {
         == 0
 }
 
-/// `host` of `host`, `host:port`, `[::1]` or `[::1]:port`.
-fn strip_port(authority: &str) -> &str {
-    if let Some(rest) = authority.strip_prefix('[') {
-        return rest.split_once(']').map_or(authority, |(host, _)| host);
-    }
-    match authority.rsplit_once(':') {
-        Some((host, port)) if port.bytes().all(|byte| byte.is_ascii_digit()) => host,
-        _ => authority,
-    }
+/// The host of `host`, `host:port`, `[v6]` or `[v6]:port`, if the port (when
+/// there is one) is a number that fits a port.
+fn host_of(authority: &str) -> Option<&str> {
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(rest) => {
+            let (host, after) = rest.split_once(']')?;
+            match after {
+                "" => (host, None),
+                _ => (host, Some(after.strip_prefix(':')?)),
+            }
+        }
+        None => match authority.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        },
+    };
+    port.is_none_or(|port| port.parse::<u16>().is_ok())
+        .then_some(host)
 }
 
-fn is_loopback_name(host: &str) -> bool {
-    host.eq_ignore_ascii_case("localhost") || host == "127.0.0.1" || host == "::1"
+fn is_loopback_host(authority: &str) -> bool {
+    host_of(authority).is_some_and(|host| {
+        host.eq_ignore_ascii_case("localhost") || host == "127.0.0.1" || host == "::1"
+    })
 }
 
 /// `http://localhost`, `http://127.0.0.1` or `http://[::1]`, with any port.
 fn is_loopback_origin(origin: &str) -> bool {
-    let Some(authority) = origin.strip_prefix("http://") else {
-        return false;
-    };
-    let host = strip_port(authority);
-    let port_ok = authority
-        .strip_prefix(if authority.starts_with('[') {
-            "[::1]"
-        } else {
-            host
-        })
-        .is_some_and(|rest| {
-            rest.is_empty()
-                || rest
-                    .strip_prefix(':')
-                    .is_some_and(|port| !port.is_empty() && port.parse::<u16>().is_ok())
-        });
-    port_ok && is_loopback_name(host)
+    origin.strip_prefix("http://").is_some_and(is_loopback_host)
 }
 
 #[cfg(test)]
@@ -219,6 +214,9 @@ mod tests {
             "http://localhost.evil.example",
             "http://127.0.0.1.evil.example:80",
             "http://localhost:80x",
+            "http://localhost:99999",
+            "http://[::1]x",
+            "http://[::2]:80",
             "null",
         ] {
             assert!(

@@ -25,8 +25,8 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio_util::task::TaskTracker;
 
-use super::super::server::BashServer;
-use super::super::{Settings, local_backend};
+use crate::mcp::server::BashServer;
+use crate::mcp::{Settings, local_backend};
 
 /// The open sessions of one HTTP server. Cheap to clone.
 #[derive(Clone)]
