@@ -86,13 +86,12 @@ pub async fn serve(
              TLS proxy in front)"
         );
     }
-    let (token, generated) = match given_token {
-        Some(token) => (token, None),
-        None => {
-            let state = bashtool_env_local::default_state_dir()?;
-            let (token, path) = token::generate(&state, bound.port())?;
-            (token, Some(path))
-        }
+    let (token, generated) = if let Some(token) = given_token {
+        (token, None)
+    } else {
+        let state = bashtool_env_local::default_state_dir()?;
+        let (token, path) = token::generate(&state, bound.port())?;
+        (token, Some(path))
     };
     eprintln!("bashtool: MCP over HTTP at http://{bound}{PATH}");
     if let Some(path) = &generated {

@@ -31,8 +31,9 @@ pub fn read(path: &Path) -> anyhow::Result<String> {
         path.display(),
         metadata.uid()
     );
+    let group_and_others = metadata.mode() & 0o077;
     anyhow::ensure!(
-        metadata.mode() & 0o077 == 0,
+        group_and_others == 0,
         "--token-file {}: group or others may access it (mode {:o}); run `chmod 600 {}`",
         path.display(),
         metadata.mode() & 0o777,
