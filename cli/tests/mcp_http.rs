@@ -3,8 +3,9 @@
 //! requests for what a client must be refused. Process deaths are decided
 //! from `/proc`, never by the code under test; waits have deadlines.
 //!
-//! The 100 concurrent calls go through one MCP session (one shell, so they
-//! run one after the other there, and all must come back).
+//! The 100 concurrent calls go through one MCP session: once into its
+//! persistent shell (where they run one after the other, and all must come
+//! back), once with `--stateless` (each in its own shell, all at once).
 
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
@@ -495,7 +496,16 @@ async fn sigterm_stops_running_commands_and_shells() {
 
 #[tokio::test]
 async fn a_hundred_concurrent_calls_in_one_session_all_succeed() {
-    let server = start(&[]).await;
+    hundred_concurrent_calls(&[]).await;
+}
+
+#[tokio::test]
+async fn a_hundred_concurrent_stateless_calls_all_succeed() {
+    hundred_concurrent_calls(&["--stateless"]).await;
+}
+
+async fn hundred_concurrent_calls(flags: &[&str]) {
+    let server = start(flags).await;
     let connection = server.connect().await;
     let mut handles = Vec::new();
     for index in 0..100 {
@@ -512,7 +522,7 @@ async fn a_hundred_concurrent_calls_in_one_session_all_succeed() {
     for (index, result) in answers.iter().enumerate() {
         assert_eq!(result.is_error, Some(false), "call {index}");
         assert!(
-            text(result).starts_with(&format!("stdout:\ncall-{index}\nexit code 0\n")),
+            text(result).starts_with(&format!("stdout:\ncall-{index}\nexit code 0")),
             "call {index}: {}",
             text(result)
         );
