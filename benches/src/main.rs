@@ -7,6 +7,7 @@
 
 mod cpu;
 mod format_bench;
+mod http_bench;
 mod interactive_bench;
 mod mcp_bench;
 mod mcp_client;
@@ -92,6 +93,9 @@ fn main() -> ExitCode {
         }
         if wanted("10") {
             rows.extend(remote_bench::run(effort).await?);
+        }
+        if wanted("11") {
+            rows.extend(http_bench::run(effort).await?);
         }
         anyhow::Ok(rows)
     });

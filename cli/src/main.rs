@@ -1,6 +1,10 @@
 //! `bashtool`: the command-line face of the bash tool. Thin: parsing and
 //! printing here, everything else in `bashtool-core` and `bashtool-env-local`.
 
+// The doc comments on the clap structs are the `--help` text, written for a
+// terminal rather than as Markdown: `[policy]` and `<pwd>` there are literal.
+#![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
+
 // Linux only (process groups, /proc, pidfd_open, bash): one clear error
 // naming the OS elsewhere, rather than a screen of unresolved symbols.
 #[cfg(target_os = "macos")]
@@ -24,6 +28,7 @@ mod call;
 mod check;
 mod config;
 mod exit;
+mod generate;
 mod jobs;
 mod mcp;
 mod options;
@@ -37,16 +42,36 @@ mod signals;
 
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use std::sync::LazyLock;
+
+use clap::{CommandFactory as _, Parser, Subcommand};
 
 /// A bash tool for LLM agents: runs commands without hanging, orphaning or
 /// flooding the context, and refuses classic destructive mistakes.
 #[derive(Debug, Parser)]
-#[command(name = "bashtool", version, after_help = AFTER_HELP)]
+#[command(name = "bashtool", version, long_version = LONG_VERSION.as_str(), after_help = AFTER_HELP)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
 }
+
+/// `bashtool --version` (`-V` is the version alone): the version and the protocols this binary speaks,
+/// so that a mismatch with a client or a `--remote` peer can be seen at once.
+static LONG_VERSION: LazyLock<String> = LazyLock::new(|| {
+    let mcp: Vec<&str> = rmcp::model::ProtocolVersion::KNOWN_VERSIONS
+        .iter()
+        .rev()
+        .map(rmcp::model::ProtocolVersion::as_str)
+        .collect();
+    format!(
+        "{}\nMCP protocol versions: {} (stdio; --http: those with sessions, {} and older)\n\
+         serve protocol: {}",
+        env!("CARGO_PKG_VERSION"),
+        mcp.join(", "),
+        rmcp::model::ProtocolVersion::LATEST_WITH_INITIALIZE.as_str(),
+        bashtool_env_remote::protocol::PROTOCOL_VERSION,
+    )
+});
 
 const AFTER_HELP: &str = "Examples:\n  bashtool run -- cargo test\n  \
 echo '{\"command\": \"ls\"}' | bashtool call\n  bashtool schema --format openai\n  \
@@ -63,6 +88,8 @@ enum Command {
     Jobs(jobs::JobsArgs),
     Sandbox(sandbox::SandboxCommandArgs),
     Serve(serve::ServeArgs),
+    Completions(generate::CompletionsArgs),
+    Man(generate::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -76,6 +103,8 @@ fn main() -> ExitCode {
         Command::Jobs(_) => "jobs",
         Command::Sandbox(_) => "sandbox",
         Command::Serve(_) => "serve",
+        Command::Completions(_) => "completions",
+        Command::Man(_) => "man",
     };
     let outcome = match cli.command {
         Command::Run(args) => run::run(&args),
@@ -86,6 +115,8 @@ fn main() -> ExitCode {
         Command::Jobs(args) => jobs::run(&args),
         Command::Sandbox(args) => sandbox::run(&args),
         Command::Serve(args) => serve::run(&args),
+        Command::Completions(args) => generate::completions(&args, Cli::command()),
+        Command::Man(args) => generate::man(&args, Cli::command()),
     };
     match outcome {
         Ok(code) => code,

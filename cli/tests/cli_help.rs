@@ -34,11 +34,117 @@ fn help_of_every_subcommand() {
 }
 
 #[test]
-fn version_names_the_binary() {
+fn version_names_the_binary_and_the_protocols_it_speaks() {
     assert_eq!(
-        stdout(&["--version"]),
+        stdout(&["-V"]),
         format!("bashtool {}\n", env!("CARGO_PKG_VERSION"))
     );
+    assert_eq!(
+        stdout(&["--version"]),
+        format!(
+            "bashtool {}\n\
+             MCP protocol versions: 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05 \
+             (stdio; --http: those with sessions, 2025-11-25 and older)\n\
+             serve protocol: bashtool-serve/1\n",
+            env!("CARGO_PKG_VERSION")
+        )
+    );
+}
+
+const SUBCOMMANDS: [&str; 10] = [
+    "run",
+    "call",
+    "schema",
+    "check",
+    "mcp",
+    "jobs",
+    "sandbox",
+    "serve",
+    "completions",
+    "man",
+];
+
+#[test]
+fn bash_completions_parse_and_know_every_subcommand() {
+    let script = stdout(&["completions", "bash"]);
+    let directory = tempfile::tempdir().expect("temp dir");
+    let path = directory.path().join("bashtool.bash");
+    std::fs::write(&path, &script).expect("written");
+    let check = Command::new("bash")
+        .arg("-n")
+        .arg(&path)
+        .output()
+        .expect("run bash -n");
+    assert!(
+        check.status.success(),
+        "bash -n: {}",
+        String::from_utf8_lossy(&check.stderr)
+    );
+    // The script completes the subcommands: bash lists them for `bashtool <TAB>`.
+    let listed = Command::new("bash")
+        .arg("-c")
+        .arg(format!(
+            "source {}; COMP_WORDS=(bashtool ''); COMP_CWORD=1; COMP_LINE='bashtool '; \
+             COMP_POINT=9; _bashtool bashtool '' bashtool; printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            path.display()
+        ))
+        .output()
+        .expect("run bash");
+    let words = String::from_utf8(listed.stdout).expect("UTF-8");
+    let words: Vec<&str> = words.lines().collect();
+    for subcommand in SUBCOMMANDS {
+        assert!(words.contains(&subcommand), "{subcommand} not in {words:?}");
+    }
+}
+
+#[test]
+fn completions_for_every_shell() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let output = bashtool(&["completions", shell]);
+        assert!(output.status.success(), "completions {shell}");
+        let script = String::from_utf8(output.stdout).expect("UTF-8");
+        assert!(script.contains("serve"), "{shell}: {script}");
+    }
+    let output = bashtool(&["completions", "tcsh"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&output.stderr)
+            .contains("[possible values: bash, elvish, fish, powershell, zsh]"),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn man_page_is_valid_roff_with_every_subcommand() {
+    let page = stdout(&["man"]);
+    assert!(
+        page.starts_with(&format!(
+            ".ie \\n(.g .ds Aq \\(aq\n.el .ds Aq '\n.TH bashtool 1  \"bashtool {}\" \n",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{}",
+        &page[..200.min(page.len())]
+    );
+    for subcommand in SUBCOMMANDS {
+        let heading = format!(".SH \"BASHTOOL {}\"\n", subcommand.to_uppercase());
+        assert!(page.contains(&heading), "no section {heading:?}");
+    }
+    // groff, where installed, reads it without a warning (-k: UTF-8 input).
+    let Ok(groff) = Command::new("groff")
+        .args(["-k", "-man", "-ww", "-z", "-Tutf8"])
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+    else {
+        return;
+    };
+    let mut groff = groff;
+    std::io::Write::write_all(&mut groff.stdin.take().expect("stdin"), page.as_bytes())
+        .expect("written");
+    let output = groff.wait_with_output().expect("groff ran");
+    assert!(output.status.success());
+    assert_eq!(String::from_utf8_lossy(&output.stderr), "");
 }
 
 #[test]

@@ -207,6 +207,55 @@ async fn initialize_names_the_server_and_offers_tools() {
 }
 
 #[tokio::test]
+async fn tools_have_titles_and_truthful_annotations() {
+    let server = start(&[]).await;
+    let tools = server.client.list_all_tools().await.expect("tools/list");
+    let summary: Vec<Value> = tools
+        .iter()
+        .map(|tool| {
+            let annotations = tool.annotations.as_ref().expect("annotations");
+            json!({
+                "name": tool.name,
+                "title": tool.title,
+                "annotations": annotations,
+            })
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            json!({"name": "bash", "title": "Run a shell command", "annotations": {
+                "title": "Run a shell command", "readOnlyHint": false, "destructiveHint": true,
+                "idempotentHint": false, "openWorldHint": true}}),
+            json!({"name": "bash_jobs", "title": "Background and interactive jobs", "annotations": {
+                "title": "Background and interactive jobs", "readOnlyHint": false,
+                "destructiveHint": true, "idempotentHint": false, "openWorldHint": false}}),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn instructions_name_the_environment_the_sandbox_the_session_and_interactive_mode() {
+    let server = start(&["--sandbox", "off"]).await;
+    let info = server.client.peer_info().expect("server info");
+    assert_eq!(
+        info.instructions.as_deref(),
+        Some(
+            "Run shell commands with the bash tool: output comes back shortened so that errors \
+             stay visible, commands never hang, and their whole process tree is stopped on timeout \
+             or cancel. Start servers and watchers with mode \"background\" and manage them with \
+             bash_jobs.\n\
+             Environment: local (commands run on the machine of this server).\n\
+             Sandbox: off (commands run with the full rights of the user).\n\
+             Session: one persistent shell; the working directory, exported variables, functions \
+             and aliases carry over between calls.\n\
+             Interactive: programs that prompt (REPLs, installers, TUIs) run with mode \
+             \"interactive\" in a terminal; answer them with bash_jobs write."
+        )
+    );
+}
+
+#[tokio::test]
 async fn tools_list_shows_the_core_spec_with_an_output_schema() {
     let server = start(&[]).await;
     let tools = server.client.list_all_tools().await.expect("tools/list");

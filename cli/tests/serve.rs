@@ -56,6 +56,12 @@ impl Serve {
             .await;
         let answer = serve.answer(1).await;
         assert_eq!(answer["result"]["protocol"], "bashtool-serve/1", "{answer}");
+        // The handshake names the build too (`bashtool --version` prints both).
+        assert_eq!(
+            answer["result"]["server"],
+            format!("bashtool {}", env!("CARGO_PKG_VERSION")),
+            "{answer}"
+        );
         serve
     }
 

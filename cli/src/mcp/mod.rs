@@ -1,6 +1,9 @@
-//! `bashtool mcp`: the bash tool as an MCP server over stdio.
+//! `bashtool mcp`: the bash tool as an MCP server over stdio, or over
+//! streamable HTTP with `--http` ([`http`]).
 
 mod gate;
+mod http;
+mod instructions;
 mod order;
 mod progress;
 mod server;
@@ -28,7 +31,7 @@ const PROGRESS_INTERVAL: Duration = Duration::from_millis(250);
 /// Time for running calls to stop, beyond the kill grace, at shutdown.
 const SHUTDOWN_MARGIN: Duration = Duration::from_secs(3);
 
-/// Serve the bash tool over MCP (stdio)
+/// Serve the bash tool over MCP (stdio, or streamable HTTP with --http)
 ///
 /// Speaks MCP on stdin/stdout (logs go to stderr) with two tools: `bash`
 /// (the tool's own schema and description; the result's text is what the
@@ -38,7 +41,9 @@ const SHUTDOWN_MARGIN: Duration = Duration::from_secs(3);
 /// cancel stops the command's whole process tree. By default all calls share
 /// one persistent shell (cwd, variables, functions carry over), served in
 /// arrival order; --stateless gives each call a fresh shell. On stdin EOF or
-/// SIGTERM the server stops its commands and jobs and exits.
+/// SIGTERM the server stops its commands and jobs and exits. With --http it
+/// serves MCP over streamable HTTP instead, one shell per MCP session, behind
+/// a bearer token.
 ///
 /// Settings come from the flags, then the config file, then the defaults.
 #[derive(Debug, Args)]
@@ -78,6 +83,12 @@ pub struct McpArgs {
     /// Least time between two progress notifications of a call, in milliseconds [default: 250]
     #[arg(long, value_name = "MS")]
     pub progress_interval_ms: Option<u64>,
+    /// Serve MCP over streamable HTTP at ADDR:PORT, path /mcp, instead of stdio (a bare PORT is loopback); each MCP session gets its own shell
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub http: Option<String>,
+    /// With --http: the bearer token is in FILE (yours, not readable by group or others) [default: a random token, printed once on stderr and written 0600 to the state directory]
+    #[arg(long, value_name = "FILE", requires = "http")]
+    pub token_file: Option<PathBuf>,
 }
 
 const AFTER_HELP: &str = "\
@@ -85,6 +96,7 @@ Examples:
   bashtool mcp
   bashtool mcp --cwd ~/project --default-timeout 60
   bashtool mcp --stateless --no-policy --log-level debug
+  bashtool mcp --http 127.0.0.1:8080            (MCP over HTTP at /mcp; token on stderr)
   claude mcp add bashtool -- bashtool mcp
 
 Claude Desktop (claude_desktop_config.json), Cursor (.cursor/mcp.json):
@@ -130,6 +142,9 @@ struct Settings {
     remote: Option<String>,
     /// `--session NAME`: with `--remote`, a session over there.
     session_name: Option<String>,
+    /// `--http`: where to serve MCP over HTTP instead of stdio.
+    http: Option<std::net::SocketAddr>,
+    token_file: Option<PathBuf>,
 }
 
 fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
@@ -196,6 +211,17 @@ fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
         remote.is_none() || (args.env.is_empty() && file.env.is_empty() && args.log_dir.is_none()),
         "--env, [env] and --log-dir configure local commands; with --remote, set them where `bashtool serve` runs (e.g. 'ssh devbox env K=V bashtool serve')"
     );
+    let http = args.http.as_deref().map(http::parse_address).transpose()?;
+    anyhow::ensure!(
+        http.is_none() || remote.is_none(),
+        "--http with --remote is not supported: each HTTP session would need its own connection; \
+         run `bashtool mcp --http` where the commands should run instead"
+    );
+    anyhow::ensure!(
+        http.is_none() || args.tool.session.is_none(),
+        "--http with --session is not supported: --session names one shell, and over HTTP each \
+         MCP session gets its own"
+    );
     let keep_jobs = args.keep_jobs || file.keep_jobs.unwrap_or(false);
     let mut local = LocalConfig {
         working_directory: cwd,
@@ -252,6 +278,8 @@ fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
         log_filter,
         remote,
         session_name: args.tool.session.clone(),
+        http,
+        token_file: args.token_file.clone(),
     })
 }
 
@@ -283,18 +311,23 @@ pub fn run(args: &McpArgs) -> anyhow::Result<ExitCode> {
         tracing::info!(path = %path.display(), "config file loaded");
     }
     let runtime = tokio::runtime::Runtime::new()?;
-    let outcome = runtime.block_on(serve(settings));
+    let outcome = match settings.http {
+        Some(address) => {
+            let token_file = settings.token_file.clone();
+            runtime.block_on(http::serve(settings, address, token_file))
+        }
+        None => runtime.block_on(serve(settings)),
+    };
     // tokio reads stdin on a blocking thread that cannot be interrupted; do
     // not wait for it once the server is done.
     runtime.shutdown_background();
     outcome
 }
 
-async fn serve(mut settings: Settings) -> anyhow::Result<ExitCode> {
-    let grace = settings.local.kill_grace + SHUTDOWN_MARGIN;
-    // A server killed with SIGKILL could not stop its commands: what they
-    // left is stopped now, and from here on everything started is tied to
-    // this process's life (jobs kept with --keep-jobs excepted).
+/// A server killed with SIGKILL could not stop its commands: what they
+/// left is stopped now, and from here on everything started is tied to this
+/// process's life (jobs kept with --keep-jobs excepted).
+fn tie_to_this_process(settings: &mut Settings) {
     let reaped = bashtool_env_local::reap_orphans();
     if reaped != bashtool_env_local::Reaped::default() {
         tracing::info!(?reaped, "stopped what servers that died had left");
@@ -303,44 +336,83 @@ async fn serve(mut settings: Settings) -> anyhow::Result<ExitCode> {
         .local
         .wrappers
         .push(Arc::new(bashtool_env_local::StopWithOwner::new()));
-    let mut remote_exec = None;
-    let (exec, jobs, session): (Arc<dyn CommandExec>, Arc<dyn Jobs>, _) =
-        if let Some(line) = &settings.remote {
-            let remote = remote_environment(line, &settings).await?;
-            remote_exec = Some(remote.clone());
-            (Arc::new(remote.clone()), Arc::new(remote), None)
-        } else if settings.stateless {
-            let exec = LocalExec::new(settings.local);
-            (Arc::new(exec.clone()), Arc::new(exec), None)
-        } else {
-            let config = SessionConfig {
-                local: settings.local,
-                snapshot_path: settings.session_path,
-                telemetry: settings.tool.shell_telemetry,
-            };
-            let session = Session::new(config).context("creating the session")?;
-            (
-                Arc::new(session.clone()),
-                Arc::new(session.clone()),
-                Some(session),
-            )
-        };
-    // Calls into the session must reach it in the order they arrived.
-    let order = (session.is_some() || (remote_exec.is_some() && !settings.stateless))
-        .then(ArrivalOrder::default);
-    let session_calls = order.clone().map(|order| gate::SessionCalls {
-        order,
-        tool: settings.tool.name.clone(),
-    });
-    let mut tool_config = settings.tool;
+}
+
+/// The backend of one MCP connection (stdio) or session (HTTP) with local
+/// commands, and its persistent shell unless stateless.
+struct LocalBackend {
+    backend: Backend,
+    session: Option<Session>,
+}
+
+fn local_backend(settings: &Settings) -> anyhow::Result<LocalBackend> {
+    if settings.stateless {
+        let exec = LocalExec::new(settings.local.clone());
+        return Ok(LocalBackend {
+            backend: backend(&settings.tool, Arc::new(exec.clone()), Arc::new(exec), None),
+            session: None,
+        });
+    }
+    let config = SessionConfig {
+        local: settings.local.clone(),
+        snapshot_path: settings.session_path.clone(),
+        telemetry: settings.tool.shell_telemetry,
+    };
+    let session = Session::new(config).context("creating the session")?;
+    Ok(LocalBackend {
+        backend: backend(
+            &settings.tool,
+            Arc::new(session.clone()),
+            Arc::new(session.clone()),
+            // Calls into the session must reach it in the order they arrived.
+            Some(ArrivalOrder::default()),
+        ),
+        session: Some(session),
+    })
+}
+
+/// The tools over `exec` and `jobs`, as an MCP server offers them.
+fn backend(
+    tool: &ToolConfig,
+    exec: Arc<dyn CommandExec>,
+    jobs: Arc<dyn Jobs>,
+    order: Option<ArrivalOrder>,
+) -> Backend {
+    let mut tool_config = tool.clone();
     tool_config.jobs_tool = true;
     // Interactive jobs live in this server, which holds their terminals.
     tool_config.fields.interactive = true;
-    let backend = Backend {
+    Backend {
+        instructions: instructions::instructions(
+            &exec.environment(),
+            tool_config.persistent_session,
+            tool_config.fields.interactive,
+        ),
         tool: BashTool::new(tool_config.clone(), exec),
-        order: order.clone(),
+        order,
         jobs: Some(JobsTool::new(tool_config, jobs)),
+    }
+}
+
+async fn serve(mut settings: Settings) -> anyhow::Result<ExitCode> {
+    let grace = settings.local.kill_grace + SHUTDOWN_MARGIN;
+    tie_to_this_process(&mut settings);
+    let mut remote_exec = None;
+    let (backend, session) = if let Some(line) = &settings.remote {
+        let remote = remote_environment(line, &settings).await?;
+        remote_exec = Some(remote.clone());
+        let exec: Arc<dyn CommandExec> = Arc::new(remote.clone());
+        let order = (!settings.stateless).then(ArrivalOrder::default);
+        (backend(&settings.tool, exec, Arc::new(remote), order), None)
+    } else {
+        let local = local_backend(&settings)?;
+        (local.backend, local.session)
     };
+    // Calls into the session must reach it in the order they arrived.
+    let session_calls = backend.order.clone().map(|order| gate::SessionCalls {
+        order,
+        tool: settings.tool.name.clone(),
+    });
     let server = BashServer::new(backend, settings.progress_interval);
     let (transport, input_closed) =
         gate::spawn(tokio::io::stdin(), tokio::io::stdout(), session_calls);

@@ -34,6 +34,8 @@ pub struct Backend {
     pub order: Option<ArrivalOrder>,
     /// Set when the environment keeps background jobs the model can reach.
     pub jobs: Option<JobsTool>,
+    /// What `initialize` tells the model (see [`super::instructions`]).
+    pub instructions: String,
 }
 
 /// The MCP server. Cheap to clone.
@@ -49,11 +51,6 @@ struct Inner {
     calls: TaskTracker,
     progress_interval: Duration,
 }
-
-const INSTRUCTIONS: &str = "Run shell commands with the bash tool: output comes back shortened \
-    so that errors stay visible, commands never hang, and their whole process tree is stopped on \
-    timeout or cancel. Start servers and watchers with mode \"background\" and manage them with \
-    bash_jobs.";
 
 impl BashServer {
     pub fn new(backend: Backend, progress_interval: Duration) -> Self {
@@ -212,7 +209,7 @@ impl ServerHandler for BashServer {
                 Implementation::new("bashtool", env!("CARGO_PKG_VERSION"))
                     .with_title("bashtool: a bash tool for agents"),
             )
-            .with_instructions(INSTRUCTIONS)
+            .with_instructions(self.inner.backend.instructions.clone())
     }
 
     async fn list_tools(

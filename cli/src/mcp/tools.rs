@@ -21,32 +21,49 @@ pub fn bash_tool(config: &ToolConfig) -> Tool {
     bash_tool_from(tool_spec(config))
 }
 
+/// The human title of the bash tool (clients show it instead of the name).
+pub const BASH_TITLE: &str = "Run a shell command";
+/// The human title of the `bash_jobs` tool.
+pub const JOBS_TITLE: &str = "Background and interactive jobs";
+
 /// The bash tool from a spec (the environment's: see `BashTool::spec`).
+///
+/// Annotations: a command can do anything the user can (write, delete,
+/// reach the network), so the tool is neither read-only nor idempotent, is
+/// destructive and open-world; the sandbox narrows what it can do, but a
+/// client deciding whether to ask the user must assume the worst.
 pub fn bash_tool_from(spec: bashtool_core::ToolSpec) -> Tool {
     let mut tool = Tool::new(spec.name, spec.description, object(spec.input_schema))
+        .with_title(BASH_TITLE)
         .with_raw_output_schema(Arc::new(object(details_schema())));
     tool.annotations = Some(
-        ToolAnnotations::new()
+        ToolAnnotations::with_title(BASH_TITLE)
             .read_only(false)
             .destructive(true)
+            .idempotent(false)
             .open_world(true),
     );
     tool
 }
 
-/// The `bash_jobs` tool as `tools/list` shows it: it reads and stops the
-/// jobs this server started, nothing outside (not open-world).
+/// The `bash_jobs` tool as `tools/list` shows it. It reads the jobs this
+/// server started, writes input to them and stops them: not read-only (a
+/// stop ends a job, which `destructive` says), and not open-world, since it
+/// reaches nothing but those jobs (what a job itself does was announced by
+/// the `bash` call that started it).
 pub fn jobs_tool(spec: &bashtool_core::ToolSpec) -> Tool {
     let mut tool = Tool::new(
         spec.name.clone(),
         spec.description.clone(),
         object(spec.input_schema.clone()),
     )
+    .with_title(JOBS_TITLE)
     .with_raw_output_schema(Arc::new(object(details_schema())));
     tool.annotations = Some(
-        ToolAnnotations::new()
+        ToolAnnotations::with_title(JOBS_TITLE)
             .read_only(false)
             .destructive(true)
+            .idempotent(false)
             .open_world(false),
     );
     tool

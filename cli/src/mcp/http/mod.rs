@@ -1,0 +1,260 @@
+//! `bashtool mcp --http ADDR:PORT`: MCP over streamable HTTP, at `/mcp`,
+//! for clients that cannot spawn a stdio process (a web client, an agent
+//! host talking to a container).
+//!
+//! rmcp's streamable-HTTP service speaks the protocol; hyper carries it
+//! (HTTP/1.1, no TLS: put a reverse proxy in front for other machines).
+//! Every request passes [`guard::Guard`] first (path, `Host`, `Origin`,
+//! bearer token). Each MCP session gets its own handler and shell
+//! ([`sessions`]); cancel and progress work as over stdio because the
+//! handler is the stdio one.
+
+mod guard;
+mod sessions;
+mod token;
+
+use std::convert::Infallible;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt as _, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use tokio::net::TcpListener;
+use tokio::signal::unix::{SignalKind, signal};
+use tokio_util::sync::CancellationToken;
+use tower_service::Service as _;
+
+pub use guard::PATH;
+use guard::{Guard, Refusal};
+use sessions::Sessions;
+
+use super::{SHUTDOWN_MARGIN, Settings, tie_to_this_process};
+
+/// The HTTP body every response carries.
+type Body = BoxBody<Bytes, Infallible>;
+
+/// `--http`'s value: `ADDR:PORT`, `[IPv6]:PORT`, `localhost:PORT`, or a bare
+/// `PORT` (loopback).
+pub fn parse_address(value: &str) -> anyhow::Result<SocketAddr> {
+    if let Ok(port) = value.parse::<u16>() {
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
+    }
+    if let Some(port) = value.strip_prefix("localhost:")
+        && let Ok(port) = port.parse::<u16>()
+    {
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
+    }
+    value.parse().map_err(|_| {
+        anyhow::anyhow!(
+            "--http {value}: expected ADDR:PORT, such as 127.0.0.1:8080, [::1]:8080, \
+             localhost:8080 or 8080 (loopback), or 0.0.0.0:8080 for every interface"
+        )
+    })
+}
+
+/// Serves until SIGTERM, SIGINT or SIGHUP, then shuts every session down.
+pub async fn serve(
+    mut settings: Settings,
+    address: SocketAddr,
+    token_file: Option<PathBuf>,
+) -> anyhow::Result<ExitCode> {
+    let grace = settings.local.kill_grace + SHUTDOWN_MARGIN;
+    // Installed before the address is announced: a client that signals the
+    // server as soon as it knows it gets the clean shutdown.
+    let signals = Signals::install()?;
+    // A bad token file is refused before anything listens.
+    let given_token = token_file.as_deref().map(token::read).transpose()?;
+    let listener = TcpListener::bind(address)
+        .await
+        .with_context(|| format!("--http {address}: cannot listen there"))?;
+    let bound = listener.local_addr()?;
+    let loopback = bound.ip().is_loopback();
+    if !loopback {
+        eprintln!(
+            "bashtool: warning: listening on {bound}, which other machines can reach: anyone \
+             with the token can run commands as you, and the connection is plain HTTP (put a \
+             TLS proxy in front)"
+        );
+    }
+    let (token, generated) = if let Some(token) = given_token {
+        (token, None)
+    } else {
+        let state = bashtool_env_local::default_state_dir()?;
+        let (token, path) = token::generate(&state, bound.port())?;
+        (token, Some(path))
+    };
+    eprintln!("bashtool: MCP over HTTP at http://{bound}{PATH}");
+    if let Some(path) = &generated {
+        // Printed once, here; never logged.
+        eprintln!(
+            "bashtool: bearer token (also in {}): {token}",
+            path.display()
+        );
+    }
+    tie_to_this_process(&mut settings);
+    let sessions = Sessions::new(settings, grace);
+    let stop = CancellationToken::new();
+    let service = {
+        let sessions = sessions.clone();
+        StreamableHttpService::new(
+            move || sessions.open(),
+            Arc::new(LocalSessionManager::default()),
+            StreamableHttpServerConfig::default()
+                .with_cancellation_token(stop.child_token())
+                // The guard checks Host and Origin, knowing the bound address.
+                .disable_allowed_hosts()
+                .with_max_request_body_bytes(super::gate::MAX_LINE_BYTES),
+        )
+    };
+    let guard = Guard::new(token, loopback);
+    let outcome = accept_until_signal(&listener, &service, &guard, signals).await;
+    stop.cancel();
+    sessions.shut_down_all().await;
+    if let Some(path) = generated {
+        remove_token_file(&path);
+    }
+    outcome.map(|()| ExitCode::SUCCESS)
+}
+
+type McpService = StreamableHttpService<sessions::SessionServer, LocalSessionManager>;
+
+/// The signals that stop the server.
+struct Signals {
+    terminate: tokio::signal::unix::Signal,
+    interrupt: tokio::signal::unix::Signal,
+    hangup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    fn install() -> anyhow::Result<Self> {
+        Ok(Self {
+            terminate: signal(SignalKind::terminate()).context("installing a SIGTERM handler")?,
+            interrupt: signal(SignalKind::interrupt()).context("installing a SIGINT handler")?,
+            hangup: signal(SignalKind::hangup()).context("installing a SIGHUP handler")?,
+        })
+    }
+}
+
+async fn accept_until_signal(
+    listener: &TcpListener,
+    service: &McpService,
+    guard: &Guard,
+    signals: Signals,
+) -> anyhow::Result<()> {
+    let Signals {
+        mut terminate,
+        mut interrupt,
+        mut hangup,
+    } = signals;
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = terminate.recv() => { tracing::info!("SIGTERM: stopping"); return Ok(()) }
+            _ = interrupt.recv() => { tracing::info!("SIGINT: stopping"); return Ok(()) }
+            _ = hangup.recv() => { tracing::info!("SIGHUP: stopping"); return Ok(()) }
+        };
+        let (stream, peer) = match accepted {
+            Ok(accepted) => accepted,
+            Err(error) => {
+                // Out of file descriptors and the like: the next may work.
+                tracing::warn!(%error, "accepting a connection");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        let service = service.clone();
+        let guard = guard.clone();
+        let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
+            let mut service = service.clone();
+            let verdict = guard.check(request.uri().path(), request.headers());
+            async move {
+                match verdict {
+                    Ok(()) => service.call(request).await,
+                    Err(refusal) => {
+                        tracing::info!(%peer, ?refusal, "request refused");
+                        Ok(refused(refusal))
+                    }
+                }
+            }
+        });
+        tokio::spawn(async move {
+            if let Err(error) = hyper::server::conn::http1::Builder::new()
+                .serve_connection(TokioIo::new(stream), handler)
+                .await
+            {
+                tracing::debug!(%peer, %error, "connection ended");
+            }
+        });
+    }
+}
+
+fn refused(refusal: Refusal) -> Response<Body> {
+    let (status, message) = match refusal {
+        Refusal::NotFound => (
+            StatusCode::NOT_FOUND,
+            format!("not found: the MCP endpoint is {PATH}"),
+        ),
+        Refusal::Forbidden(message) => (StatusCode::FORBIDDEN, format!("forbidden: {message}")),
+        Refusal::Unauthorized(message) => {
+            (StatusCode::UNAUTHORIZED, format!("unauthorized: {message}"))
+        }
+    };
+    let mut response = Response::new(Full::new(Bytes::from(message + "\n")).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    if status == StatusCode::UNAUTHORIZED {
+        response.headers_mut().insert(
+            WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer realm=\"bashtool\""),
+        );
+    }
+    response
+}
+
+/// The generated token dies with its server.
+fn remove_token_file(path: &Path) {
+    if let Err(error) = std::fs::remove_file(path)
+        && error.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!(%error, path = %path.display(), "could not remove the token file");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_addresses_loopback_by_default() {
+        assert_eq!(
+            parse_address("8080").expect("port"),
+            "127.0.0.1:8080".parse::<SocketAddr>().expect("address")
+        );
+        assert_eq!(
+            parse_address("localhost:9").expect("localhost"),
+            "127.0.0.1:9".parse::<SocketAddr>().expect("address")
+        );
+        assert_eq!(
+            parse_address("[::1]:80").expect("v6"),
+            "[::1]:80".parse::<SocketAddr>().expect("address")
+        );
+        let error = parse_address("devbox:80").expect_err("refused").to_string();
+        assert!(
+            error.starts_with("--http devbox:80: expected ADDR:PORT"),
+            "{error}"
+        );
+    }
+}

@@ -1,0 +1,91 @@
+//! The server's `instructions` (sent with `initialize`): what the model
+//! should know before its first call, built from what the environment says
+//! of itself, so that it is never told about a sandbox or a shell that is
+//! not there.
+
+use bashtool_core::EnvironmentInfo;
+
+const BASE: &str = "Run shell commands with the bash tool: output comes back shortened so \
+    that errors stay visible, commands never hang, and their whole process tree is stopped on \
+    timeout or cancel. Start servers and watchers with mode \"background\" and manage them with \
+    bash_jobs.";
+
+/// The instructions for a server whose commands run in `environment`.
+/// `persistent`: one shell keeps its state between calls; `interactive`:
+/// `mode: "interactive"` is offered.
+pub fn instructions(environment: &EnvironmentInfo, persistent: bool, interactive: bool) -> String {
+    let mut text = String::from(BASE);
+    text.push_str("\nEnvironment: ");
+    if environment.name == "local" {
+        text.push_str("local (commands run on the machine of this server).");
+    } else {
+        text.push_str(&format!(
+            "{} (commands run there, not on the machine of this server).",
+            environment.name
+        ));
+    }
+    text.push_str("\nSandbox: ");
+    match &environment.sandbox {
+        Some(sandbox) => {
+            let writable: Vec<String> = sandbox
+                .writable
+                .iter()
+                .map(|path| path.display().to_string())
+                .collect();
+            text.push_str(&format!(
+                "{}, network {}; writes outside {} fail with \"Permission denied\".",
+                sandbox.mode,
+                sandbox.network,
+                if writable.is_empty() {
+                    "the temp space".to_owned()
+                } else {
+                    writable.join(", ")
+                }
+            ));
+        }
+        None => text.push_str("off (commands run with the full rights of the user)."),
+    }
+    text.push_str(if persistent {
+        "\nSession: one persistent shell; the working directory, exported variables, functions \
+         and aliases carry over between calls."
+    } else {
+        "\nSession: none; each call runs in a fresh shell and nothing carries over."
+    });
+    if interactive {
+        text.push_str(
+            "\nInteractive: programs that prompt (REPLs, installers, TUIs) run with mode \
+             \"interactive\" in a terminal; answer them with bash_jobs write.",
+        );
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use bashtool_core::SandboxInfo;
+
+    use super::*;
+
+    #[test]
+    fn names_a_remote_environment_its_sandbox_and_a_fresh_shell() {
+        let environment = EnvironmentInfo {
+            name: "remote: ssh devbox bashtool serve".to_owned(),
+            sandbox: Some(SandboxInfo {
+                mode: "workspace-write".to_owned(),
+                network: "off".to_owned(),
+                writable: vec!["/work".into(), "/tmp".into()],
+            }),
+            tools: Vec::new(),
+        };
+        let text = instructions(&environment, false, false);
+        let lines: Vec<&str> = text.lines().skip(1).collect();
+        assert_eq!(
+            lines,
+            [
+                "Environment: remote: ssh devbox bashtool serve (commands run there, not on the machine of this server).",
+                "Sandbox: workspace-write, network off; writes outside /work, /tmp fail with \"Permission denied\".",
+                "Session: none; each call runs in a fresh shell and nothing carries over.",
+            ]
+        );
+    }
+}

@@ -1,0 +1,530 @@
+//! End-to-end tests of `bashtool mcp --http`: the real binary driven over
+//! real HTTP, by rmcp's streamable-HTTP client (reqwest) and by plain
+//! requests for what a client must be refused. Process deaths are decided
+//! from `/proc`, never by the code under test; waits have deadlines.
+//!
+//! The 100 concurrent calls go through one MCP session: once into its
+//! persistent shell (where they run one after the other, and all must come
+//! back), once with `--stateless` (each in its own shell, all at once).
+
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest,
+    ProgressNotificationParam, ServerResult,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RequestHandle, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt as _, BufReader};
+use tokio::sync::mpsc;
+use tokio::time::{Instant, timeout};
+
+/// Longest any single event may take before a test fails.
+const DEADLINE: Duration = Duration::from_secs(30);
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}"#;
+
+/// A running `bashtool mcp --http` on a free loopback port.
+struct HttpServer {
+    child: tokio::process::Child,
+    url: String,
+    token: String,
+    /// The generated token's file, as the server announced it.
+    token_file: Option<PathBuf>,
+    dir: tempfile::TempDir,
+}
+
+fn command(dir: &Path, args: &[&str]) -> tokio::process::Command {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_bashtool"));
+    command
+        .arg("mcp")
+        .arg("--cwd")
+        .arg(dir)
+        .args(args)
+        .env("XDG_CONFIG_HOME", dir)
+        .env("BASHTOOL_STATE_DIR", dir.join("state"))
+        .env_remove("BASHTOOL_CONFIG")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    command
+}
+
+/// Starts a server and reads its address (and generated token) from stderr.
+async fn start(args: &[&str]) -> HttpServer {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut child = command(dir.path(), &[&["--http", "127.0.0.1:0"], args].concat())
+        .spawn()
+        .expect("spawn bashtool mcp --http");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let deadline = Instant::now() + DEADLINE;
+    let mut url = None;
+    let mut token = None;
+    let mut token_file = None;
+    let given_token = args.contains(&"--token-file");
+    while url.is_none() || (token.is_none() && !given_token) {
+        let line = tokio::time::timeout_at(deadline, lines.next_line())
+            .await
+            .expect("server announced itself in time")
+            .expect("stderr readable")
+            .expect("server running");
+        if let Some(rest) = line.strip_prefix("bashtool: MCP over HTTP at ") {
+            url = Some(rest.to_owned());
+        } else if let Some(rest) = line.strip_prefix("bashtool: bearer token (also in ") {
+            let (path, value) = rest.split_once("): ").expect("token line");
+            token_file = Some(PathBuf::from(path));
+            token = Some(value.to_owned());
+        }
+    }
+    // The rest of stderr is drained, so the server never blocks on it.
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    HttpServer {
+        child,
+        url: url.expect("url"),
+        token: token.unwrap_or_default(),
+        token_file,
+        dir,
+    }
+}
+
+/// A client that forwards progress notifications to the test.
+#[derive(Clone)]
+struct Client {
+    progress: mpsc::UnboundedSender<ProgressNotificationParam>,
+}
+
+impl ClientHandler for Client {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.progress.send(params);
+    }
+}
+
+struct Connection {
+    client: RunningService<RoleClient, Client>,
+    progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
+}
+
+impl HttpServer {
+    async fn connect(&self) -> Connection {
+        self.connect_with_token(&self.token)
+            .await
+            .expect("initialize")
+    }
+
+    async fn connect_with_token(&self, token: &str) -> Result<Connection, String> {
+        let transport = StreamableHttpClientTransport::with_client(
+            reqwest::Client::new(),
+            StreamableHttpClientTransportConfig::with_uri(self.url.as_str()).auth_header(token),
+        );
+        let (sender, progress) = mpsc::unbounded_channel();
+        let client = timeout(DEADLINE, Client { progress: sender }.serve(transport))
+            .await
+            .expect("initialize in time")
+            .map_err(|error| error.to_string())?;
+        Ok(Connection { client, progress })
+    }
+
+    /// A raw `initialize` POST with the given extra headers.
+    async fn post(&self, headers: &[(&str, &str)]) -> reqwest::Response {
+        let mut request = reqwest::Client::new()
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(INITIALIZE);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        timeout(DEADLINE, request.send())
+            .await
+            .expect("answer in time")
+            .expect("HTTP answer")
+    }
+
+    fn pid(&self) -> i32 {
+        self.child.id().expect("server pid") as i32
+    }
+}
+
+impl Connection {
+    async fn send(&self, arguments: Value) -> RequestHandle<RoleClient> {
+        let Value::Object(arguments) = arguments else {
+            panic!("arguments must be an object")
+        };
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+            CallToolRequestParams::new("bash").with_arguments(arguments),
+        ));
+        self.client
+            .peer()
+            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .await
+            .expect("request sent")
+    }
+
+    async fn call(&self, arguments: Value) -> CallToolResult {
+        answer(self.send(arguments).await).await
+    }
+
+    async fn progress_with(&mut self, needle: &str) -> ProgressNotificationParam {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let param = tokio::time::timeout_at(deadline, self.progress.recv())
+                .await
+                .unwrap_or_else(|_| panic!("no progress with {needle:?} in time"))
+                .expect("client open");
+            if param
+                .message
+                .as_deref()
+                .is_some_and(|message| message.contains(needle))
+            {
+                return param;
+            }
+        }
+    }
+}
+
+async fn answer(handle: RequestHandle<RoleClient>) -> CallToolResult {
+    match timeout(DEADLINE, handle.await_response())
+        .await
+        .expect("answer in time")
+        .expect("answer")
+    {
+        ServerResult::CallToolResult(result) => result,
+        other => panic!("not a tool result: {other:?}"),
+    }
+}
+
+fn text(result: &CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|content| content.as_text().map(|text| text.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// True while the process exists and is not a zombie.
+fn pid_alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+async fn wait_until_dead(pids: &[i32]) {
+    let deadline = Instant::now() + DEADLINE;
+    while pids.iter().any(|pid| pid_alive(*pid)) {
+        assert!(
+            Instant::now() < deadline,
+            "still alive: {:?}",
+            pids.iter()
+                .filter(|pid| pid_alive(**pid))
+                .collect::<Vec<_>>()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// Reads the pids a command wrote to `file`, one a line, once there are `count`.
+async fn read_pids(file: &Path, count: usize) -> Vec<i32> {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        if let Ok(text) = std::fs::read_to_string(file) {
+            let pids: Vec<i32> = text
+                .lines()
+                .filter_map(|line| line.trim().parse().ok())
+                .collect();
+            if pids.len() >= count {
+                return pids;
+            }
+        }
+        assert!(Instant::now() < deadline, "no pids in {}", file.display());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A script that starts a grandchild, records both pids in `file`, says
+/// `started` and then waits.
+fn tree_script(file: &Path) -> String {
+    format!(
+        "sleep 300 & echo $! > {file}; echo $$ >> {file}; echo started; wait",
+        file = file.display()
+    )
+}
+
+/// The shell's pid, from the shell itself.
+async fn shell_pid(connection: &Connection) -> i32 {
+    let result = connection.call(json!({"command": "echo $$"})).await;
+    let text = text(&result);
+    text.lines()
+        .nth(1)
+        .and_then(|line| line.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no pid in {text:?}"))
+}
+
+#[tokio::test]
+async fn initialize_list_and_call_in_a_persistent_session() {
+    let server = start(&[]).await;
+    let connection = server.connect().await;
+    let info = connection.client.peer_info().expect("server info");
+    let implementation = info.server_info.as_ref().expect("implementation");
+    assert_eq!(implementation.name, "bashtool");
+    assert_eq!(info.protocol_version.as_str(), "2025-11-25");
+    let tools = connection
+        .client
+        .list_all_tools()
+        .await
+        .expect("tools/list");
+    let titles: Vec<(&str, Option<&str>)> = tools
+        .iter()
+        .map(|tool| (tool.name.as_ref(), tool.title.as_deref()))
+        .collect();
+    assert_eq!(
+        titles,
+        [
+            ("bash", Some("Run a shell command")),
+            ("bash_jobs", Some("Background and interactive jobs"))
+        ]
+    );
+    let result = connection.call(json!({"command": "cd / && echo hi"})).await;
+    assert_eq!(result.is_error, Some(false));
+    assert_eq!(text(&result), "stdout:\nhi\nexit code 0\n[cwd: /]");
+    let result = connection.call(json!({"command": "pwd"})).await;
+    assert_eq!(text(&result), "stdout:\n/\nexit code 0\n[cwd: /]");
+}
+
+#[tokio::test]
+async fn progress_arrives_and_cancel_kills_the_command_tree() {
+    let server = start(&[]).await;
+    let mut connection = server.connect().await;
+    let pids = server.dir.path().join("pids");
+    let handle = connection
+        .send(json!({"command": tree_script(&pids)}))
+        .await;
+    connection.progress_with("started").await;
+    let pids = read_pids(&pids, 2).await;
+    assert!(pids.iter().all(|pid| pid_alive(*pid)));
+    handle
+        .cancel(Some("test".to_owned()))
+        .await
+        .expect("cancelled");
+    wait_until_dead(&pids).await;
+    // The session goes on after the cancel.
+    let result = connection.call(json!({"command": "echo after"})).await;
+    assert!(
+        text(&result).starts_with("stdout:\nafter\n"),
+        "{}",
+        text(&result)
+    );
+}
+
+#[tokio::test]
+async fn requests_without_the_token_or_from_a_foreign_origin_are_refused() {
+    let server = start(&[]).await;
+    let bearer = format!("Bearer {}", server.token);
+
+    let missing = server.post(&[]).await;
+    assert_eq!(missing.status(), 401);
+    assert_eq!(
+        missing.headers()["www-authenticate"],
+        "Bearer realm=\"bashtool\""
+    );
+    let wrong = server
+        .post(&[("authorization", "Bearer 0000000000000000000000000000000000")])
+        .await;
+    assert_eq!(wrong.status(), 401);
+    assert_eq!(
+        wrong.text().await.expect("body"),
+        "unauthorized: the bearer token is not this server's\n"
+    );
+    let foreign = server
+        .post(&[
+            ("authorization", &bearer),
+            ("origin", "http://evil.example"),
+        ])
+        .await;
+    assert_eq!(foreign.status(), 403);
+    let rebound = server
+        .post(&[("authorization", &bearer), ("host", "evil.example:80")])
+        .await;
+    assert_eq!(rebound.status(), 403);
+    let local_page = server
+        .post(&[
+            ("authorization", &bearer),
+            ("origin", "http://localhost:3000"),
+        ])
+        .await;
+    assert_eq!(local_page.status(), 200);
+    assert!(local_page.headers().contains_key("mcp-session-id"));
+
+    // The real client, with a wrong token, does not get a session either.
+    let error = server
+        .connect_with_token("not-the-token-at-all")
+        .await
+        .err()
+        .expect("refused");
+    assert!(error.contains("Auth required"), "{error}");
+}
+
+#[tokio::test]
+async fn the_generated_token_is_private_and_goes_with_the_server() {
+    let mut server = start(&[]).await;
+    let path = server.token_file.clone().expect("a generated token file");
+    let state = server.dir.path().join("state");
+    assert_eq!(path.parent(), Some(state.as_path()));
+    let file = std::fs::metadata(&path).expect("token file");
+    assert_eq!(file.mode() & 0o777, 0o600);
+    assert_eq!(
+        std::fs::metadata(&state).expect("state dir").mode() & 0o777,
+        0o700
+    );
+    assert_eq!(
+        std::fs::read_to_string(&path).expect("read"),
+        format!("{}\n", server.token)
+    );
+    assert_eq!(server.token.len(), 64);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(server.pid()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("SIGTERM");
+    let status = timeout(DEADLINE, server.child.wait())
+        .await
+        .expect("exits in time")
+        .expect("status");
+    assert!(status.success());
+    assert!(!path.exists(), "the token file outlived its server");
+}
+
+#[tokio::test]
+async fn a_token_file_is_used_and_an_open_one_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = dir.path().join("token");
+    std::fs::write(&file, "my-own-token-0123456789\n").expect("written");
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o644))
+        .expect("chmod");
+    let file_arg = file.to_str().expect("UTF-8");
+    let output = command(
+        dir.path(),
+        &["--http", "127.0.0.1:0", "--token-file", file_arg],
+    )
+    .output()
+    .await
+    .expect("ran");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.starts_with(&format!(
+            "bashtool: error: --token-file {file_arg}: group or others may access it (mode 644); run `chmod 600 {file_arg}`\n"
+        )),
+        "{stderr}"
+    );
+
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+        .expect("chmod");
+    let mut server = start(&["--token-file", file_arg]).await;
+    assert_eq!(server.token_file, None);
+    server.token = "my-own-token-0123456789".to_owned();
+    let connection = server.connect().await;
+    let result = connection.call(json!({"command": "echo ok"})).await;
+    assert_eq!(result.is_error, Some(false));
+}
+
+#[tokio::test]
+async fn each_session_has_its_own_shell_which_ends_with_the_session() {
+    let server = start(&[]).await;
+    let first = server.connect().await;
+    let second = server.connect().await;
+    first.call(json!({"command": "cd /"})).await;
+    let result = second.call(json!({"command": "pwd"})).await;
+    assert_eq!(
+        text(&result),
+        format!(
+            "stdout:\n{dir}\nexit code 0\n[cwd: {dir}]",
+            dir = server.dir.path().display()
+        )
+    );
+    let first_shell = shell_pid(&first).await;
+    let second_shell = shell_pid(&second).await;
+    assert_ne!(first_shell, second_shell);
+    // Closing the client ends its session (DELETE): its shell goes, the
+    // other session's stays.
+    first.client.cancel().await.expect("closed");
+    wait_until_dead(&[first_shell]).await;
+    assert!(pid_alive(second_shell));
+    let result = second.call(json!({"command": "echo still"})).await;
+    assert!(text(&result).starts_with("stdout:\nstill\n"));
+}
+
+#[tokio::test]
+async fn sigterm_stops_running_commands_and_shells() {
+    let mut server = start(&[]).await;
+    let mut connection = server.connect().await;
+    let shell = shell_pid(&connection).await;
+    let pids = server.dir.path().join("pids");
+    let _handle = connection
+        .send(json!({"command": tree_script(&pids)}))
+        .await;
+    connection.progress_with("started").await;
+    let mut pids = read_pids(&pids, 2).await;
+    pids.push(shell);
+    nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(server.pid()),
+        nix::sys::signal::Signal::SIGTERM,
+    )
+    .expect("SIGTERM");
+    wait_until_dead(&pids).await;
+    let status = timeout(DEADLINE, server.child.wait())
+        .await
+        .expect("exits in time")
+        .expect("status");
+    assert!(status.success());
+}
+
+#[tokio::test]
+async fn a_hundred_concurrent_calls_in_one_session_all_succeed() {
+    hundred_concurrent_calls(&[]).await;
+}
+
+#[tokio::test]
+async fn a_hundred_concurrent_stateless_calls_all_succeed() {
+    hundred_concurrent_calls(&["--stateless"]).await;
+}
+
+async fn hundred_concurrent_calls(flags: &[&str]) {
+    let server = start(flags).await;
+    let connection = server.connect().await;
+    let mut handles = Vec::new();
+    for index in 0..100 {
+        handles.push(
+            connection
+                .send(json!({"command": format!("echo call-{index}")}))
+                .await,
+        );
+    }
+    let mut answers = Vec::new();
+    for handle in handles {
+        answers.push(answer(handle).await);
+    }
+    for (index, result) in answers.iter().enumerate() {
+        assert_eq!(result.is_error, Some(false), "call {index}");
+        assert!(
+            text(result).starts_with(&format!("stdout:\ncall-{index}\nexit code 0")),
+            "call {index}: {}",
+            text(result)
+        );
+    }
+}
