@@ -99,12 +99,9 @@ fn glob_matches(pattern: &str, name: &str) -> bool {
                     .windows(inner.len())
                     .any(|window| window.eq_ignore_ascii_case(inner.as_bytes()));
         }
-        return glob_matches_by(
-            pattern.as_bytes(),
-            name.as_bytes(),
-            b'*',
-            |wanted, byte| wanted == b'?' || wanted.eq_ignore_ascii_case(&byte),
-        );
+        return glob_matches_by(pattern.as_bytes(), name.as_bytes(), b'*', |wanted, byte| {
+            wanted == b'?' || wanted.eq_ignore_ascii_case(&byte)
+        });
     }
     let pattern: Vec<char> = pattern.chars().collect();
     let name: Vec<char> = name.chars().collect();
