@@ -66,7 +66,11 @@ pub fn run(args: &CallArgs) -> anyhow::Result<ExitCode> {
         _ if bytes.len() > MAX_INPUT_BYTES => too_large(),
         Err(error) => not_json(&error.to_string()),
         Ok(input) => {
-            let runtime = tokio::runtime::Runtime::new()?;
+            // One call: a current-thread runtime reads the output on this thread,
+            // with no worker threads to start or to hand each chunk between.
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
             runtime.block_on(async {
                 let tool = BashTool::new(config, exec.command_exec());
                 let cancel = tokio_util::sync::CancellationToken::new();

@@ -247,7 +247,11 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     config.jobs_tool = interactive;
     let live = !args.json && !args.model_text && !interactive;
     let stdout_closed = Arc::new(AtomicBool::new(false));
-    let runtime = tokio::runtime::Runtime::new()?;
+    // One call: a current-thread runtime reads the output on this thread,
+    // with no worker threads to start or to hand each chunk between.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     let result: ToolResult = runtime.block_on(async {
         let tool = BashTool::new(config, exec.command_exec());
         let cancel = CancellationToken::new();
