@@ -37,9 +37,16 @@ pub struct SchemaArgs {
     /// Working directory shown to the model as <pwd>
     #[arg(long, value_name = "DIR")]
     pub cwd: Option<std::path::PathBuf>,
+    /// With --format mcp: the output schema `bashtool mcp --output-schema` serves (compact or full)
+    #[arg(long, value_enum, default_value_t = crate::mcp::tools::OutputSchema::Compact)]
+    pub output_schema: crate::mcp::tools::OutputSchema,
 }
 
-pub fn definition(config: &ToolConfig, format: Format) -> Value {
+pub fn definition(
+    config: &ToolConfig,
+    format: Format,
+    output_schema: crate::mcp::tools::OutputSchema,
+) -> Value {
     let spec = tool_spec(config);
     match format {
         Format::Anthropic => json!({
@@ -55,7 +62,7 @@ pub fn definition(config: &ToolConfig, format: Format) -> Value {
                 "parameters": spec.input_schema,
             },
         }),
-        Format::Mcp => crate::mcp::tools::bash_tool_json(config),
+        Format::Mcp => crate::mcp::tools::bash_tool_json(config, output_schema),
     }
 }
 
@@ -69,7 +76,7 @@ pub fn run(args: &SchemaArgs) -> anyhow::Result<ExitCode> {
     let stateless = args.stateless || file.stateless.unwrap_or(false);
     config.persistent_session = args.session || (matches!(args.format, Format::Mcp) && !stateless);
     config.withholds_env = file.environment.drops_any();
-    let text = serde_json::to_string_pretty(&definition(&config, args.format))?;
+    let text = serde_json::to_string_pretty(&definition(&config, args.format, args.output_schema))?;
     writeln!(std::io::stdout().lock(), "{text}")?;
     Ok(ExitCode::SUCCESS)
 }

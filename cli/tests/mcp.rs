@@ -286,9 +286,31 @@ async fn tools_list_shows_the_core_spec_with_an_output_schema() {
         Value::Object((*bash.input_schema).clone()),
         spec.input_schema
     );
+    // Compact by default: an object, its fields named in the description.
     let output = bash.output_schema.as_ref().expect("output schema");
+    assert_eq!(output.len(), 2, "{output:?}");
     assert_eq!(output["type"], "object");
-    assert!(output["properties"]["exit_code"].is_object());
+    assert!(output["description"].is_string());
+}
+
+#[tokio::test]
+async fn the_full_output_schema_lists_each_field_with_its_type() {
+    let server = start(&["--output-schema", "full"]).await;
+    let tools = server.client.list_all_tools().await.expect("tools/list");
+    for tool in &tools {
+        let output = tool.output_schema.as_ref().expect("output schema");
+        assert_eq!(output["type"], "object");
+        assert_eq!(
+            output["properties"]["exit_code"]["anyOf"],
+            json!([{"type": "integer"}, {"type": "null"}]),
+            "{}",
+            tool.name
+        );
+    }
+    // A call's structured content carries what the full schema describes.
+    let result = server.call(json!({"command": "true"})).await;
+    let structured = result.structured_content.expect("structured content");
+    assert_eq!(structured["exit_code"], 0);
 }
 
 #[tokio::test]
@@ -772,6 +794,12 @@ mod settings {
         assert_eq!(value["name"], "bash");
         assert_eq!(value["inputSchema"]["type"], "object");
         assert_eq!(value["outputSchema"]["type"], "object");
+        assert!(value["outputSchema"]["description"].is_string());
+        let full = std::process::Command::new(env!("CARGO_BIN_EXE_bashtool"))
+            .args(["schema", "--format", "mcp", "--output-schema", "full"])
+            .output()
+            .expect("schema");
+        let value: Value = serde_json::from_slice(&full.stdout).expect("JSON");
         assert!(value["outputSchema"]["properties"]["exit_code"].is_object());
     }
 }

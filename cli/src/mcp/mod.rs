@@ -89,6 +89,9 @@ pub struct McpArgs {
     /// With --http: the bearer token is in FILE (yours, not readable by group or others) [default: a random token, printed once on stderr and written 0600 to the state directory]
     #[arg(long, value_name = "FILE", requires = "http")]
     pub token_file: Option<PathBuf>,
+    /// How much the tools' output schema spells out: `compact` (an object whose description names the fields; cheap for clients that check the schema on every call, like the Python SDK 1.x) or `full` (every field with its type)
+    #[arg(long, value_enum, default_value_t = tools::OutputSchema::Compact)]
+    pub output_schema: tools::OutputSchema,
 }
 
 const AFTER_HELP: &str = "\
@@ -145,6 +148,7 @@ struct Settings {
     /// `--http`: where to serve MCP over HTTP instead of stdio.
     http: Option<std::net::SocketAddr>,
     token_file: Option<PathBuf>,
+    output_schema: tools::OutputSchema,
 }
 
 fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
@@ -280,6 +284,7 @@ fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
         session_name: args.tool.session.clone(),
         http,
         token_file: args.token_file.clone(),
+        output_schema: args.output_schema,
     })
 }
 
@@ -349,7 +354,7 @@ fn local_backend(settings: &Settings) -> anyhow::Result<LocalBackend> {
     if settings.stateless {
         let exec = LocalExec::new(settings.local.clone());
         return Ok(LocalBackend {
-            backend: backend(&settings.tool, Arc::new(exec.clone()), Arc::new(exec), None),
+            backend: backend(settings, Arc::new(exec.clone()), Arc::new(exec), None),
             session: None,
         });
     }
@@ -361,7 +366,7 @@ fn local_backend(settings: &Settings) -> anyhow::Result<LocalBackend> {
     let session = Session::new(config).context("creating the session")?;
     Ok(LocalBackend {
         backend: backend(
-            &settings.tool,
+            settings,
             Arc::new(session.clone()),
             Arc::new(session.clone()),
             // Calls into the session must reach it in the order they arrived.
@@ -373,12 +378,12 @@ fn local_backend(settings: &Settings) -> anyhow::Result<LocalBackend> {
 
 /// The tools over `exec` and `jobs`, as an MCP server offers them.
 fn backend(
-    tool: &ToolConfig,
+    settings: &Settings,
     exec: Arc<dyn CommandExec>,
     jobs: Arc<dyn Jobs>,
     order: Option<ArrivalOrder>,
 ) -> Backend {
-    let mut tool_config = tool.clone();
+    let mut tool_config = settings.tool.clone();
     tool_config.jobs_tool = true;
     // Interactive jobs live in this server, which holds their terminals.
     tool_config.fields.interactive = true;
@@ -391,6 +396,7 @@ fn backend(
         tool: BashTool::new(tool_config.clone(), exec),
         order,
         jobs: Some(JobsTool::new(tool_config, jobs)),
+        output_schema: settings.output_schema,
     }
 }
 
@@ -403,7 +409,7 @@ async fn serve(mut settings: Settings) -> anyhow::Result<ExitCode> {
         remote_exec = Some(remote.clone());
         let exec: Arc<dyn CommandExec> = Arc::new(remote.clone());
         let order = (!settings.stateless).then(ArrivalOrder::default);
-        (backend(&settings.tool, exec, Arc::new(remote), order), None)
+        (backend(&settings, exec, Arc::new(remote), order), None)
     } else {
         let local = local_backend(&settings)?;
         (local.backend, local.session)

@@ -36,6 +36,8 @@ pub struct Backend {
     pub jobs: Option<JobsTool>,
     /// What `initialize` tells the model (see [`super::instructions`]).
     pub instructions: String,
+    /// How much the tools' output schema spells out.
+    pub output_schema: tools::OutputSchema,
 }
 
 /// The MCP server. Cheap to clone.
@@ -54,9 +56,12 @@ struct Inner {
 
 impl BashServer {
     pub fn new(backend: Backend, progress_interval: Duration) -> Self {
-        let mut tools = vec![tools::bash_tool_from(backend.tool.spec())];
+        let mut tools = vec![tools::bash_tool_from(
+            backend.tool.spec(),
+            backend.output_schema,
+        )];
         if let Some(jobs) = &backend.jobs {
-            tools.push(tools::jobs_tool(&jobs.spec()));
+            tools.push(tools::jobs_tool(&jobs.spec(), backend.output_schema));
         }
         Self {
             inner: Arc::new(Inner {
