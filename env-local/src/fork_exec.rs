@@ -155,7 +155,10 @@ unsafe fn child(
     // SAFETY: argv and envp end with null pointers and point into CStrings
     // that live in the parent's (copied) memory.
     unsafe {
-        libc::execvpe(argv[0], argv.as_ptr(), envp.as_ptr());
+        match &launch.program {
+            Some(program) => libc::execve(program.as_ptr(), argv.as_ptr(), envp.as_ptr()),
+            None => libc::execvpe(argv[0], argv.as_ptr(), envp.as_ptr()),
+        };
     }
     fail(last_errno())
 }

@@ -79,6 +79,7 @@ mod kill;
 mod logs;
 mod owner;
 mod posix_spawn;
+mod program_path;
 mod reader;
 mod sandbox;
 mod session;

@@ -94,6 +94,9 @@ pub(crate) struct CLaunch {
     pub argv: Vec<CString>,
     pub env: Vec<CString>,
     pub cwd: CString,
+    /// Where `argv[0]` was found in `PATH` (see `program_path`); `None`:
+    /// the child searches `PATH` itself.
+    pub program: Option<CString>,
 }
 
 impl CLaunch {
@@ -120,14 +123,16 @@ impl CLaunch {
             argv,
             env,
             cwd: c_string(cwd.as_os_str())?,
+            program: None,
         })
     }
 }
 
-/// Spawns `argv[0]` (looked up in `PATH`) with exactly `env` as its
-/// environment, in `cwd`, as the leader of a new session.
+/// Spawns `launch.program`, else `argv[0]` looked up in `PATH`, with
+/// exactly `env` as its environment, in `cwd`, as the leader of a new
+/// session.
 pub(crate) fn spawn(launch: &CLaunch, fds: &ChildFds) -> io::Result<u32> {
-    let program = &launch.argv[0];
+    let program = launch.program.as_ref().unwrap_or(&launch.argv[0]);
     let cwd = &launch.cwd;
     let mut argv_pointers: Vec<*mut libc::c_char> = launch
         .argv
@@ -224,7 +229,12 @@ pub(crate) fn spawn(launch: &CLaunch, fds: &ChildFds) -> io::Result<u32> {
             | libc::POSIX_SPAWN_SETSIGMASK as libc::c_short;
         check(libc::posix_spawnattr_setflags(&raw mut attributes.0, flags))?;
 
-        check(libc::posix_spawnp(
+        let start = if launch.program.is_some() {
+            libc::posix_spawn
+        } else {
+            libc::posix_spawnp
+        };
+        check(start(
             &raw mut pid,
             program.as_ptr(),
             &raw const actions.0,

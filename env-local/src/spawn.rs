@@ -3,9 +3,10 @@
 //! tell when it exited *without reaping it* (see [`crate::kill`] for why).
 
 use std::collections::BTreeMap;
-use std::ffi::OsString;
+use std::ffi::{CString, OsString};
 use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::ffi::OsStringExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -257,7 +258,13 @@ pub fn launch(
             }
         }
     };
-    let c_launch = CLaunch::new(&launch.argv, &launch.env, &launch.cwd).map_err(&spawn_error)?;
+    let mut c_launch =
+        CLaunch::new(&launch.argv, &launch.env, &launch.cwd).map_err(&spawn_error)?;
+    c_launch.program = launch
+        .argv
+        .first()
+        .and_then(|program| crate::program_path::resolve(program))
+        .and_then(|path| CString::new(path.into_os_string().into_vec()).ok());
     // Pipes are close-on-exec: only the copies made in the child survive.
     let new_pipe =
         || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from);
@@ -319,10 +326,23 @@ pub fn launch(
             .map(|(fd, target)| (fd.as_raw_fd(), *target))
             .collect(),
     };
-    let pid = if need_pre_exec(wrappers) {
-        fork_exec::spawn(&c_launch, &fds, wrappers)
-    } else {
-        posix_spawn::spawn(&c_launch, &fds)
+    let start = |c_launch: &CLaunch| {
+        if need_pre_exec(wrappers) {
+            fork_exec::spawn(c_launch, &fds, wrappers)
+        } else {
+            posix_spawn::spawn(c_launch, &fds)
+        }
+    };
+    let pid = match start(&c_launch) {
+        // The program found earlier is gone: search `PATH` again.
+        Err(error)
+            if error.kind() == std::io::ErrorKind::NotFound && c_launch.program.is_some() =>
+        {
+            crate::program_path::forget();
+            c_launch.program = None;
+            start(&c_launch)
+        }
+        started => started,
     }
     .map_err(&spawn_error)?;
     // The child has its copies; ours must close, or EOF never comes.
