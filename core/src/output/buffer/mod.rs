@@ -174,13 +174,19 @@ impl OutputBuffer {
         // error scan (one SIMD pass per chunk instead of a call per line).
         let mut anchor = Anchor::Unknown;
         let scanning = self.salient.is_enabled();
+        // Whole short lines reach the log as one write per stretch of them:
+        // their bytes lie together in `text`, each with its newline. (Two
+        // writes per line through the log's layers cost more than the rest
+        // of a line's bookkeeping.) The offset where the unwritten stretch
+        // starts:
+        let mut log_from: Option<usize> = None;
         // memchr2 finds line ends at memory speed; this loop runs for every
         // line of a gigabyte of output.
         while let Some(position) = memchr::memchr2(b'\n', b'\r', rest.as_bytes()) {
             let (piece, after) = rest.split_at(position);
+            let start = text.len() - rest.len();
             if after.as_bytes()[0] == b'\n' {
                 if self.pending[index].is_untouched() && piece.len() <= self.line_cap / 2 {
-                    let start = text.len() - rest.len();
                     let end = start + piece.len();
                     let may_hold_anchor = scanning && {
                         if matches!(anchor, Anchor::At(at) if at < start) {
@@ -193,29 +199,47 @@ impl OutputBuffer {
                         }
                         matches!(anchor, Anchor::At(at) if at < end)
                     };
-                    self.complete_short_line(stream, piece, may_hold_anchor);
+                    self.complete_short_line(stream, piece, may_hold_anchor, &mut log_from, start);
                 } else {
+                    self.write_log_stretch(text, &mut log_from, start);
                     self.append_pending(index, stream, piece);
                     self.complete_line(stream);
                 }
             } else {
+                self.write_log_stretch(text, &mut log_from, start);
                 self.append_pending(index, stream, piece);
                 self.pending[index].carriage_return = true;
             }
             rest = &after[1..];
         }
+        self.write_log_stretch(text, &mut log_from, text.len() - rest.len());
         self.append_pending(index, stream, rest);
     }
 
     /// The common case: a whole line that arrived in one piece and is short
-    /// enough to keep whole. No pending state, no second copy for the log.
-    fn complete_short_line(&mut self, stream: Stream, piece: &str, may_hold_anchor: bool) {
+    /// enough to keep whole. No pending state, no second copy for the log:
+    /// the line joins the stretch of `text` from `log_from`, which
+    /// [`OutputBuffer::write_log_stretch`] writes; `start` is where it
+    /// begins in `text`.
+    fn complete_short_line(
+        &mut self,
+        stream: Stream,
+        piece: &str,
+        may_hold_anchor: bool,
+        log_from: &mut Option<usize>,
+        start: usize,
+    ) {
         let mut log_line = None;
         if self.log.is_some() {
-            self.log_begin_line(stream);
-            log_line = Some(self.log_lines + 1);
-            self.log_write_counted(piece, 0);
-            self.log_write_counted("\n", 1);
+            if log_from.is_none() {
+                // A stretch continues only lines of this stream, after
+                // which no line is open: only its first line may need the
+                // header or the end of an open line before it.
+                self.log_begin_line(stream);
+                *log_from = Some(start);
+            }
+            self.log_lines += 1;
+            log_line = Some(self.log_lines);
         }
         let mut text = self.spare_texts.pop().unwrap_or_default();
         text.clear();
@@ -228,6 +252,14 @@ impl OutputBuffer {
             None,
             may_hold_anchor,
         );
+    }
+
+    /// Writes the stretch of whole lines of `text` from `log_from` up to
+    /// `end` (their lines were counted as they came).
+    fn write_log_stretch(&mut self, text: &str, log_from: &mut Option<usize>, end: usize) {
+        if let Some(from) = log_from.take() {
+            self.log_write_counted(&text[from..end], 0);
+        }
     }
 
     /// Ends the output: an unterminated last line becomes a line, and the log
@@ -499,6 +531,59 @@ mod tests {
             .map(|line| line.log_line)
             .collect();
         assert_eq!(log_lines, [Some(3), Some(5), Some(7)]);
+    }
+
+    /// What the log holds and which log line each kept line points at do
+    /// not depend on how the output was cut into chunks: whole lines take
+    /// the stretch path, cut ones the pending path.
+    fn log_and_numbers(chunks: &[(Stream, String)]) -> (String, Vec<(u64, Option<u64>)>) {
+        let log = SharedLog::default();
+        let config = OutputConfig {
+            max_output_tokens: 40,
+            ..OutputConfig::default()
+        };
+        let mut buffer = OutputBuffer::with_log(&config, Box::new(log.clone()), "cmd");
+        for (stream, text) in chunks {
+            buffer.push(*stream, text);
+        }
+        buffer.finish();
+        let mut numbers: Vec<(u64, Option<u64>)> = buffer
+            .head()
+            .iter()
+            .chain(buffer.tail())
+            .map(|line| (line.number, line.log_line))
+            .collect();
+        numbers.dedup();
+        (log.text(), numbers)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn chunking_changes_neither_the_log_nor_the_log_lines(
+            pieces in proptest::collection::vec(
+                (proptest::bool::ANY, "(ab|c\n|\n|\r\n|x\r|é|error: y\n){1,12}"),
+                1..10,
+            ),
+            cut in 1_usize..7,
+        ) {
+            let stream = |stdout: bool| if stdout { Stream::Stdout } else { Stream::Stderr };
+            let whole: Vec<(Stream, String)> = pieces
+                .iter()
+                .map(|(stdout, text)| (stream(*stdout), text.clone()))
+                .collect();
+            // The same bytes, each piece cut into chunks of `cut` chars.
+            let cut_up: Vec<(Stream, String)> = pieces
+                .iter()
+                .flat_map(|(stdout, text)| {
+                    let chars: Vec<char> = text.chars().collect();
+                    chars
+                        .chunks(cut)
+                        .map(|chunk| (stream(*stdout), chunk.iter().collect::<String>()))
+                        .collect::<Vec<_>>()
+                })
+                .collect();
+            proptest::prop_assert_eq!(log_and_numbers(&whole), log_and_numbers(&cut_up));
+        }
     }
 
     #[test]
