@@ -31,6 +31,7 @@ the tool's `outputSchema`, which some SDK versions do on every call).
 
 import argparse
 import asyncio
+import datetime
 import importlib.metadata
 import json
 import os
@@ -40,6 +41,19 @@ import time
 
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+
+
+def call_timeout():
+    """30 seconds, as the SDK takes it: a `timedelta` before mcp 2, a float
+    from 2 on."""
+    try:
+        major = int(importlib.metadata.version("mcp").split(".")[0])
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        major = 2
+    return datetime.timedelta(seconds=30) if major < 2 else 30.0
+
+
+CALL_TIMEOUT = call_timeout()
 
 
 def versions():
@@ -95,7 +109,7 @@ async def run(session, timer, tool, arguments, calls, concurrency, expect):
         async with gate:
             start = time.perf_counter()
             try:
-                result = await session.call_tool(tool, arguments, read_timeout_seconds=30)
+                result = await session.call_tool(tool, arguments, read_timeout_seconds=CALL_TIMEOUT)
                 reason = failure_of(result, expect)
             except Exception as error:  # noqa: BLE001 - any failure is reported, not raised
                 reason = f"{type(error).__name__}: {error}"

@@ -2,10 +2,11 @@
 //! process, and the official Python and TypeScript SDK clients, as the
 //! scripts in `benches/clients/` run with the SDKs `benches/run` installs
 //! into `<target>/bench-deps` (`client-venv`: `pip install mcp`;
-//! `client-npm`: `npm install @modelcontextprotocol/sdk`). Those are kept
-//! apart from the comparators' own installs: `mcp-shell-server` pins
-//! `mcp < 2` and `mcp-server-commands` pins its SDK, and a new user gets
-//! the newest of each.
+//! `client-venv-1`: `pip install 'mcp<2'`, the 1.x line; `client-npm`:
+//! `npm install @modelcontextprotocol/sdk`). Those are kept apart from the
+//! comparators' own installs: `mcp-shell-server` pins `mcp < 2` and
+//! `mcp-server-commands` pins its SDK, and a new user gets the newest of
+//! each.
 
 use std::path::{Path, PathBuf};
 
@@ -80,11 +81,13 @@ fn rmcp() -> Client {
     }
 }
 
-fn python(deps: &Path) -> Client {
-    let venv = deps.join("client-venv");
+/// The Python SDK client in the venv `deps/<venv>`; `line` says which
+/// release line it is when that matters (`""` for the newest).
+fn python(deps: &Path, venv: &str, line: &str) -> Client {
+    let venv = deps.join(venv);
     let mcp = servers::pip_version(&venv, "mcp");
     let label = format!(
-        "Python SDK (mcp {}, jsonschema {}, Python {})",
+        "Python SDK{line} (mcp {}, jsonschema {}, Python {})",
         unknown(mcp.clone()),
         unknown(servers::pip_version(&venv, "jsonschema")),
         unknown(venv_python_version(&venv))
@@ -137,10 +140,18 @@ fn typescript(deps: &Path) -> Client {
     }
 }
 
-/// The three clients, rmcp first.
+/// The clients, rmcp first.
 pub fn all() -> Vec<Client> {
     match servers::deps_dir() {
-        Ok(deps) => vec![rmcp(), python(&deps), typescript(&deps)],
+        Ok(deps) => vec![
+            rmcp(),
+            python(&deps, "client-venv", ""),
+            // The 1.x line is still what many installs have (frameworks and
+            // servers pin `mcp < 2`), and it costs clients differently: see
+            // the validation time in its rows.
+            python(&deps, "client-venv-1", ", 1.x line"),
+            typescript(&deps),
+        ],
         Err(error) => {
             let missing = |label: &str| Client {
                 label: label.to_owned(),
@@ -149,6 +160,7 @@ pub fn all() -> Vec<Client> {
             vec![
                 rmcp(),
                 missing("Python SDK"),
+                missing("Python SDK, 1.x line"),
                 missing("TypeScript SDK"),
             ]
         }

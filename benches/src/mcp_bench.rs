@@ -212,8 +212,8 @@ async fn start(
 }
 
 pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
-    let calls = if effort.quick { 100 } else { 400 };
-    let plan = Plan::new(effort, 3, 8, 3);
+    let calls = if effort.quick { 100 } else { 300 };
+    let plan = Plan::new(effort, 3, 6, 3);
     let clients = clients::all();
 
     let mut servers: Vec<(String, bool, anyhow::Result<ServerSpec>)> = Vec::new();
