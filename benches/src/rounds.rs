@@ -57,6 +57,15 @@ fn agree(first: f64, second: f64) -> bool {
 }
 
 impl Ratios {
+    /// Rounds so far.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     pub fn push(&mut self, ratio: f64) {
         if ratio.is_finite() {
             self.0.push(ratio);
