@@ -104,10 +104,7 @@ fn python(deps: &Path, venv: &str, line: &str) -> Client {
             venv.display()
         ))
     };
-    Client {
-        label,
-        launcher,
-    }
+    Client { label, launcher }
 }
 
 fn typescript(deps: &Path) -> Client {
@@ -134,10 +131,7 @@ fn typescript(deps: &Path) -> Client {
             prefix.display()
         )),
     };
-    Client {
-        label,
-        launcher,
-    }
+    Client { label, launcher }
 }
 
 /// The clients, rmcp first.

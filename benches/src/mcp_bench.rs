@@ -153,10 +153,9 @@ impl Contender {
         let rates = sorted(&self.rates[mode]);
         match (&self.driver, rates.first(), rates.last()) {
             (Err(reason), _, _) => reason.clone(),
-            (Ok(_), Some(low), Some(high)) => format!(
-                "{:.0} calls/s ({low:.0}–{high:.0})",
-                rates[rates.len() / 2]
-            ),
+            (Ok(_), Some(low), Some(high)) => {
+                format!("{:.0} calls/s ({low:.0}–{high:.0})", rates[rates.len() / 2])
+            }
             (Ok(_), _, _) => "no runs".into(),
         }
     }
@@ -298,7 +297,10 @@ fn table_rows(
         if let Err(reason) = &client.launcher {
             rows.push(Row {
                 number: "7",
-                what: format!("MCP stdio round trip of `echo hi`, client: {}", client.label),
+                what: format!(
+                    "MCP stdio round trip of `echo hi`, client: {}",
+                    client.label
+                ),
                 ours: reason.clone(),
                 baseline: "—".into(),
                 ratio: "—".into(),

@@ -17,7 +17,8 @@ use crate::rounds::{Plan, Ratios};
 use crate::table::Row;
 
 /// 79 characters: with `yes`'s newline, 80-byte lines.
-const LINE: &str = "the quick brown fox jumps over the lazy dog, and again and again, 0123456789 ab";
+const LINE: &str =
+    "the quick brown fox jumps over the lazy dog, and again and again, 0123456789 ab";
 
 fn producer(bytes: u64) -> String {
     format!("yes '{LINE}' | head -c {bytes}")
@@ -61,11 +62,7 @@ fn wait_peak_kib(pid: u32) -> anyhow::Result<(i32, u64)> {
         let waited = libc::wait4(pid, &raw mut status, 0, &raw mut usage);
         (waited, usage)
     };
-    anyhow::ensure!(
-        waited == pid,
-        "wait4: {}",
-        std::io::Error::last_os_error()
-    );
+    anyhow::ensure!(waited == pid, "wait4: {}", std::io::Error::last_os_error());
     Ok((status, u64::try_from(usage.ru_maxrss).unwrap_or(0)))
 }
 
@@ -144,7 +141,10 @@ fn measure(effort: Effort, bytes: u64) -> anyhow::Result<Vec<Row>> {
                 bytes as f64 / 1e9
             ),
             ours: spread(&ours),
-            baseline: format!("same producer into `cat > /dev/null`: {}", spread(&baseline)),
+            baseline: format!(
+                "same producer into `cat > /dev/null`: {}",
+                spread(&baseline)
+            ),
             ratio: format!(
                 "{:.0}% ({})",
                 ratio * 100.0,

@@ -174,7 +174,10 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
         what: "call of `true` over an established connection to a local `bashtool serve` (pipe)"
             .into(),
         ours: spread(&over_pipe),
-        baseline: format!("same call on a local `LocalExec`, in turns: {}", spread(&here)),
+        baseline: format!(
+            "same call on a local `LocalExec`, in turns: {}",
+            spread(&here)
+        ),
         ratio: format!(
             "+{} per call ({:.2}× the local time; {})",
             human(extra),

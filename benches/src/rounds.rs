@@ -53,7 +53,9 @@ fn agree(first: f64, second: f64) -> bool {
     } else {
         (second, first)
     };
-    low > 0.0 && high / low - 1.0 <= AGREEMENT
+    // The epsilon keeps exactly 10% apart (1.0 and 1.1) inside despite
+    // rounding.
+    low > 0.0 && high / low - 1.0 <= AGREEMENT + 1e-9
 }
 
 impl Ratios {

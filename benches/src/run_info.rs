@@ -6,7 +6,12 @@
 pub fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg").map_or_else(
         |error| format!("unknown ({error})"),
-        |text| text.split_whitespace().take(3).collect::<Vec<_>>().join(" "),
+        |text| {
+            text.split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ")
+        },
     )
 }
 

@@ -11,8 +11,8 @@ use serde_json::json;
 
 use crate::Effort;
 use crate::cpu;
-use crate::spawn_bench::bash_true_once;
 use crate::rounds::{Plan, Ratios};
+use crate::spawn_bench::bash_true_once;
 use crate::stats::{Samples, human, measure, measure_interleaved, spread};
 use crate::table::Row;
 
