@@ -100,16 +100,25 @@ async fn ssh_row(effort: Effort, local_tool: &BashTool, dir: &std::path::Path) -
         Ok((over_ssh, here)) => row(
             spread(&over_ssh),
             format!("same call on a local `LocalExec`: {}", spread(&here)),
-            format!(
-                "+{} per call",
-                human(over_ssh.median().saturating_sub(here.median()))
-            ),
+            format!("{} per call", difference(&over_ssh, &here)),
         ),
         Err(error) => row(
             format!("not measured: {error:#}"),
             String::new(),
             String::new(),
         ),
+    }
+}
+
+/// `+34.0 µs` or `−120.5 µs`: the median of `remote` less that of `local`
+/// (a remote call can be the faster one: the local one forks this larger
+/// process).
+fn difference(remote: &Samples, local: &Samples) -> String {
+    let (remote, local) = (remote.median(), local.median());
+    if remote >= local {
+        format!("+{}", human(remote - local))
+    } else {
+        format!("−{}", human(local - remote))
     }
 }
 
@@ -169,6 +178,7 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
         here.extend(&local_round);
     }
     let extra = over_pipe.median().saturating_sub(here.median());
+    let signed_extra = difference(&over_pipe, &here);
     let mut rows = vec![Row {
         number: "10",
         what: "call of `true` over an established connection to a local `bashtool serve` (pipe)"
@@ -179,8 +189,7 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
             spread(&here)
         ),
         ratio: format!(
-            "+{} per call ({:.2}× the local time; {})",
-            human(extra),
+            "{signed_extra} per call ({:.2}× the local time; {})",
             ratios.median().unwrap_or(f64::NAN),
             ratios.summary(|ratio| format!("{ratio:.2}×"))
         ),
