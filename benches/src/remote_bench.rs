@@ -116,9 +116,9 @@ async fn ssh_row(effort: Effort, local_tool: &BashTool, dir: &std::path::Path) -
 fn difference(remote: &Samples, local: &Samples) -> String {
     let (remote, local) = (remote.median(), local.median());
     if remote >= local {
-        format!("+{}", human(remote - local))
+        format!("+{}", human(remote.saturating_sub(local)))
     } else {
-        format!("−{}", human(local - remote))
+        format!("−{}", human(local.saturating_sub(remote)))
     }
 }
 
