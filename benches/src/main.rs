@@ -1,19 +1,24 @@
 //! `bashtool-bench`: the benchmark suite. Every figure is a ratio against a
 //! baseline measured in the same run, with absolute numbers for context.
 //!
-//! `benches/run [--quick] [--only 1,7]` installs the MCP servers item 7
+//! `benches/run [--quick] [--only 1,3b,7]` installs the MCP servers item 7
 //! compares against, builds `bashtool` and this suite in release, and prints
 //! the table.
 
+mod clients;
 mod cpu;
+mod external_client;
 mod format_bench;
 mod http_bench;
 mod interactive_bench;
 mod mcp_bench;
 mod mcp_client;
 mod memory_bench;
+mod pipe_bench;
 mod policy_bench;
 mod remote_bench;
+mod rounds;
+mod run_info;
 mod servers;
 mod session_bench;
 mod spawn_bench;
@@ -62,6 +67,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let header = run_info::Header::at_start();
     let result = runtime.block_on(async {
         let mut rows = Vec::new();
         if wanted("1") {
@@ -72,6 +78,9 @@ fn main() -> ExitCode {
         }
         if wanted("3") {
             rows.extend(throughput::run(effort).await?);
+        }
+        if wanted("3b") {
+            rows.extend(pipe_bench::run(effort).await?);
         }
         if wanted("4") {
             rows.extend(timeout_bench::run(effort).await?);
@@ -102,7 +111,7 @@ fn main() -> ExitCode {
     match result {
         Ok(rows) => {
             let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
-            table::print(&rows, cores);
+            table::print(&rows, &header.lines(cores));
             ExitCode::SUCCESS
         }
         Err(error) => {

@@ -2,7 +2,7 @@
 //! that can drive any shell server: it finds the server's shell tool and its
 //! argument shape with `tools/list` instead of assuming ours.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -44,6 +44,14 @@ pub struct EchoCall {
 }
 
 impl EchoCall {
+    pub fn tool(&self) -> &str {
+        &self.tool
+    }
+
+    pub fn arguments(&self) -> &Map<String, Value> {
+        &self.arguments
+    }
+
     /// Picks the tool with a `command` argument (`bash` if there is one) and
     /// shapes the command as that argument's schema asks: a shell string
     /// (`"echo hi"`) or an argv array (`["echo", "hi"]`).
@@ -100,6 +108,21 @@ impl EchoCall {
     }
 }
 
+/// What every server in the comparison runs with, whichever client starts
+/// it: `dir` as its cwd, config and state home (so that no user setting
+/// changes what it does), and the spec's environment. The driver scripts
+/// pass their own environment and cwd on to the server, so this is set on
+/// them.
+pub fn isolate(command: &mut tokio::process::Command, spec: &ServerSpec, dir: &Path) {
+    command
+        .current_dir(dir)
+        .env("XDG_CONFIG_HOME", dir)
+        .env("BASHTOOL_STATE_DIR", dir.join("state"))
+        .env_remove("BASHTOOL_CONFIG")
+        .env_remove("RUST_LOG")
+        .envs(spec.env.iter().map(|(key, value)| (key, value)));
+}
+
 impl McpServer {
     /// Starts the server in a fresh temporary directory (its cwd, config and
     /// state home, so that no user setting changes what it does), initializes
@@ -107,14 +130,8 @@ impl McpServer {
     pub async fn start(spec: &ServerSpec) -> anyhow::Result<Self> {
         let dir = tempfile::tempdir()?;
         let mut command = tokio::process::Command::new(&spec.program);
-        command
-            .args(&spec.args)
-            .current_dir(dir.path())
-            .env("XDG_CONFIG_HOME", dir.path())
-            .env("BASHTOOL_STATE_DIR", dir.path().join("state"))
-            .env_remove("BASHTOOL_CONFIG")
-            .env_remove("RUST_LOG")
-            .envs(spec.env.iter().map(|(key, value)| (key, value)));
+        command.args(&spec.args);
+        isolate(&mut command, spec, dir.path());
         // Servers log to stderr (mcp-shell-server on every request): keep it
         // out of the table.
         let (transport, _stderr) = TokioChildProcess::builder(command)

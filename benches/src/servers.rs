@@ -42,7 +42,7 @@ pub fn bashtool(stateless: bool) -> anyhow::Result<ServerSpec> {
 
 /// The cache of installed comparators: `$BASHTOOL_BENCH_DEPS`, else
 /// `target/bench-deps` (this binary is in `target/release`).
-fn deps_dir() -> anyhow::Result<PathBuf> {
+pub fn deps_dir() -> anyhow::Result<PathBuf> {
     if let Some(dir) = std::env::var_os("BASHTOOL_BENCH_DEPS") {
         return Ok(dir.into());
     }
@@ -89,7 +89,7 @@ pub fn comparators() -> Vec<Comparator> {
         // npm: one tool `run_command {command: "echo hi"}`, run through a shell.
         installed(
             "mcp-server-commands (npm)",
-            npm_version(&deps, "mcp-server-commands"),
+            npm_version(&deps.join("npm"), "mcp-server-commands"),
             deps.join("npm/node_modules/.bin/mcp-server-commands"),
             Vec::new(),
         ),
@@ -97,17 +97,18 @@ pub fn comparators() -> Vec<Comparator> {
         // only the executables listed in ALLOW_COMMANDS.
         installed(
             "mcp-shell-server (PyPI)",
-            pip_version(&deps, "mcp_shell_server"),
+            pip_version(&deps.join("venv"), "mcp_shell_server"),
             deps.join("venv/bin/mcp-shell-server"),
             vec![("ALLOW_COMMANDS".into(), "echo".into())],
         ),
     ]
 }
 
-/// `version` from the package's `package.json` under `deps/npm`.
-fn npm_version(deps: &Path, package: &str) -> Option<String> {
-    let manifest = deps
-        .join("npm/node_modules")
+/// `version` from the package's `package.json` under the npm prefix
+/// `prefix` (where `npm install --prefix` put it).
+pub fn npm_version(prefix: &Path, package: &str) -> Option<String> {
+    let manifest = prefix
+        .join("node_modules")
         .join(package)
         .join("package.json");
     let manifest: serde_json::Value =
@@ -116,9 +117,10 @@ fn npm_version(deps: &Path, package: &str) -> Option<String> {
 }
 
 /// The version in the name of the package's `<name>-<version>.dist-info`
-/// directory in the venv under `deps/venv`.
-fn pip_version(deps: &Path, package: &str) -> Option<String> {
-    let lib = std::fs::read_dir(deps.join("venv/lib")).ok()?;
+/// directory in the venv `venv` (`package` spelled as in that name: `_`
+/// for `-`).
+pub fn pip_version(venv: &Path, package: &str) -> Option<String> {
+    let lib = std::fs::read_dir(venv.join("lib")).ok()?;
     lib.flatten().find_map(|python| {
         std::fs::read_dir(python.path().join("site-packages"))
             .ok()?

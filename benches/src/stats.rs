@@ -23,6 +23,22 @@ impl Samples {
         durations.sort();
         Self(durations)
     }
+
+    /// No samples yet: the start of rounds that [`Samples::extend`] adds to.
+    pub fn empty() -> Self {
+        Self(Vec::new())
+    }
+
+    /// Adds another round's samples.
+    pub fn extend(&mut self, other: &Samples) {
+        self.0.extend_from_slice(&other.0);
+        self.0.sort();
+    }
+
+    /// Median of `self` over median of `baseline`: one round's ratio.
+    pub fn ratio_to(&self, baseline: &Samples) -> f64 {
+        self.median().as_secs_f64() / baseline.median().as_secs_f64().max(1e-12)
+    }
 }
 
 /// Runs `body` `warmup` times unmeasured, then `runs` times measured.

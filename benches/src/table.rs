@@ -13,8 +13,11 @@ pub struct Row {
     pub met: Option<bool>,
 }
 
-pub fn print(rows: &[Row], cores: usize) {
-    println!("Machine: {cores} cores. Times are min / median / max after a warm-up.\n");
+/// Prints `header` (one paragraph per line), then the table.
+pub fn print(rows: &[Row], header: &[String]) {
+    for line in header {
+        println!("{line}\n");
+    }
     println!("| # | what | bashtool | baseline (same run) | ratio | target | met |");
     println!("|---|---|---|---|---|---|---|");
     for row in rows {
