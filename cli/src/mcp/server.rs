@@ -138,6 +138,9 @@ impl BashServer {
         drop(turn);
         drop(progress);
         drop(follow);
+        if input_size(&input) > LARGE_INPUT {
+            return_freed_memory();
+        }
         tools::call_result(&result)
     }
 
@@ -241,5 +244,50 @@ impl ServerHandler for BashServer {
         } else {
             Err(unknown_tool(name, &self.inner.tools))
         }
+    }
+}
+
+/// A call input past this size (a long script) may leave tens of MiB that
+/// its policy parse freed held by the allocator's per-thread arenas.
+const LARGE_INPUT: usize = 64 * 1024;
+
+fn input_size(input: &serde_json::Value) -> usize {
+    match input {
+        serde_json::Value::String(text) => text.len(),
+        serde_json::Value::Array(items) => items.iter().map(input_size).sum(),
+        serde_json::Value::Object(fields) => fields
+            .iter()
+            .map(|(key, value)| key.len() + input_size(value))
+            .sum(),
+        _ => 8,
+    }
+}
+
+/// Hands freed memory back to the system. Measured: after pathological
+/// scripts, 60 MiB stayed resident in a server, and every later sandboxed
+/// call paid for it, since `fork` copies the page tables of the whole
+/// process (a stateless call went from 1.9 to 4.4 ms).
+fn return_freed_memory() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim only releases free memory of the allocator; it
+    // touches no memory that is in use.
+    #[allow(unsafe_code)]
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn input_size_counts_the_text_of_every_field() {
+        let input = serde_json::json!({
+            "command": "x".repeat(100),
+            "commands": ["ab", "cd"],
+            "timeout": 5,
+        });
+        assert_eq!(input_size(&input), 7 + 100 + 8 + 4 + 7 + 8);
     }
 }
