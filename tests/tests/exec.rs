@@ -174,3 +174,52 @@ async fn a_failed_spawn_is_a_clear_error() {
         .expect_err("cannot run");
     assert!(matches!(error, ExecError::Spawn { .. }), "{error:?}");
 }
+
+/// The `SigBlk`/`SigIgn`-style mask named `field` in a `/proc/.../status` text.
+fn signal_mask(status: &str, field: &str) -> u64 {
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field))
+        .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+        .unwrap_or_else(|| panic!("no {field} in {status}"))
+}
+
+/// A sandboxed command starts in a child that shares our memory until it
+/// execs (`clone(CLONE_VM | CLONE_VFORK)`): the sandbox's steps still ran
+/// in it (a write outside the workspace is refused), the command gets no
+/// blocked signal and the default action of the signals it is stopped
+/// with, and our own thread's signal mask is as it was.
+#[tokio::test(flavor = "current_thread")]
+async fn a_sandboxed_command_is_contained_and_starts_with_default_signals() {
+    let dir = temp_dir();
+    let exec = local_exec(dir.path());
+    let own_status = || std::fs::read_to_string("/proc/thread-self/status").expect("status");
+    let blocked_before = signal_mask(&own_status(), "SigBlk:");
+    let outside = format!("/etc/bashtool-clone-test-{}", std::process::id());
+    let result = run(
+        &exec,
+        &format!(
+            "cat /proc/self/status; touch {outside} 2>/dev/null && echo wrote || echo refused"
+        ),
+    )
+    .await;
+    let written = std::path::Path::new(&outside).exists();
+    let _ = std::fs::remove_file(&outside);
+    assert!(!written, "the sandbox let the command write {outside}");
+    let output = text(&result);
+    assert!(output.ends_with("refused"), "{output}");
+    assert_eq!(signal_mask(&output, "SigBlk:"), 0, "{output}");
+    let ignored = signal_mask(&output, "SigIgn:");
+    use nix::sys::signal::Signal;
+    for signal in [
+        Signal::SIGHUP,
+        Signal::SIGINT,
+        Signal::SIGQUIT,
+        Signal::SIGPIPE,
+        Signal::SIGTERM,
+    ] {
+        let bit = 1_u64 << (signal as i32 - 1);
+        assert_eq!(ignored & bit, 0, "{signal} ignored: {output}");
+    }
+    assert_eq!(signal_mask(&own_status(), "SigBlk:"), blocked_before);
+}
