@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use bashtool_core::{CommandExec, ExecError, SpawnOptions};
 use bashtool_env_local::{LocalConfig, LocalExec};
 use bashtool_tests::{local_exec, run, run_with, temp_dir, test_config, text};
+use nix::sys::signal::Signal;
 
 #[tokio::test]
 async fn runs_in_the_working_directory_and_resolves_relative_ones() {
@@ -210,7 +211,6 @@ async fn a_sandboxed_command_is_contained_and_starts_with_default_signals() {
     assert!(output.ends_with("refused"), "{output}");
     assert_eq!(signal_mask(&output, "SigBlk:"), 0, "{output}");
     let ignored = signal_mask(&output, "SigIgn:");
-    use nix::sys::signal::Signal;
     for signal in [
         Signal::SIGHUP,
         Signal::SIGINT,
