@@ -67,11 +67,11 @@ compile_error!(
 );
 
 mod call_log;
+mod clone_exec;
 mod config;
 mod containment;
 mod error;
 mod exec;
-mod fork_exec;
 mod inherited_env;
 mod interactive;
 mod jobs;

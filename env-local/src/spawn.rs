@@ -17,8 +17,8 @@ use nix::unistd::Pid;
 use tokio::io::unix::AsyncFd;
 use tokio::net::unix::pipe;
 
+use crate::clone_exec;
 use crate::config::{LocalConfig, NON_INTERACTIVE_ENV};
-use crate::fork_exec;
 use crate::kill::{MARKER_VARIABLE, RunMarker, open_pidfd};
 use crate::posix_spawn::{self, CLaunch, ChildFds};
 use crate::wrap::{Launch, SpawnWrapper, apply_wrappers, need_pre_exec};
@@ -233,7 +233,8 @@ pub fn spawn(request: &SpawnRequest<'_>, output: Output) -> Result<Spawned, Exec
 /// The one way env-local starts a process (stateless calls, the session's
 /// shell, background jobs): applies the wrappers' rewrites, then starts the
 /// program as the leader of a new session with `io`, through `posix_spawn`
-/// or, when a wrapper needs a step in the child, through `fork`.
+/// or, when a wrapper needs a step in the child, through a `clone` child
+/// that shares our memory until it execs (see `clone_exec`).
 pub fn launch(
     mut launch: Launch,
     wrappers: &[Arc<dyn SpawnWrapper>],
@@ -328,7 +329,7 @@ pub fn launch(
     };
     let start = |c_launch: &CLaunch| {
         if need_pre_exec(wrappers) {
-            fork_exec::spawn(c_launch, &fds, wrappers)
+            clone_exec::spawn(c_launch, &fds, wrappers)
         } else {
             posix_spawn::spawn(c_launch, &fds)
         }
