@@ -158,6 +158,19 @@ async fn a_missing_shell_is_a_clear_error() {
         error.to_string(),
         "shell `/no/such/shell` was not found; install it or configure another shell"
     );
+    // A bare name is looked up in PATH, by us or by the child.
+    let exec = LocalExec::new(LocalConfig {
+        shell: "no-such-shell-for-bashtool".into(),
+        ..test_config(dir.path())
+    });
+    let error = exec
+        .spawn("true", SpawnOptions::default())
+        .await
+        .expect_err("no shell");
+    assert!(
+        matches!(&error, ExecError::ShellNotFound { program } if program == "no-such-shell-for-bashtool"),
+        "{error:?}"
+    );
 }
 
 #[tokio::test]
