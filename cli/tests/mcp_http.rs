@@ -10,23 +10,22 @@
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest,
-    ProgressNotificationParam, ServerResult,
+    ProgressNotificationParam,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RequestHandle, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
 use serde_json::{Value, json};
+
+mod mcp_support;
+use mcp_support::{DEADLINE, answer, pid_alive, read_pids, text, tree_script, wait_until_dead};
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::sync::mpsc;
 use tokio::time::{Instant, timeout};
-
-/// Longest any single event may take before a test fails.
-const DEADLINE: Duration = Duration::from_secs(30);
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}"#;
 
@@ -192,77 +191,6 @@ impl Connection {
             }
         }
     }
-}
-
-async fn answer(handle: RequestHandle<RoleClient>) -> CallToolResult {
-    match timeout(DEADLINE, handle.await_response())
-        .await
-        .expect("answer in time")
-        .expect("answer")
-    {
-        ServerResult::CallToolResult(result) => result,
-        other => panic!("not a tool result: {other:?}"),
-    }
-}
-
-fn text(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|content| content.as_text().map(|text| text.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// True while the process exists and is not a zombie.
-fn pid_alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => stat
-            .rsplit_once(") ")
-            .is_some_and(|(_, rest)| !rest.starts_with('Z')),
-        Err(_) => false,
-    }
-}
-
-async fn wait_until_dead(pids: &[i32]) {
-    let deadline = Instant::now() + DEADLINE;
-    while pids.iter().any(|pid| pid_alive(*pid)) {
-        assert!(
-            Instant::now() < deadline,
-            "still alive: {:?}",
-            pids.iter()
-                .filter(|pid| pid_alive(**pid))
-                .collect::<Vec<_>>()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// Reads the pids a command wrote to `file`, one a line, once there are `count`.
-async fn read_pids(file: &Path, count: usize) -> Vec<i32> {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Ok(text) = std::fs::read_to_string(file) {
-            let pids: Vec<i32> = text
-                .lines()
-                .filter_map(|line| line.trim().parse().ok())
-                .collect();
-            if pids.len() >= count {
-                return pids;
-            }
-        }
-        assert!(Instant::now() < deadline, "no pids in {}", file.display());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// A script that starts a grandchild, records both pids in `file`, says
-/// `started` and then waits.
-fn tree_script(file: &Path) -> String {
-    format!(
-        "sleep 300 & echo $! > {file}; echo $$ >> {file}; echo started; wait",
-        file = file.display()
-    )
 }
 
 /// The shell's pid, from the shell itself.
