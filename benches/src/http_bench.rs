@@ -3,7 +3,7 @@
 //! the same round trip over stdio (`bashtool mcp`), taking turns call by
 //! call in the same run. Both servers keep a persistent shell.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -17,25 +17,12 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 
 use crate::Effort;
+use crate::servers::bashtool_binary;
 use crate::stats::{human, measure_interleaved, spread};
 use crate::table::Row;
 
 /// Longest a start or a single call may take.
 const DEADLINE: Duration = Duration::from_secs(30);
-
-fn bashtool_binary() -> anyhow::Result<PathBuf> {
-    let exe = std::env::current_exe()?;
-    let program = exe
-        .parent()
-        .context("the bench binary has no directory")?
-        .join("bashtool");
-    anyhow::ensure!(
-        program.is_file(),
-        "{} not found: build it with `cargo build --release -p bashtool-cli`",
-        program.display()
-    );
-    Ok(program)
-}
 
 /// `bashtool mcp` with its cwd, config home and state in `dir`.
 fn server_command(program: &Path, dir: &Path, args: &[&str]) -> tokio::process::Command {

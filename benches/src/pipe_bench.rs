@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 
 use crate::Effort;
 use crate::rounds::{Plan, Ratios};
+use crate::servers::bashtool_binary;
 use crate::table::Row;
 
 /// 79 characters: with `yes`'s newline, 80-byte lines.
@@ -22,20 +23,6 @@ const LINE: &str =
 
 fn producer(bytes: u64) -> String {
     format!("yes '{LINE}' | head -c {bytes}")
-}
-
-fn bashtool_binary() -> anyhow::Result<std::path::PathBuf> {
-    let exe = std::env::current_exe()?;
-    let program = exe
-        .parent()
-        .context("the bench binary has no directory")?
-        .join("bashtool");
-    anyhow::ensure!(
-        program.is_file(),
-        "{} not found: build it with `cargo build --release -p bashtool-cli`",
-        program.display()
-    );
-    Ok(program)
 }
 
 /// The baseline: the producer piped into `cat > /dev/null`.

@@ -4,11 +4,9 @@
 //! of output through the remote path: throughput against the same command
 //! run locally, and this process's peak RSS before and after.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
 use bashtool_core::{BashTool, ToolConfig};
 use bashtool_env_local::{LocalConfig, LocalExec};
 use bashtool_env_remote::{RemoteConfig, RemoteExec};
@@ -16,26 +14,13 @@ use serde_json::json;
 
 use crate::Effort;
 use crate::rounds::{Plan, Ratios};
+use crate::servers::bashtool_binary;
 use crate::stats::{Samples, human, measure_interleaved, spread};
 use crate::table::Row;
 
 /// 1 GiB of 64-byte lines.
 const GIB_COMMAND: &str =
     "yes 0123456789abcdef0123456789abcdef0123456789abcdef0123456789a | head -c 1073741824";
-
-fn bashtool_binary() -> anyhow::Result<PathBuf> {
-    let exe = std::env::current_exe()?;
-    let program = exe
-        .parent()
-        .context("the bench binary has no directory")?
-        .join("bashtool");
-    anyhow::ensure!(
-        program.is_file(),
-        "{} not found: build it with `cargo build --release -p bashtool-cli`",
-        program.display()
-    );
-    Ok(program)
-}
 
 /// `VmHWM` (peak resident set) of this process, in MiB.
 fn peak_rss_mib() -> f64 {

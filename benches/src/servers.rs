@@ -16,14 +16,20 @@ fn exe_dir() -> anyhow::Result<PathBuf> {
         .context("the bench binary has no directory")
 }
 
-/// `bashtool mcp`, in its default (session) mode or `--stateless`.
-pub fn bashtool(stateless: bool) -> anyhow::Result<ServerSpec> {
+/// The `bashtool` binary `benches/run` built next to this one.
+pub fn bashtool_binary() -> anyhow::Result<PathBuf> {
     let program = exe_dir()?.join("bashtool");
     anyhow::ensure!(
         program.is_file(),
         "{} not found: build it with `cargo build --release -p bashtool-cli`",
         program.display()
     );
+    Ok(program)
+}
+
+/// `bashtool mcp`, in its default (session) mode or `--stateless`.
+pub fn bashtool(stateless: bool) -> anyhow::Result<ServerSpec> {
+    let program = bashtool_binary()?;
     let mut args = vec!["mcp".to_owned()];
     if stateless {
         args.push("--stateless".into());
