@@ -31,15 +31,11 @@ async fn wait_gone(pids: &[u32]) -> bool {
     survivors_after(pids, GONE).await.is_empty()
 }
 
-fn tool_for(session: &Session) -> BashTool {
-    session_tool(session)
-}
-
 #[tokio::test]
 async fn cwd_variables_functions_aliases_and_options_persist() {
     let (_dir, root) = workspace();
     let session = new_session(&root);
-    let tool = tool_for(&session);
+    let tool = session_tool(&session);
     let setup = run(
         &tool,
         "cd sub && plain=1 && export EXPORTED=2 && greet() { echo \"hello $1\"; } && \
@@ -93,7 +89,7 @@ async fn venv_style_activation_persists() {
         .status()
         .expect("chmod");
     let session = new_session(&root);
-    let tool = tool_for(&session);
+    let tool = session_tool(&session);
     assert!(!run(&tool, "source .venv/bin/activate").await.is_error);
     let used = run(&tool, "venv-tool; type -t deactivate").await;
     assert_eq!(
@@ -116,7 +112,7 @@ async fn venv_style_activation_persists() {
 async fn exit_returns_its_code_and_the_session_lives_on() {
     let (_dir, root) = workspace();
     let session = new_session(&root);
-    let tool = tool_for(&session);
+    let tool = session_tool(&session);
     let exited = run(&tool, "cd sub; export KEPT=yes; echo bye; exit 3").await;
     assert_eq!(
         exited.text(),
@@ -146,7 +142,7 @@ async fn exit_returns_its_code_and_the_session_lives_on() {
 async fn failures_and_top_level_return_keep_the_same_shell() {
     let (_dir, root) = workspace();
     let session = new_session(&root);
-    let tool = tool_for(&session);
+    let tool = session_tool(&session);
     assert!(!run(&tool, "true").await.is_error);
     let pid = session.shell_pid().await.expect("shell running");
     let failed = run(&tool, "ls /nonexistent-dir-for-bashtool").await;
@@ -175,7 +171,7 @@ async fn failures_and_top_level_return_keep_the_same_shell() {
 async fn timeout_kills_the_tree_and_the_next_call_has_the_earlier_state() {
     let (_dir, root) = workspace();
     let session = new_session(&root);
-    let tool = tool_for(&session);
+    let tool = session_tool(&session);
     run(&tool, "cd sub; export BEFORE=1").await;
     let timed_out = call(
         &tool,
@@ -205,7 +201,7 @@ async fn timeout_kills_the_tree_and_the_next_call_has_the_earlier_state() {
 async fn timeout_of_a_loop_inside_the_shell_itself() {
     let (_dir, root) = workspace();
     let session = new_session(&root);
-    let tool = tool_for(&session);
+    let tool = session_tool(&session);
     run(&tool, "x=kept").await;
     let timed_out = call(
         &tool,
@@ -227,7 +223,7 @@ async fn timeout_of_a_loop_inside_the_shell_itself() {
 async fn cancel_stops_the_running_command() {
     let (_dir, root) = workspace();
     let session = new_session(&root);
-    let tool = tool_for(&session);
+    let tool = session_tool(&session);
     run(&tool, "y=still").await;
     let context = cancel_when_output_contains("started");
     let result = tool
@@ -257,7 +253,7 @@ async fn cancel_stops_the_running_command() {
 async fn marker_like_output_does_not_confuse_the_session() {
     let (_dir, root) = workspace();
     let session = new_session(&root);
-    let tool = tool_for(&session);
+    let tool = session_tool(&session);
     // Records on the control pipe look like `S <id> <status>\n...P<cwd>\0`.
     let tricky = run(
         &tool,
@@ -284,7 +280,7 @@ async fn marker_like_output_does_not_confuse_the_session() {
 async fn exec_and_descriptor_games_do_not_take_the_session_along() {
     let (_dir, root) = workspace();
     let session = new_session(&root);
-    let tool = tool_for(&session);
+    let tool = session_tool(&session);
     run(&tool, "export Z=zed").await;
     let pid = session.shell_pid().await.expect("running");
     let closed = run(&tool, "exec >/dev/null 2>&1 0<&- 3>&-; echo hidden").await;
@@ -313,7 +309,7 @@ async fn exec_and_descriptor_games_do_not_take_the_session_along() {
 async fn a_command_that_reads_stdin_gets_eof() {
     let (_dir, root) = workspace();
     let session = new_session(&root);
-    let tool = tool_for(&session);
+    let tool = session_tool(&session);
     let result = run(&tool, "cat; read -r line; echo \"read $?\"").await;
     assert_eq!(
         result.text(),
@@ -327,7 +323,7 @@ async fn state_changed_by_a_user_function_survives_a_crash() {
     // makes every later call snapshot keeps its `cd` and `export`.
     let (_dir, root) = workspace();
     let session = new_session(&root);
-    let tool = tool_for(&session);
+    let tool = session_tool(&session);
     run(&tool, "enter() { cd sub; export ENTERED=yes; }").await;
     run(&tool, "enter").await;
     run(&tool, "true").await;
@@ -353,7 +349,7 @@ async fn state_changed_by_a_user_function_survives_a_crash() {
 async fn shell_killed_from_outside_restarts_with_cwd_and_env() {
     let (_dir, root) = workspace();
     let session = new_session(&root);
-    let tool = tool_for(&session);
+    let tool = session_tool(&session);
     run(&tool, "cd sub; export SURVIVES=yes; unexported=also").await;
     // The shell saves its state right after reporting a status; the next
     // call starts only once that is done. (A kill within that fraction of a
@@ -384,7 +380,7 @@ async fn two_sessions_are_isolated() {
     let (_dir, root) = workspace();
     let first = new_session(&root);
     let second = new_session(&root);
-    let (one, two) = (tool_for(&first), tool_for(&second));
+    let (one, two) = (session_tool(&first), session_tool(&second));
     let (a, b) = tokio::join!(
         run(&one, "cd sub; export WHO=first"),
         run(&two, "export WHO=second")
@@ -417,7 +413,7 @@ async fn telemetry_line_shows_cwd_and_git_branch() {
     std::fs::create_dir_all(repo.join("src")).expect("mkdir");
     std::fs::write(repo.join(".git/HEAD"), "ref: refs/heads/main\n").expect("write");
     let session = new_session(&root);
-    let tool = tool_for(&session);
+    let tool = session_tool(&session);
     let result = run(&tool, "cd repo/src").await;
     assert_eq!(
         result.text(),
@@ -446,7 +442,7 @@ async fn telemetry_line_shows_cwd_and_git_branch() {
 async fn working_directory_and_environment_apply_to_one_call() {
     let (_dir, root) = workspace();
     let session = new_session(&root);
-    let tool = tool_for(&session);
+    let tool = session_tool(&session);
     let there = call(
         &tool,
         json!({"command": "pwd; echo $ONE; bash -c 'echo child $ONE'; kept=1", "working_directory": "sub", "environment": {"ONE": "1"}}),
@@ -482,7 +478,7 @@ async fn working_directory_and_environment_apply_to_one_call() {
 async fn leftover_background_processes_are_stopped_and_their_output_does_not_leak() {
     let (_dir, root) = workspace();
     let session = new_session(&root);
-    let tool = tool_for(&session);
+    let tool = session_tool(&session);
     let result = run(
         &tool,
         "(while :; do echo tick; sleep 0.01; done) & echo pid $!; sleep 300 >/dev/null 2>&1 & echo pid $!",
@@ -506,7 +502,7 @@ async fn leftover_background_processes_are_stopped_and_their_output_does_not_lea
 async fn declarations_are_global_and_large_commands_run() {
     let (_dir, root) = workspace();
     let session = new_session(&root);
-    let tool = tool_for(&session);
+    let tool = session_tool(&session);
     let big = format!(
         "declare -A map=([k]=v)\n: '{}'\necho big",
         "x".repeat(200 * 1024)
@@ -526,12 +522,12 @@ async fn state_persists_across_sessions_through_a_snapshot_path() {
     let (_dir, root) = workspace();
     let path = root.join("state/session.sh");
     let first = Session::with_snapshot_path(session_config(&root), &path).expect("session");
-    let tool = tool_for(&first);
+    let tool = session_tool(&first);
     run(&tool, "cd sub; export CARRIED=over; f() { echo func; }").await;
     first.shutdown().await.expect("shutdown");
     drop(first);
     let second = Session::with_snapshot_path(session_config(&root), &path).expect("session");
-    let tool = tool_for(&second);
+    let tool = session_tool(&second);
     let result = run(&tool, "pwd; echo $CARRIED; f").await;
     assert_eq!(
         result.text(),
@@ -549,12 +545,12 @@ async fn a_second_session_on_the_same_snapshot_path_waits_for_the_first() {
     let (_dir, root) = workspace();
     let path = root.join("state/session.sh");
     let first = Session::with_snapshot_path(session_config(&root), &path).expect("session");
-    let first_tool = tool_for(&first);
+    let first_tool = session_tool(&first);
     run(&first_tool, "x=1").await;
     // The second starts while the first holds the file: it may restore only
     // what the first saved, so its increment counts.
     let second = Session::with_snapshot_path(session_config(&root), &path).expect("session");
-    let second_tool = tool_for(&second);
+    let second_tool = session_tool(&second);
     let waiting = tokio::spawn(async move {
         let result = second_tool
             .call(json!({"command": "x=$((x+1)); echo $x"}))
@@ -576,10 +572,10 @@ async fn a_session_whose_snapshot_path_stays_held_gives_up_at_its_timeout() {
     let (_dir, root) = workspace();
     let path = root.join("state/session.sh");
     let first = Session::with_snapshot_path(session_config(&root), &path).expect("session");
-    run(&tool_for(&first), "true").await;
+    run(&session_tool(&first), "true").await;
     let second = Session::with_snapshot_path(session_config(&root), &path).expect("session");
     let result = call(
-        &tool_for(&second),
+        &session_tool(&second),
         json!({"command": "echo never", "timeout": 1}),
     )
     .await;
@@ -597,7 +593,7 @@ async fn a_session_whose_snapshot_path_stays_held_gives_up_at_its_timeout() {
 async fn dropping_the_session_kills_its_shell() {
     let (_dir, root) = workspace();
     let session = new_session(&root);
-    let tool = tool_for(&session);
+    let tool = session_tool(&session);
     // A disowned job with its output elsewhere is not noticed when its call
     // ends (it is neither a job nor holding the output), but it does not
     // outlive the session.
@@ -619,7 +615,7 @@ async fn dropping_the_session_kills_its_shell() {
 async fn set_e_and_set_u_apply_to_their_own_call_only() {
     let (_dir, root) = workspace();
     let session = new_session(&root);
-    let tool = tool_for(&session);
+    let tool = session_tool(&session);
     let strict = run(&tool, "set -euo pipefail; echo strict").await;
     assert!(!strict.is_error);
     let lenient = run(
@@ -653,7 +649,7 @@ async fn set_e_and_set_u_apply_to_their_own_call_only() {
 async fn concurrent_calls_run_one_at_a_time_in_arrival_order() {
     let (_dir, root) = workspace();
     let session = new_session(&root);
-    let tool = tool_for(&session);
+    let tool = session_tool(&session);
     let (started_tx, started_rx) = tokio::sync::oneshot::channel::<()>();
     let started_tx = std::sync::Mutex::new(Some(started_tx));
     let context = CallContext {
@@ -689,7 +685,7 @@ async fn concurrent_calls_run_one_at_a_time_in_arrival_order() {
 async fn background_call_starts_with_the_session_state() {
     let (_dir, root) = workspace();
     let session = new_session(&root);
-    let tool = tool_for(&session);
+    let tool = session_tool(&session);
     run(
         &tool,
         "cd sub; export BG=yes; plain=too; f() { echo func; }",
@@ -724,7 +720,7 @@ async fn background_call_starts_with_the_session_state() {
 async fn output_is_cleaned_like_a_stateless_call() {
     let (_dir, root) = workspace();
     let session = new_session(&root);
-    let tool = tool_for(&session);
+    let tool = session_tool(&session);
     let result = run(
         &tool,
         "printf '\\033[31mred\\033[0m\\n'; printf 'caf\\303\\251\\n'",
@@ -740,7 +736,7 @@ async fn output_is_cleaned_like_a_stateless_call() {
 async fn dropping_a_call_stops_its_command_and_the_session_goes_on() {
     let (_dir, root) = workspace();
     let session = new_session(&root);
-    let tool = tool_for(&session);
+    let tool = session_tool(&session);
     run(&tool, "export KEPT=1").await;
     let pid_file = root.join("pid");
     let command = format!("sleep 300 & echo $! > {}; wait", pid_file.display());
