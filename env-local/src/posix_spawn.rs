@@ -89,7 +89,7 @@ pub(crate) fn first_free_fd(fds: &ChildFds) -> RawFd {
 }
 
 /// The argv, environment and directory of a launch as C strings, prepared
-/// before any fork (nothing may allocate in a forked child).
+/// before the spawn (the child may not allocate: it shares our memory).
 pub(crate) struct CLaunch {
     pub argv: Vec<CString>,
     pub env: Vec<CString>,

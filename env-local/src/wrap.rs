@@ -35,7 +35,7 @@ pub struct Launch {
 
 /// One step of how every process is launched.
 pub trait SpawnWrapper: Send + Sync + fmt::Debug {
-    /// Rewrites what is launched. Runs in the parent before the fork; may
+    /// Rewrites what is launched. Runs in the parent before the spawn; may
     /// allocate and fail (the call then fails with this error and nothing
     /// runs: a sandbox that cannot be applied is never silently skipped).
     fn wrap(&self, launch: &mut Launch) -> Result<(), ExecError> {
@@ -48,11 +48,14 @@ pub trait SpawnWrapper: Send + Sync + fmt::Debug {
         false
     }
 
-    /// Runs in the child after the fork and before exec, after the child
-    /// has its own session and its stdio. It must be async-signal-safe: no
-    /// allocation, no locks, only system calls on data prepared beforehand
-    /// (the parent may have other threads holding the allocator's lock).
-    /// An error aborts the launch; the parent sees it as a spawn failure.
+    /// Runs in the child before exec, after the child has its own session
+    /// and its stdio. The child shares the parent's memory until it execs
+    /// (`clone(CLONE_VM | CLONE_VFORK)`, see `clone_exec`), and the parent's
+    /// other threads run on meanwhile: the step must be async-signal-safe
+    /// (no allocation, no locks), write no memory but its own stack, and
+    /// act on the calling task only (system calls on data prepared
+    /// beforehand). An error aborts the launch; the parent sees it as a
+    /// spawn failure.
     fn pre_exec(&self) -> std::io::Result<()> {
         Ok(())
     }
