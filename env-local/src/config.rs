@@ -34,57 +34,9 @@ pub const NON_INTERACTIVE_ENV: &[(&str, &str)] = &[
     ("DEBIAN_FRONTEND", "noninteractive"),
     ("TERM", "dumb"),
     ("NO_COLOR", "1"),
-    // An editor run directly (`vim file`) would wait forever on an empty
-    // stdin: bash imports these functions from the environment, so each
-    // fails at once with advice, in every bash the command starts. Batch
-    // and informational flags go through; `command vim` reaches the real one.
-    ("BASH_FUNC_vi%%", NO_VI),
-    ("BASH_FUNC_vim%%", NO_VIM),
-    ("BASH_FUNC_nvim%%", NO_NVIM),
-    ("BASH_FUNC_nano%%", NO_NANO),
-    ("BASH_FUNC_emacs%%", NO_EMACS),
+    // Editors run by name (`vim file`) find stand-ins first in `PATH`
+    // (see `editor_guards`).
 ];
-
-/// The body of a function standing in for an interactive editor `name`
-/// (see [`NON_INTERACTIVE_ENV`]); `batch` are the `case` patterns of the
-/// arguments that run it without a terminal.
-macro_rules! no_interactive_editor {
-    ($name:literal, $batch:expr) => {
-        concat!(
-            "() { case \" $* \" in ",
-            $batch,
-            ") command ",
-            $name,
-            " \"$@\";; *) echo '",
-            $name,
-            ": an interactive editor cannot run here (no terminal, stdin is empty); ",
-            "edit files with sed -i, or write them with a heredoc: cat <<'\\''EOF'\\'' > file' >&2; ",
-            "return 1;; esac; }"
-        )
-    };
-}
-
-/// Arguments that run vi or vim without a terminal (ex mode, information).
-macro_rules! vim_batch_arguments {
-    () => {
-        "*\" -es \"*|*\" -Es \"*|*\" --version \"*|*\" --help \"*|*\" -h \"*"
-    };
-}
-
-const NO_VI: &str = no_interactive_editor!("vi", vim_batch_arguments!());
-const NO_VIM: &str = no_interactive_editor!("vim", vim_batch_arguments!());
-const NO_NVIM: &str = no_interactive_editor!(
-    "nvim",
-    "*\" -es \"*|*\" -Es \"*|*\" --headless \"*|*\" --version \"*|*\" --help \"*|*\" -h \"*"
-);
-const NO_NANO: &str = no_interactive_editor!(
-    "nano",
-    "*\" --version \"*|*\" -V \"*|*\" --help \"*|*\" -h \"*"
-);
-const NO_EMACS: &str = no_interactive_editor!(
-    "emacs",
-    "*\" --batch \"*|*\" -batch \"*|*\" --script \"*|*\" --version \"*|*\" --help \"*"
-);
 
 /// The editor of a non-interactive command. Git runs its editor through
 /// `sh -c '<editor> "$@"'`, so a shell snippet works and fails at once with

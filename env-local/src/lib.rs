@@ -70,6 +70,7 @@ mod call_log;
 mod clone_exec;
 mod config;
 mod containment;
+mod editor_guards;
 mod error;
 mod exec;
 mod inherited_env;

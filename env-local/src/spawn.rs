@@ -151,7 +151,8 @@ pub fn resolve_cwd(base: &Path, cwd: Option<&Path>) -> Result<PathBuf, ExecError
 
 /// The environment of a child: ours as the policy lets through (secrets
 /// withheld), then the non-interactive defaults, the configured and
-/// per-call variables, and the run marker (later wins).
+/// per-call variables, and the run marker (later wins); non-interactive,
+/// `PATH` starts with the editors' stand-ins.
 pub fn child_environment(
     layers: &[&BTreeMap<String, String>],
     policy: &bashtool_core::EnvPolicy,
@@ -175,6 +176,9 @@ pub fn child_environment(
         OsString::from(MARKER_VARIABLE),
         OsString::from(marker.value()),
     );
+    if non_interactive {
+        crate::editor_guards::guard(&mut env);
+    }
     env.into_iter().collect()
 }
 

@@ -86,20 +86,47 @@ async fn the_model_is_told_about_leftovers() {
 async fn an_editor_run_directly_fails_at_once_with_advice() {
     let dir = temp_dir();
     let exec = local_exec(dir.path());
-    // Whether or not the editors are installed: the functions answer first,
-    // in nested shells too.
+    // Whether or not the editors are installed: the stand-ins come first
+    // in PATH, for every program the command starts (bash, dash, xargs).
     let result = run(
         &exec,
-        "vim notes.txt; echo \"vim $?\"; bash -c 'nano x'; echo \"nano $?\"",
+        "vim notes.txt; echo \"vim $?\"; bash -c 'nano x'; echo \"nano $?\"; \
+         sh -c 'emacs y'; echo \"emacs $?\"; echo z | xargs vi; echo \"vi $?\"; \
+         command nvim; echo \"nvim $?\"",
     )
     .await;
     let output = text(&result);
-    assert!(output.contains("vim 1"), "{output}");
-    assert!(output.contains("nano 1"), "{output}");
+    for status in ["vim 1", "nano 1", "emacs 1", "vi 123", "nvim 1"] {
+        assert!(output.contains(status), "{status}: {output}");
+    }
     assert!(
         output.contains(
             "vim: an interactive editor cannot run here (no terminal, stdin is empty); edit files with sed -i, or write them with a heredoc: cat <<'EOF' > file"
         ),
         "{output}"
+    );
+}
+
+#[tokio::test]
+async fn an_editor_with_a_batch_flag_reaches_the_real_one_later_in_path() {
+    let dir = temp_dir();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).expect("bin");
+    let fake = bin.join("nano");
+    std::fs::write(&fake, "#!/bin/sh\necho \"real nano $*\"\n").expect("fake nano");
+    std::fs::set_permissions(&fake, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+        .expect("chmod");
+    let exec = local_exec(dir.path());
+    let result = run(
+        &exec,
+        "PATH=$PATH:$PWD/bin; nano --version; nano notes; echo \"status $?\"; \
+         PATH=${PATH%%:*}; nano --version; echo \"status $?\"",
+    )
+    .await;
+    assert_eq!(
+        text(&result),
+        "real nano --version\nnano: an interactive editor cannot run here (no terminal, \
+         stdin is empty); edit files with sed -i, or write them with a heredoc: \
+         cat <<'EOF' > file\nstatus 1\nnano: command not found\nstatus 127"
     );
 }

@@ -5,9 +5,9 @@
 //! with two changes:
 //! - `TERM=xterm-256color`, what the terminal emulator behind the job
 //!   understands, so full-screen programs draw;
-//! - the shell functions standing in for `vi`, `vim`, `nvim`, `nano` and
-//!   `emacs` are left out: with a terminal, an editor the command runs by
-//!   name works, and the stand-ins would refuse it.
+//! - the stand-ins for `vi`, `vim`, `nvim`, `nano` and `emacs` are left
+//!   out of `PATH`: with a terminal, an editor the command runs by name
+//!   works, and the stand-ins would refuse it.
 //!
 //! Everything else stays: pagers print (`PAGER=cat`) and `EDITOR` fails
 //! at once unless the command asks for a pager or an editor itself, so a
@@ -30,7 +30,6 @@ pub const INTERACTIVE_TERM: &str = "xterm-256color";
 pub fn interactive_env() -> Vec<(&'static str, &'static str)> {
     NON_INTERACTIVE_ENV
         .iter()
-        .filter(|(name, _)| !name.starts_with("BASH_FUNC_"))
         .map(|&(name, value)| {
             if name == "TERM" {
                 (name, INTERACTIVE_TERM)
@@ -91,11 +90,8 @@ mod tests {
         assert!(env.contains(&("TERM", INTERACTIVE_TERM)));
         assert!(env.contains(&("PAGER", "cat")));
         assert!(!env.iter().any(|(name, _)| name.starts_with("BASH_FUNC_")));
-        assert_eq!(
-            env.len(),
-            NON_INTERACTIVE_ENV.len() - 5,
-            "only the five editor functions are left out"
-        );
+        assert!(!env.iter().any(|(name, _)| *name == "PATH"));
+        assert_eq!(env.len(), NON_INTERACTIVE_ENV.len());
     }
 
     #[test]

@@ -315,6 +315,7 @@ impl Session {
             cwd: &cwd,
             env,
             clear_env: restore.is_some(),
+            editor_guards: config.non_interactive,
             remove: std::env::vars_os()
                 .map(|(name, _)| name)
                 .filter(|name| !config.env_policy.inherits(&name.to_string_lossy()))

@@ -26,6 +26,9 @@ pub(crate) struct ShellSpec<'a> {
     /// Start from an empty environment (the snapshot being restored has
     /// every exported variable, and `unset` ones must stay unset).
     pub clear_env: bool,
+    /// Put the editors' stand-ins first in `PATH` (non-interactive; a
+    /// restored snapshot brings its own `PATH`).
+    pub editor_guards: bool,
     /// The `-c` script that brings the shell up (see
     /// `driver::startup_script`).
     pub startup: String,
@@ -84,6 +87,9 @@ impl Shell {
                 .into_iter()
                 .map(|(key, value)| (OsString::from(key), OsString::from(value))),
         );
+        if spec.editor_guards && !spec.clear_env {
+            crate::editor_guards::guard(&mut env);
+        }
         let mut argv = vec![spec.program.as_os_str().to_owned()];
         argv.extend(
             shell_arguments(&spec.startup)
