@@ -98,6 +98,14 @@ pub struct LocalConfig {
     /// The OS sandbox asked for; default workspace-write. Turned into a
     /// wrapper by [`crate::wrappers_for`].
     pub sandbox: crate::SandboxConfig,
+    /// Shells kept started ahead of stateless calls. A foreground call in
+    /// the default working directory with no variables of its own takes
+    /// one that is already running: a fresh `bash` still, one per call,
+    /// but its start (~1 ms) is off the call's path. Each waits as an idle
+    /// `bash` process. Default 0: every call starts its shell when it
+    /// arrives. Only with bash and `-c` (see `docs/warm-shells.md` for what
+    /// a command can tell).
+    pub warm_shells: usize,
 }
 
 impl Default for LocalConfig {
@@ -119,6 +127,7 @@ impl Default for LocalConfig {
             containment: Arc::new(SessionAndMarker),
             job_records: None,
             sandbox: crate::SandboxConfig::default(),
+            warm_shells: 0,
         }
     }
 }

@@ -197,9 +197,6 @@ mod tests {
         let script = stand_in_script(Path::new("/s/it's"), "vim", VIM_BATCH);
         assert!(script.starts_with("#!/bin/sh\n"), "{script}");
         assert!(script.contains("guards='/s/it'\\''s'\n"), "{script}");
-        assert!(
-            script.contains("exec \"${dir:-.}/vim\" \"$@\""),
-            "{script}"
-        );
+        assert!(script.contains("exec \"${dir:-.}/vim\" \"$@\""), "{script}");
     }
 }

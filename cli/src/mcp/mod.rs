@@ -231,6 +231,9 @@ fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
         working_directory: cwd,
         keep_jobs_on_drop: keep_jobs,
         job_records: Some(bashtool_env_local::default_state_dir()?),
+        // A long-lived server: the next call's fresh shell is started while
+        // the client reads this one's answer.
+        warm_shells: usize::from(stateless),
         ..LocalConfig::default()
     };
     file.apply_to_local(&mut local)?;

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 mod background;
 mod interactive;
 mod jobs_port;
+mod warm;
 
 use crate::call_log::CallLog;
 use crate::config::LocalConfig;
@@ -55,6 +56,8 @@ struct Inner {
     /// for them, so a short-lived process (`bashtool call`) cannot exit
     /// before they land.
     escalations: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
+    /// Shells started ahead of stateless calls (`config.warm_shells`).
+    warm: Option<Arc<warm::WarmShells>>,
 }
 
 /// How the wait for a foreground command ended.
@@ -144,7 +147,12 @@ impl LocalExec {
             sandbox,
             tools: crate::tools::available_tools(),
         };
-        Self {
+        let warm = if sandbox_error.is_none() {
+            warm::WarmShells::for_config(&config)
+        } else {
+            None
+        };
+        let exec = Self {
             inner: Arc::new(Inner {
                 config,
                 logs,
@@ -153,8 +161,31 @@ impl LocalExec {
                 environment,
                 escalations: std::sync::Mutex::new(Vec::new()),
                 sandbox_error,
+                warm,
             }),
+        };
+        exec.fill_warm_shells();
+        exec
+    }
+
+    /// Starts warm shells until the pool is full, in a task of the current
+    /// runtime (none outside one: the first call starts its own shell).
+    fn fill_warm_shells(&self) {
+        if self.inner.warm.is_none() {
+            return;
         }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        // A weak reference: an environment dropped meanwhile starts none.
+        let inner = Arc::downgrade(&self.inner);
+        runtime.spawn(async move {
+            if let Some(inner) = inner.upgrade()
+                && let Some(warm) = &inner.warm
+            {
+                warm.fill(&inner.config);
+            }
+        });
     }
 
     pub fn config(&self) -> &LocalConfig {
@@ -174,6 +205,9 @@ impl LocalExec {
     /// the environment), and waits for the SIGKILLs scheduled for leftovers
     /// that ignored SIGTERM.
     pub async fn shutdown(&self) {
+        if let Some(warm) = &self.inner.warm {
+            warm.clear();
+        }
         if !self.inner.config.keep_jobs_on_drop {
             self.inner.jobs.stop_all().await;
         }
@@ -199,9 +233,21 @@ impl LocalExec {
         let started = Instant::now();
         let config = &self.inner.config;
         let cwd = spawn::resolve_cwd(&config.working_directory, options.cwd.as_deref())?;
-        let marker = RunMarker::new();
-        let request = SpawnRequest::from_config(config, command, &cwd, &options.env, &marker);
-        let spawned = spawn::spawn(&request, spawn::Output::Pipes)?;
+        let warm = match &self.inner.warm {
+            Some(warm) if warm::WarmShells::fits(config, command, &cwd, &options.env) => {
+                warm.start(command, &cwd).await
+            }
+            _ => None,
+        };
+        let (spawned, marker) = if let Some(started) = warm {
+            (started.spawned, started.marker)
+        } else {
+            let marker = RunMarker::new();
+            let request = SpawnRequest::from_config(config, command, &cwd, &options.env, &marker);
+            (spawn::spawn(&request, spawn::Output::Pipes)?, marker)
+        };
+        // The next call's shell starts while this one runs.
+        self.fill_warm_shells();
         let tree = config.containment.contain(spawned.root.pid(), &marker);
         let mut guard = KillOnDrop {
             tree: Arc::clone(&tree),

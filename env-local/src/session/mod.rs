@@ -162,7 +162,15 @@ impl Session {
             message: format!("could not create the session directory: {source}"),
         })?;
         let cwd = config.local.working_directory.clone();
-        let background = LocalExec::prepared(config.local.clone(), sandbox, None);
+        // Its foreground calls go to the session's shell: no warm shells.
+        let background = LocalExec::prepared(
+            LocalConfig {
+                warm_shells: 0,
+                ..config.local.clone()
+            },
+            sandbox,
+            None,
+        );
         let logs = Arc::new(config.local.log_dir_handle());
         let restores_a_file = config.snapshot_path.is_some();
         Ok(Self {

@@ -1,0 +1,293 @@
+//! Shells started before the call that will use them
+//! ([`crate::LocalConfig::warm_shells`]).
+//!
+//! Starting `bash` is most of a stateless call: about 1 ms of exec, dynamic
+//! linking and start-up, against ~0.2 ms of our own work. A warm shell is a
+//! fresh `bash -c`, started like any command (same environment, directory,
+//! wrappers, sandbox, run marker), that first reads its command from a
+//! pipe at fd 3 and then `eval`s it. Each shell runs one command and exits;
+//! the next call takes the next one, and a new one is started behind it.
+//!
+//! What a command can tell (checked against `bash -c` by a test):
+//! - a syntax error is reported as `bash: eval: line N:` where `bash -c`
+//!   says `bash: -c: line N:` (same line, same status 2);
+//! - `/proc/$$/cmdline` shows the reading script, not the command (so
+//!   `pkill -f <pattern>` no longer matches the shell running it);
+//! - a command that is one simple command runs as a child of the shell
+//!   (`bash -c` execs it in the shell's place): one process more;
+//! - `PIPESTATUS` is set before the command's first pipeline (`bash -c`
+//!   sets it after);
+//! - the shell started before the call: a variable of our own environment
+//!   set in between is not seen, `$SECONDS` counts from the start.
+//!
+//! Everything else is `bash -c`'s: `$0`, `$#`, `$-`, `$_`, `$LINENO`,
+//! `$BASH_EXECUTION_STRING`, `return` and `exit`, traps, no extra variable
+//! or descriptor.
+//!
+//! Only calls that match what the shell was started with take one: the
+//! default working directory (the same directory, not only the same path),
+//! no variables of their own, bash as the shell with `-c`. The others start
+//! their shell as before.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::MetadataExt as _;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use tokio::io::AsyncWriteExt as _;
+
+use crate::config::LocalConfig;
+use crate::kill::RunMarker;
+use crate::spawn::{self, ChildIo, Sink, Spawned};
+use crate::wrap::Launch;
+
+/// The script a warm shell runs: read the command's length (ten digits)
+/// and then the command from fd 3, close fd 3, put `$_` back to what bash
+/// started with, and run the command. The command is kept in
+/// `BASH_EXECUTION_STRING`, where `bash -c` has it, so no variable of ours
+/// is left. `read -N` takes bytes in one read(2) each (a line would take
+/// one per byte), counted as bytes under `LC_ALL=C` whatever the locale;
+/// `TMOUT=`: an inherited `TMOUT` must not time the wait out. A shell whose
+/// pipe closes before a whole command arrived exits without running
+/// anything. `exec`, not `builtin exec`: the close must outlast the line.
+const BOOTSTRAP: &str = "TMOUT= LC_ALL=C IFS= builtin read -r -N 10 -u 3 BASH_EXECUTION_STRING && \
+     TMOUT= LC_ALL=C IFS= builtin read -r -N \"$((10#$BASH_EXECUTION_STRING))\" -u 3 BASH_EXECUTION_STRING \
+     || builtin exit 0; exec 3<&-; builtin : ";
+
+/// The length header's width: `read -N 10`.
+const LENGTH_DIGITS: usize = 10;
+
+/// The pool of warm shells of one environment.
+#[derive(Debug)]
+pub(crate) struct WarmShells {
+    capacity: usize,
+    spares: Mutex<Vec<Spare>>,
+    /// One filler at a time, so that the pool never overfills.
+    filling: AtomicBool,
+}
+
+/// A started shell waiting for its command.
+#[derive(Debug)]
+struct Spare {
+    spawned: Option<Spawned>,
+    /// Our end of the command pipe.
+    command: Option<OwnedFd>,
+    marker: RunMarker,
+    /// The working directory it was started in: device and inode.
+    directory: (u64, u64),
+}
+
+impl Drop for Spare {
+    /// An unused shell is killed (it is alone in its session, and unreaped,
+    /// so its pid cannot have been reused).
+    fn drop(&mut self) {
+        if let Some(spawned) = self.spawned.take() {
+            let pid = nix::unistd::Pid::from_raw(spawned.root.pid() as i32);
+            let _ = nix::sys::signal::killpg(pid, nix::sys::signal::Signal::SIGKILL);
+            drop(spawned);
+        }
+    }
+}
+
+/// A warm shell given its command: it now runs like a fresh one.
+pub(crate) struct Started {
+    pub spawned: Spawned,
+    pub marker: RunMarker,
+}
+
+impl WarmShells {
+    /// A pool for `config`, or `None` when it asks for none or its shell is
+    /// not bash run with `-c`.
+    pub(crate) fn for_config(config: &LocalConfig) -> Option<Arc<Self>> {
+        let bash = config.shell.file_name().is_some_and(|name| name == "bash");
+        let dash_c = matches!(
+            config
+                .shell_args
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>()[..],
+            ["-c"] | ["-c", "--"]
+        );
+        (config.warm_shells > 0 && bash && dash_c).then(|| {
+            Arc::new(Self {
+                capacity: config.warm_shells,
+                spares: Mutex::new(Vec::new()),
+                filling: AtomicBool::new(false),
+            })
+        })
+    }
+
+    /// Whether a call with these settings may take a warm shell.
+    pub(crate) fn fits(
+        config: &LocalConfig,
+        command: &str,
+        cwd: &Path,
+        call_env: &BTreeMap<String, String>,
+    ) -> bool {
+        call_env.is_empty() && cwd == config.working_directory && !command.contains('\0')
+    }
+
+    /// Gives `command` to a warm shell started in `cwd`, if one is still
+    /// alive; `None`: start a fresh one.
+    pub(crate) async fn start(&self, command: &str, cwd: &Path) -> Option<Started> {
+        let directory = std::fs::metadata(cwd)
+            .ok()
+            .map(|metadata| (metadata.dev(), metadata.ino()))?;
+        loop {
+            let mut spare = self
+                .spares
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pop()?;
+            // Started in a directory that has since been replaced, or gone:
+            // dropping it kills it.
+            let alive = spare
+                .spawned
+                .as_ref()
+                .is_some_and(|spawned| spawned.root.status() == spawn::ExitStatus::Running);
+            if !alive || spare.directory != directory {
+                continue;
+            }
+            let Some(command_pipe) = spare.command.take() else {
+                continue;
+            };
+            let mut message = format!("{:0width$}", command.len(), width = LENGTH_DIGITS);
+            message.push_str(command);
+            let Ok(mut sender) = tokio::net::unix::pipe::Sender::from_owned_fd(command_pipe) else {
+                continue;
+            };
+            // A shell that died meanwhile takes nothing: EPIPE, and the
+            // call starts a fresh one. One that dies halfway through runs
+            // nothing (its `read -N` comes up short).
+            if sender.write_all(message.as_bytes()).await.is_err() {
+                continue;
+            }
+            drop(sender);
+            let spawned = spare.spawned.take()?;
+            let marker = spare.marker.clone();
+            return Some(Started { spawned, marker });
+        }
+    }
+
+    /// Starts shells until the pool is full. Errors are left to the calls,
+    /// which then start their own shell and report them.
+    pub(crate) fn fill(&self, config: &LocalConfig) {
+        if self.filling.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.fill_alone(config);
+        self.filling.store(false, Ordering::Release);
+    }
+
+    fn fill_alone(&self, config: &LocalConfig) {
+        loop {
+            let count = self
+                .spares
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .len();
+            if count >= self.capacity {
+                return;
+            }
+            let Ok(spare) = start_spare(config) else {
+                return;
+            };
+            self.spares
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push(spare);
+        }
+    }
+
+    /// Kills the shells that wait.
+    pub(crate) fn clear(&self) {
+        let spares =
+            std::mem::take(&mut *self.spares.lock().unwrap_or_else(PoisonError::into_inner));
+        drop(spares);
+    }
+}
+
+/// `text` as one bash word in single quotes.
+fn quote(text: &[u8]) -> Vec<u8> {
+    let mut quoted = Vec::with_capacity(text.len() + 2);
+    quoted.push(b'\'');
+    for &byte in text {
+        if byte == b'\'' {
+            quoted.extend_from_slice(b"'\\''");
+        } else {
+            quoted.push(byte);
+        }
+    }
+    quoted.push(b'\'');
+    quoted
+}
+
+fn start_spare(config: &LocalConfig) -> Result<Spare, bashtool_core::ExecError> {
+    use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
+    let spawn_error = |source: std::io::Error| bashtool_core::ExecError::Spawn {
+        program: config.shell.display().to_string(),
+        source,
+    };
+    let cwd = config.working_directory.clone();
+    let metadata = std::fs::metadata(&cwd).map_err(&spawn_error)?;
+    let marker = RunMarker::new();
+    let env = spawn::child_environment(
+        &[&config.env_policy.set, &config.env],
+        &config.env_policy,
+        config.non_interactive,
+        &marker,
+    );
+    // `$_` starts as bash would have it: the inherited `_`, else argv[0].
+    let initial_underscore = env.iter().find(|(name, _)| name == "_").map_or_else(
+        || config.shell.as_os_str().to_owned(),
+        |(_, value)| value.clone(),
+    );
+    let mut script = BOOTSTRAP.as_bytes().to_vec();
+    script.extend(quote(initial_underscore.as_bytes()));
+    script.extend_from_slice(b"; builtin eval \"$BASH_EXECUTION_STRING\"");
+    let mut argv: Vec<OsString> = vec![config.shell.as_os_str().to_owned()];
+    argv.extend(config.shell_args.iter().map(OsString::from));
+    argv.push(OsString::from_vec(script));
+    let (read_end, write_end) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+        .map_err(|error| spawn_error(error.into()))?;
+    let spawned = spawn::launch(
+        Launch { argv, env, cwd },
+        &config.wrappers,
+        ChildIo {
+            stdin_pipe: false,
+            stdout: Sink::Pipe,
+            stderr: Sink::Pipe,
+            extra: vec![(read_end, 3)],
+        },
+        Some(&marker),
+    )?;
+    Ok(Spare {
+        spawned: Some(spawned),
+        command: Some(write_end),
+        marker,
+        directory: (metadata.dev(), metadata.ino()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_bash_with_dash_c_gets_warm_shells() {
+        let with = |shell: &str, args: &[&str], count: usize| LocalConfig {
+            shell: shell.into(),
+            shell_args: args.iter().map(|arg| (*arg).to_owned()).collect(),
+            warm_shells: count,
+            ..LocalConfig::default()
+        };
+        assert!(WarmShells::for_config(&with("bash", &["-c", "--"], 1)).is_some());
+        assert!(WarmShells::for_config(&with("/usr/bin/bash", &["-c"], 2)).is_some());
+        assert!(WarmShells::for_config(&with("bash", &["-c", "--"], 0)).is_none());
+        assert!(WarmShells::for_config(&with("sh", &["-c", "--"], 1)).is_none());
+        assert!(WarmShells::for_config(&with("bash", &["-ec"], 1)).is_none());
+    }
+}

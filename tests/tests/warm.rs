@@ -1,0 +1,235 @@
+//! Warm shells (`LocalConfig::warm_shells`): a stateless call takes a bash
+//! started before it arrived, and the command cannot tell but for what
+//! `docs/warm-shells.md` lists. Whether a call got a warm shell is decided
+//! here from `/proc` (the shell's pid was already waiting before the call),
+//! not by the code under test.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use bashtool_core::{CommandExec, SpawnOptions};
+use bashtool_env_local::{LocalConfig, LocalExec};
+use bashtool_tests::{pid_alive, pids_in, run, temp_dir, test_config, text, wait_until};
+
+fn exec_with(dir: &Path, warm_shells: usize) -> LocalExec {
+    LocalExec::new(LocalConfig {
+        warm_shells,
+        env: BTreeMap::from([("LANG".to_owned(), "C.UTF-8".to_owned())]),
+        ..test_config(dir)
+    })
+}
+
+/// Children of this process that are bash waiting for a command on fd 3
+/// in `dir` (read from `/proc` by the test; each test has its own `dir`).
+fn waiting_shells(dir: &Path) -> Vec<u32> {
+    let own = std::process::id();
+    bashtool_env_local::all_processes()
+        .into_iter()
+        .filter(|info| info.parent == own && pid_alive(info.pid))
+        .filter(|info| {
+            std::fs::read_link(format!("/proc/{}/cwd", info.pid))
+                .is_ok_and(|cwd| cwd == dir.canonicalize().unwrap_or_default())
+        })
+        .filter(|info| {
+            std::fs::read(format!("/proc/{}/cmdline", info.pid)).is_ok_and(|cmdline| {
+                cmdline
+                    .windows(b"-u 3 BASH_EXECUTION_STRING".len())
+                    .any(|window| window == b"-u 3 BASH_EXECUTION_STRING")
+            })
+        })
+        .map(|info| info.pid)
+        .collect()
+}
+
+/// Waits until a shell is waiting and returns those that are.
+async fn a_waiting_shell(dir: &Path) -> Vec<u32> {
+    let mut waiting = Vec::new();
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            waiting = waiting_shells(dir);
+            !waiting.is_empty()
+        })
+        .await,
+        "no warm shell was started"
+    );
+    waiting
+}
+
+/// Runs `command` on the shell waiting in `dir`, and checks that it did:
+/// the shell that waited has exited (a shell runs one command) and the
+/// output is the command's.
+async fn run_warm(exec: &LocalExec, dir: &Path, command: &str) -> (String, Option<i32>) {
+    let waiting = a_waiting_shell(dir).await;
+    assert_eq!(waiting.len(), 1, "one shell waits: {waiting:?}");
+    let result = run(exec, command).await;
+    assert!(
+        !pid_alive(waiting[0]),
+        "{command}: the waiting shell was not used"
+    );
+    (text(&result), result.exit_code)
+}
+
+#[tokio::test]
+async fn a_warm_shell_runs_the_command_as_bash_c_would() {
+    let dir = temp_dir();
+    let fresh = exec_with(dir.path(), 0);
+    let warm = exec_with(dir.path(), 1);
+    let probes = [
+        "echo \"$0 $# $- [$_]\"",
+        "echo $LINENO\necho \"$LINENO\"",
+        "return 3",
+        "exit 4",
+        "trap 'echo bye' EXIT; false",
+        "set -e; false; echo not reached",
+        "read line; echo \"read $? [$line]\"",
+        // PIPESTATUS: set by the reading script's last command (documented).
+        "compgen -v | grep -v -x -e BASHPID -e RANDOM -e SRANDOM -e PIPESTATUS",
+        // The shell's own descriptors (a single command is not exec'd in
+        // the shell's place by eval: list them from the shell itself).
+        "for fd in /proc/$$/fd/*; do link=$(readlink \"$fd\"); echo \"${fd##*/} ${link%%:*}\"; done",
+        "x=é; echo \"${#x} ${LC_ALL-unset} ${TMOUT-unset}\"",
+        "echo \"${#BASH_EXECUTION_STRING}\"",
+        "f() { caller; echo \"${FUNCNAME[*]} ${BASH_SOURCE[*]-none}\"; }; f",
+        "shopt -s expand_aliases; alias say=echo\nsay aliased",
+        "echo \"it's\" \\\n  continued",
+    ];
+    for probe in probes {
+        let expected = run(&fresh, probe).await;
+        let (output, exit_code) = run_warm(&warm, dir.path(), probe).await;
+        assert_eq!(output, text(&expected), "{probe}");
+        assert_eq!(exit_code, expected.exit_code, "{probe}");
+    }
+    warm.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_syntax_error_is_reported_by_eval_with_the_same_line_and_status() {
+    let dir = temp_dir();
+    let fresh = exec_with(dir.path(), 0);
+    let warm = exec_with(dir.path(), 1);
+    for probe in ["echo a\nif", "echo (", "echo \"open"] {
+        let expected = text(&run(&fresh, probe).await);
+        let (output, exit_code) = run_warm(&warm, dir.path(), probe).await;
+        assert_eq!(
+            output,
+            expected.replace("bash: -c: line", "bash: eval: line"),
+            "{probe}"
+        );
+        assert!(output.contains("bash: eval: line"), "{output}");
+        assert_eq!(exit_code, Some(2), "{probe}");
+    }
+    warm.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_long_command_reaches_a_warm_shell_whole() {
+    let dir = temp_dir();
+    let warm = exec_with(dir.path(), 1);
+    // Over the 100 KiB a fresh shell takes as an argument, with multibyte
+    // characters (the length is in bytes, whatever the locale).
+    let filler = format!(": '{}'\n", "é".repeat(80 * 1024));
+    let (output, exit_code) = run_warm(
+        &warm,
+        dir.path(),
+        &format!("{filler}echo done ${{#BASH_EXECUTION_STRING}}"),
+    )
+    .await;
+    let expected_length = filler.chars().count() + "echo done ${#BASH_EXECUTION_STRING}".len();
+    assert_eq!(output, format!("done {expected_length}"));
+    assert_eq!(exit_code, Some(0));
+    warm.shutdown().await;
+}
+
+#[tokio::test]
+async fn calls_in_another_directory_or_with_variables_start_their_own_shell() {
+    let dir = temp_dir();
+    std::fs::create_dir(dir.path().join("sub")).expect("sub");
+    let warm = exec_with(dir.path(), 1);
+    let waiting = a_waiting_shell(dir.path()).await;
+    let elsewhere = warm
+        .spawn(
+            "echo pid:$$; echo $PWD",
+            SpawnOptions::default().current_dir(dir.path().join("sub")),
+        )
+        .await
+        .expect("runs");
+    let pid = pids_in(&text(&elsewhere))[0];
+    assert!(!waiting.contains(&pid));
+    assert!(text(&elsewhere).ends_with("/sub"), "{}", text(&elsewhere));
+    let with_variables = warm
+        .spawn(
+            "echo pid:$$; echo $ONLY_HERE",
+            SpawnOptions::default().env("ONLY_HERE", "yes"),
+        )
+        .await
+        .expect("runs");
+    let pid = pids_in(&text(&with_variables))[0];
+    assert!(!waiting.contains(&pid));
+    assert!(text(&with_variables).ends_with("\nyes"));
+    warm.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_waiting_shell_that_died_is_replaced_by_a_fresh_one() {
+    let dir = temp_dir();
+    let warm = exec_with(dir.path(), 1);
+    let waiting = a_waiting_shell(dir.path()).await;
+    bashtool_tests::kill_all(&waiting);
+    assert!(
+        wait_until(Duration::from_secs(5), || waiting
+            .iter()
+            .all(|&pid| !pid_alive(pid)))
+        .await
+    );
+    let result = run(&warm, "echo pid:$$; echo still works").await;
+    let output = text(&result);
+    assert!(!waiting.contains(&pids_in(&output)[0]));
+    assert!(output.ends_with("\nstill works"), "{output}");
+    let exit_code = result.exit_code;
+    assert_eq!(exit_code, Some(0));
+    warm.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_warm_shell_that_times_out_is_stopped_with_its_children() {
+    let dir = temp_dir();
+    let warm = exec_with(dir.path(), 1);
+    let waiting = a_waiting_shell(dir.path()).await;
+    let result = warm
+        .spawn(
+            "echo pid:$$; sleep 300 & echo pid:$!; wait",
+            SpawnOptions::default().timeout(Duration::from_millis(500)),
+        )
+        .await
+        .expect("runs");
+    assert!(result.timed_out);
+    let pids = pids_in(&text(&result));
+    assert!(waiting.contains(&pids[0]));
+    let gone = wait_until(Duration::from_secs(10), || {
+        pids.iter().all(|&pid| !pid_alive(pid))
+    })
+    .await;
+    assert!(gone, "survivors: {pids:?}");
+    warm.shutdown().await;
+}
+
+#[tokio::test]
+async fn shutdown_stops_the_waiting_shells() {
+    let dir = temp_dir();
+    let warm = exec_with(dir.path(), 2);
+    let mut waiting = Vec::new();
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            waiting = waiting_shells(dir.path());
+            waiting.len() >= 2
+        })
+        .await
+    );
+    warm.shutdown().await;
+    let gone = wait_until(Duration::from_secs(5), || {
+        waiting.iter().all(|&pid| !pid_alive(pid))
+    })
+    .await;
+    assert!(gone, "still waiting: {waiting:?}");
+}
