@@ -23,6 +23,8 @@ struct Source {
     stream: Stream,
     pipe: Option<pipe::Receiver>,
     buffer: Vec<u8>,
+    /// The pipe was made bigger (see [`grow_if_full`]).
+    grown: bool,
 }
 
 /// Reads a command's stdout and stderr into an [`OutputCapture`].
@@ -57,6 +59,7 @@ impl OutputPump {
                 Vec::new()
             },
             pipe,
+            grown: false,
         };
         Self {
             sources: [
@@ -96,7 +99,10 @@ impl OutputPump {
             };
             match result {
                 Ok(0) | Err(_) => self.close(index),
-                Ok(length) => self.deliver(index, length),
+                Ok(length) => {
+                    grow_if_full(&mut self.sources[index], length);
+                    self.deliver(index, length);
+                }
             }
         }
         self.drain();
@@ -178,6 +184,33 @@ mod spare_buffers {
         }
     }
 }
+
+/// A read that emptied a full pipe (64 KiB, Linux's default) means a
+/// chatty command that was kept waiting: its pipe grows to
+/// [`GROWN_PIPE_SIZE`], for fewer wakeups on both sides. Only then: the
+/// resize costs two system calls and a kernel allocation, a tenth of a
+/// call of `true` that prints nothing.
+fn grow_if_full(source: &mut Source, length: usize) {
+    if source.grown || length < DEFAULT_PIPE_SIZE {
+        return;
+    }
+    source.grown = true;
+    if let Some(pipe) = &source.pipe {
+        use std::os::fd::AsRawFd as _;
+        // Failure is fine: the pipe stays as it is.
+        // SAFETY: fcntl on a descriptor the pipe owns, with an integer.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::fcntl(pipe.as_raw_fd(), libc::F_SETPIPE_SZ, GROWN_PIPE_SIZE);
+        }
+    }
+}
+
+/// Linux's default pipe capacity.
+const DEFAULT_PIPE_SIZE: usize = 64 * 1024;
+
+/// Size asked for a pipe that filled up.
+const GROWN_PIPE_SIZE: libc::c_int = 1024 * 1024;
 
 async fn read(source: &mut Source) -> std::io::Result<usize> {
     match &mut source.pipe {

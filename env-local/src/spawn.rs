@@ -374,19 +374,11 @@ pub fn launch(
     }
 }
 
+/// The read end of an output pipe, registered with the runtime. Its size
+/// stays the default until the reader finds it full (see `reader`).
 fn receiver(fd: OwnedFd) -> std::io::Result<pipe::Receiver> {
-    // A bigger pipe means fewer wakeups for chatty commands; failure is fine.
-    // SAFETY: fcntl on an fd we own, with an integer argument.
-    #[allow(unsafe_code)]
-    unsafe {
-        use std::os::fd::AsRawFd;
-        libc::fcntl(fd.as_raw_fd(), libc::F_SETPIPE_SZ, PIPE_SIZE);
-    }
     pipe::Receiver::from_owned_fd(fd)
 }
-
-/// Size asked for the output pipes.
-const PIPE_SIZE: libc::c_int = 1024 * 1024;
 
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
