@@ -20,7 +20,7 @@
 //! close-on-exec pipe: the parent reads 0 bytes when exec succeeded.
 
 use std::io;
-use std::os::fd::{AsRawFd as _, OwnedFd};
+use std::os::fd::{AsRawFd as _, OwnedFd, RawFd};
 use std::sync::Arc;
 
 use crate::posix_spawn::{CLaunch, ChildFds};
@@ -49,6 +49,10 @@ pub(crate) fn spawn(
     envp.push(std::ptr::null());
     let (report_read, report_write): (OwnedFd, OwnedFd) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(io::Error::from)?;
+    // The child's dup2s fill the numbers below `first_free_fd`: the report
+    // pipe must sit above them, or a failure would be written into the
+    // command's descriptor.
+    let report_write = above(report_write, crate::posix_spawn::first_free_fd(fds))?;
     let report = report_write.as_raw_fd();
     let arguments = ChildArguments {
         launch,
@@ -76,6 +80,18 @@ pub(crate) fn spawn(
         }
         _ => Ok(pid as u32),
     }
+}
+
+/// `fd`, or a close-on-exec copy of it numbered `floor` or more.
+fn above(fd: OwnedFd, floor: RawFd) -> io::Result<OwnedFd> {
+    if fd.as_raw_fd() >= floor {
+        return Ok(fd);
+    }
+    let raw = nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(floor))
+        .map_err(io::Error::from)?;
+    // SAFETY: F_DUPFD_CLOEXEC returned a new descriptor that we own.
+    #[allow(unsafe_code)]
+    Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) })
 }
 
 /// Bytes of the child's stack: the steps and `execve` need little; the
@@ -242,11 +258,21 @@ unsafe fn child(
             .raw_os_error()
             .unwrap_or(libc::EIO)
     };
+    // SAFETY: a plain system call.
+    if unsafe { libc::setsid() } < 0 {
+        fail(last_errno());
+    }
+    // The wrappers' steps come before the descriptors are put in place: a
+    // step uses descriptors prepared in the parent (a sandbox's namespaces
+    // and ruleset), at numbers the dup2s below may take (fd 3 of a warm
+    // shell). Signals are still all blocked.
+    for wrapper in wrappers {
+        if let Err(error) = wrapper.pre_exec() {
+            fail(error.raw_os_error().unwrap_or(libc::EPERM));
+        }
+    }
     // SAFETY: plain system calls on descriptors and memory we own.
     unsafe {
-        if libc::setsid() < 0 {
-            fail(last_errno());
-        }
         let stdin = if let Some(fd) = fds.stdin {
             fd
         } else {
@@ -264,6 +290,8 @@ unsafe fn child(
                 fail(last_errno());
             }
         }
+        // After the steps: in a sandbox's mount namespace, the directory
+        // is the one seen there.
         if libc::chdir(launch.cwd.as_ptr()) < 0 {
             fail(last_errno());
         }
@@ -276,11 +304,6 @@ unsafe fn child(
         let mut empty: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&raw mut empty);
         libc::sigprocmask(libc::SIG_SETMASK, &raw const empty, std::ptr::null_mut());
-    }
-    for wrapper in wrappers {
-        if let Err(error) = wrapper.pre_exec() {
-            fail(error.raw_os_error().unwrap_or(libc::EPERM));
-        }
     }
     // Nothing else is inherited (see posix_spawn.rs), after the wrappers'
     // steps (a sandbox uses descriptors it prepared), sparing the report

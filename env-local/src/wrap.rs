@@ -48,8 +48,10 @@ pub trait SpawnWrapper: Send + Sync + fmt::Debug {
         false
     }
 
-    /// Runs in the child before exec, after the child has its own session
-    /// and its stdio. The child shares the parent's memory until it execs
+    /// Runs in the child before exec, once the child has its own session,
+    /// with every signal blocked, and before its stdio, its extra
+    /// descriptors and its directory are put in place (so that a descriptor
+    /// the step prepared cannot have been replaced by them). The child shares the parent's memory until it execs
     /// (`clone(CLONE_VM | CLONE_VFORK)`, see `clone_exec`), and the parent's
     /// other threads run on meanwhile: the step must be async-signal-safe
     /// (no allocation, no locks), write no memory but its own stack, and

@@ -236,3 +236,53 @@ async fn a_sandboxed_command_is_contained_and_starts_with_default_signals() {
     }
     assert_eq!(signal_mask(&own_status(), "SigBlk:"), blocked_before);
 }
+
+/// The sandbox's steps in the child use descriptors it prepared (its
+/// namespaces, its Landlock ruleset), opened early, at low numbers. A
+/// launch whose extra descriptors take those numbers (a warm shell's
+/// command pipe at 3) must still be sandboxed: the steps run before the
+/// descriptors are put in place. Here every number from 3 to 96 is taken.
+#[tokio::test]
+async fn a_sandboxed_launch_whose_descriptors_take_low_numbers_is_still_sandboxed() {
+    use std::os::fd::OwnedFd;
+    let dir = temp_dir();
+    let config = test_config(dir.path());
+    let wrappers = bashtool_env_local::wrappers_for(&config).expect("sandbox");
+    assert_eq!(wrappers.len(), 1, "the default sandbox is a wrapper");
+    let (read_end, write_end) = nix::unistd::pipe().expect("pipe");
+    drop(write_end);
+    let extra: Vec<(OwnedFd, i32)> = (3..=96)
+        .map(|target| (read_end.try_clone().expect("dup"), target))
+        .collect();
+    let outside = format!("/etc/bashtool-low-fd-test-{}", std::process::id());
+    let spawned = bashtool_env_local::launch(
+        bashtool_env_local::Launch {
+            argv: vec![
+                "bash".into(),
+                "-c".into(),
+                format!("touch {outside} 2>/dev/null && echo wrote || echo refused").into(),
+            ],
+            env: std::env::vars_os().collect(),
+            cwd: dir.path().to_path_buf(),
+        },
+        &wrappers,
+        bashtool_env_local::ChildIo {
+            stdin_pipe: false,
+            stdout: bashtool_env_local::Sink::Pipe,
+            stderr: bashtool_env_local::Sink::Null,
+            extra,
+        },
+        None,
+    )
+    .expect("the sandboxed launch starts");
+    let mut stdout = spawned.stdout.expect("stdout");
+    let mut output = String::new();
+    tokio::io::AsyncReadExt::read_to_string(&mut stdout, &mut output)
+        .await
+        .expect("read");
+    spawned.root.exited().await;
+    let written = std::path::Path::new(&outside).exists();
+    let _ = std::fs::remove_file(&outside);
+    assert!(!written, "the command wrote {outside}");
+    assert_eq!(output, "refused\n");
+}

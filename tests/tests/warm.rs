@@ -42,6 +42,26 @@ fn waiting_shells(dir: &Path) -> Vec<u32> {
         .collect()
 }
 
+/// This process's children, their state, directory and command line.
+fn children_for_diagnosis() -> Vec<String> {
+    let own = std::process::id();
+    bashtool_env_local::all_processes()
+        .into_iter()
+        .filter(|info| info.parent == own)
+        .map(|info| {
+            let cwd = std::fs::read_link(format!("/proc/{}/cwd", info.pid)).unwrap_or_default();
+            let cmdline = std::fs::read(format!("/proc/{}/cmdline", info.pid)).unwrap_or_default();
+            format!(
+                "{} zombie={} cwd={} {}",
+                info.pid,
+                info.zombie,
+                cwd.display(),
+                String::from_utf8_lossy(&cmdline[..cmdline.len().min(60)])
+            )
+        })
+        .collect()
+}
+
 /// Waits until a shell is waiting and returns those that are.
 async fn a_waiting_shell(dir: &Path) -> Vec<u32> {
     let mut waiting = Vec::new();
@@ -51,7 +71,9 @@ async fn a_waiting_shell(dir: &Path) -> Vec<u32> {
             !waiting.is_empty()
         })
         .await,
-        "no warm shell was started"
+        "no warm shell was started in {}; children: {:?}",
+        dir.display(),
+        children_for_diagnosis()
     );
     waiting
 }
