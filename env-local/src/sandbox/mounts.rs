@@ -214,8 +214,12 @@ impl SharedMounts {
     }
 
     /// Joins the namespace from the child. Async-signal-safe. `setns`
-    /// moves the working directory to the namespace's root: it is entered
-    /// again by path, which also goes through the binds.
+    /// moves the working directory to the namespace's root: the directory
+    /// the child had is entered again by path, through the binds. (env-local's
+    /// own launch sets the command's directory after the steps anyway; a
+    /// caller that set it before, such as a `pre_exec` of std's `Command`,
+    /// gets it back here.) Should that directory not be reachable in the
+    /// namespace, the child stays at its root: not an error here.
     pub fn enter(&self) -> std::io::Result<()> {
         let mut buffer = [0u8; libc::PATH_MAX as usize];
         // SAFETY: getcwd writes at most `buffer.len()` bytes, NUL included.
@@ -225,7 +229,7 @@ impl SharedMounts {
         check(unsafe { libc::setns(namespace, libc::CLONE_NEWNS) })?;
         if found {
             // SAFETY: getcwd NUL-terminated the path in `buffer`.
-            check(unsafe { libc::chdir(buffer.as_ptr().cast()) })?;
+            unsafe { libc::chdir(buffer.as_ptr().cast()) };
         }
         Ok(())
     }
