@@ -236,9 +236,10 @@ pub fn spawn(request: &SpawnRequest<'_>, output: Output) -> Result<Spawned, Exec
 
 /// The one way env-local starts a process (stateless calls, the session's
 /// shell, background jobs): applies the wrappers' rewrites, then starts the
-/// program as the leader of a new session with `io`, through `posix_spawn`
-/// or, when a wrapper needs a step in the child, through a `clone` child
-/// that shares our memory until it execs (see `clone_exec`).
+/// program as the leader of a new session with `io`, through a `clone`
+/// child that shares our memory until it execs (see `clone_exec`), or
+/// through `posix_spawn` where the kernel cannot reset our signal handlers
+/// in such a child and no wrapper needs a step in it.
 pub fn launch(
     mut launch: Launch,
     wrappers: &[Arc<dyn SpawnWrapper>],
@@ -331,8 +332,11 @@ pub fn launch(
             .map(|(fd, target)| (fd.as_raw_fd(), *target))
             .collect(),
     };
+    // The clone child also when no step asks for it, where the kernel
+    // resets our signal handlers for it: glibc's `posix_spawn` child asks
+    // about every signal, ~125 system calls while this thread waits.
     let start = |c_launch: &CLaunch| {
-        if need_pre_exec(wrappers) {
+        if need_pre_exec(wrappers) || clone_exec::clears_handlers() != Some(false) {
             clone_exec::spawn(c_launch, &fds, wrappers)
         } else {
             posix_spawn::spawn(c_launch, &fds)

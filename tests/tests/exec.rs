@@ -237,6 +237,48 @@ async fn a_sandboxed_command_is_contained_and_starts_with_default_signals() {
     assert_eq!(signal_mask(&own_status(), "SigBlk:"), blocked_before);
 }
 
+/// Without a sandbox the command starts in the same kind of child (made
+/// with `clone3(CLONE_CLEAR_SIGHAND)` where the kernel has it, else by
+/// `posix_spawn`): no blocked signal, the default action of the signals it
+/// is stopped with (Rust's runtime ignores SIGPIPE), and a signal the host
+/// ignores for its own reasons stays ignored, as across `fork` and exec.
+#[tokio::test(flavor = "current_thread")]
+async fn an_unsandboxed_command_starts_with_default_signals_and_keeps_ignored_ones() {
+    // SAFETY: SIG_IGN installs no handler; nothing in this test binary
+    // uses SIGUSR2.
+    #[allow(unsafe_code)]
+    unsafe {
+        nix::sys::signal::signal(Signal::SIGUSR2, nix::sys::signal::SigHandler::SigIgn)
+            .expect("ignore SIGUSR2");
+    }
+    let dir = temp_dir();
+    let exec = LocalExec::new(LocalConfig {
+        sandbox: bashtool_env_local::SandboxConfig {
+            mode: bashtool_env_local::SandboxMode::Off,
+            ..bashtool_env_local::SandboxConfig::default()
+        },
+        ..test_config(dir.path())
+    });
+    let own_status = || std::fs::read_to_string("/proc/thread-self/status").expect("status");
+    let blocked_before = signal_mask(&own_status(), "SigBlk:");
+    let output = text(&run(&exec, "cat /proc/self/status").await);
+    assert_eq!(signal_mask(&output, "SigBlk:"), 0, "{output}");
+    let ignored = signal_mask(&output, "SigIgn:");
+    for signal in [
+        Signal::SIGHUP,
+        Signal::SIGINT,
+        Signal::SIGQUIT,
+        Signal::SIGPIPE,
+        Signal::SIGTERM,
+    ] {
+        let bit = 1_u64 << (signal as i32 - 1);
+        assert_eq!(ignored & bit, 0, "{signal} ignored: {output}");
+    }
+    let usr2 = 1_u64 << (Signal::SIGUSR2 as i32 - 1);
+    assert_eq!(ignored & usr2, usr2, "SIGUSR2 no longer ignored: {output}");
+    assert_eq!(signal_mask(&own_status(), "SigBlk:"), blocked_before);
+}
+
 /// The sandbox's steps in the child use descriptors it prepared (its
 /// namespaces, its Landlock ruleset), opened early, at low numbers. A
 /// launch whose extra descriptors take those numbers (a warm shell's
