@@ -372,3 +372,66 @@ fn call_runs_a_command_starting_with_a_dash() {
         json!("stdout:\nhello world\nexit code 0")
     );
 }
+
+/// bashtool run by a command inside bashtool's own sandbox (an agent that
+/// tests its tools): there `clone3` is refused (the filter answers
+/// `ENOSYS`), so the inner one starts its commands with the `clone` child
+/// that resets our signal handlers itself, and they start as they should:
+/// no blocked signal, SIGTERM not ignored.
+#[test]
+fn bashtool_inside_its_own_sandbox_still_runs_commands() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let inner = dir.path().join("inner.json");
+    std::fs::write(
+        &inner,
+        json!({"command": "grep -E '^Sig(Blk|Ign)' /proc/self/status; echo inner-ok"}).to_string(),
+    )
+    .expect("write the inner input");
+    let outer = json!({
+        "command": format!(
+            "'{}' call --sandbox off --cwd '{}' < '{}'",
+            env!("CARGO_BIN_EXE_bashtool"),
+            dir.path().display(),
+            inner.display()
+        ),
+    });
+    let mut child = bashtool()
+        .args(["call", "--cwd"])
+        .arg(dir.path())
+        .env("XDG_STATE_HOME", dir.path().join("state"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start bashtool call");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(outer.to_string().as_bytes())
+        .expect("write input");
+    let output = child.wait_with_output().expect("bashtool call ends");
+    let result: Value = serde_json::from_slice(&output.stdout).expect("outer result");
+    assert_eq!(result["details"]["exit_code"], json!(0), "{result}");
+    assert_eq!(
+        result["details"]["sandbox"]["mode"],
+        json!("workspace-write"),
+        "{result}"
+    );
+    let stdout = result["content"][0]["text"].as_str().expect("text");
+    let json_start = stdout.find('{').expect("the inner result");
+    let json_end = stdout.rfind('}').expect("the inner result");
+    let inner: Value = serde_json::from_str(&stdout[json_start..=json_end]).expect("inner JSON");
+    assert_eq!(inner["details"]["exit_code"], json!(0), "{inner}");
+    let text = inner["content"][0]["text"].as_str().expect("inner text");
+    assert!(text.contains("inner-ok"), "{text}");
+    let mask = |field: &str| {
+        text.lines()
+            .find_map(|line| line.strip_prefix(field))
+            .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+            .unwrap_or_else(|| panic!("no {field} in {text}"))
+    };
+    assert_eq!(mask("SigBlk:"), 0, "{text}");
+    // SIGTERM is signal 15 on every architecture bashtool runs on.
+    assert_eq!(mask("SigIgn:") & (1 << (15 - 1)), 0, "{text}");
+}
