@@ -389,29 +389,12 @@ fn bashtool_inside_its_own_sandbox_still_runs_commands() {
     .expect("write the inner input");
     let outer = json!({
         "command": format!(
-            "'{}' call --sandbox off --cwd '{}' < '{}'",
+            "'{}' call --sandbox off < '{}'",
             env!("CARGO_BIN_EXE_bashtool"),
-            dir.path().display(),
             inner.display()
         ),
     });
-    let mut child = bashtool()
-        .args(["call", "--cwd"])
-        .arg(dir.path())
-        .env("XDG_STATE_HOME", dir.path().join("state"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start bashtool call");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(outer.to_string().as_bytes())
-        .expect("write input");
-    let output = child.wait_with_output().expect("bashtool call ends");
-    let result: Value = serde_json::from_slice(&output.stdout).expect("outer result");
+    let result = call_with(isolated(dir.path()), &[], &outer.to_string());
     assert_eq!(result["details"]["exit_code"], json!(0), "{result}");
     assert_eq!(
         result["details"]["sandbox"]["mode"],

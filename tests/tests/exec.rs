@@ -198,6 +198,23 @@ fn signal_mask(status: &str, field: &str) -> u64 {
         .unwrap_or_else(|| panic!("no {field} in {status}"))
 }
 
+/// `status` (a command's `/proc/self/status`) shows no blocked signal and
+/// none of the signals a command is stopped with ignored.
+fn assert_starts_with_default_signals(status: &str) {
+    assert_eq!(signal_mask(status, "SigBlk:"), 0, "{status}");
+    let ignored = signal_mask(status, "SigIgn:");
+    for signal in [
+        Signal::SIGHUP,
+        Signal::SIGINT,
+        Signal::SIGQUIT,
+        Signal::SIGPIPE,
+        Signal::SIGTERM,
+    ] {
+        let bit = 1_u64 << (signal as i32 - 1);
+        assert_eq!(ignored & bit, 0, "{signal} ignored: {status}");
+    }
+}
+
 /// A sandboxed command starts in a child that shares our memory until it
 /// execs (`clone(CLONE_VM | CLONE_VFORK)`): the sandbox's steps still ran
 /// in it (a write outside the workspace is refused), the command gets no
@@ -222,18 +239,7 @@ async fn a_sandboxed_command_is_contained_and_starts_with_default_signals() {
     assert!(!written, "the sandbox let the command write {outside}");
     let output = text(&result);
     assert!(output.ends_with("refused"), "{output}");
-    assert_eq!(signal_mask(&output, "SigBlk:"), 0, "{output}");
-    let ignored = signal_mask(&output, "SigIgn:");
-    for signal in [
-        Signal::SIGHUP,
-        Signal::SIGINT,
-        Signal::SIGQUIT,
-        Signal::SIGPIPE,
-        Signal::SIGTERM,
-    ] {
-        let bit = 1_u64 << (signal as i32 - 1);
-        assert_eq!(ignored & bit, 0, "{signal} ignored: {output}");
-    }
+    assert_starts_with_default_signals(&output);
     assert_eq!(signal_mask(&own_status(), "SigBlk:"), blocked_before);
 }
 
@@ -262,20 +268,13 @@ async fn an_unsandboxed_command_starts_with_default_signals_and_keeps_ignored_on
     let own_status = || std::fs::read_to_string("/proc/thread-self/status").expect("status");
     let blocked_before = signal_mask(&own_status(), "SigBlk:");
     let output = text(&run(&exec, "cat /proc/self/status").await);
-    assert_eq!(signal_mask(&output, "SigBlk:"), 0, "{output}");
-    let ignored = signal_mask(&output, "SigIgn:");
-    for signal in [
-        Signal::SIGHUP,
-        Signal::SIGINT,
-        Signal::SIGQUIT,
-        Signal::SIGPIPE,
-        Signal::SIGTERM,
-    ] {
-        let bit = 1_u64 << (signal as i32 - 1);
-        assert_eq!(ignored & bit, 0, "{signal} ignored: {output}");
-    }
+    assert_starts_with_default_signals(&output);
     let usr2 = 1_u64 << (Signal::SIGUSR2 as i32 - 1);
-    assert_eq!(ignored & usr2, usr2, "SIGUSR2 no longer ignored: {output}");
+    assert_eq!(
+        signal_mask(&output, "SigIgn:") & usr2,
+        usr2,
+        "SIGUSR2 no longer ignored: {output}"
+    );
     assert_eq!(signal_mask(&own_status(), "SigBlk:"), blocked_before);
 }
 
