@@ -83,7 +83,7 @@ fn main() {
     let (network_off, built_off) = build(SandboxMode::WorkspaceWrite, NetworkMode::Off);
     let (read_only, _) = build(SandboxMode::ReadOnly, NetworkMode::On);
     let names = [
-        "unsandboxed, posix_spawn (env-local's fast path)",
+        "unsandboxed, posix_spawn (env-local's path where clone3 is missing)",
         "unsandboxed, fork + setsid in pre_exec",
         "workspace-write, network on",
         "workspace-write, network off",

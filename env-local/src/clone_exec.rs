@@ -27,7 +27,7 @@
 use std::io;
 use std::os::fd::{AsRawFd as _, OwnedFd, RawFd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::posix_spawn::{CLaunch, ChildFds};
 use crate::wrap::SpawnWrapper;
@@ -192,13 +192,10 @@ fn clone_child(arguments: &mut ChildArguments<'_>) -> io::Result<libc::pid_t> {
         libc::sigfillset(&raw mut all);
         libc::pthread_sigmask(libc::SIG_SETMASK, &raw const all, &raw mut previous);
         let mut pid = -1;
-        if clears_handlers() != Some(false) {
+        if may_clear_handlers() {
             arguments.handlers_cleared = true;
             match clone3_clearing_handlers(&stack, std::ptr::from_mut(arguments).cast()) {
-                Ok(child) => {
-                    CLEARS_HANDLERS.store(CLEARS, Ordering::Relaxed);
-                    pid = child;
-                }
+                Ok(child) => pid = child,
                 // No clone3 (Linux < 5.3, or a seccomp filter that refuses
                 // it, as ours does), or no CLONE_CLEAR_SIGHAND (< 5.5).
                 Err(error)
@@ -207,8 +204,10 @@ fn clone_child(arguments: &mut ChildArguments<'_>) -> io::Result<libc::pid_t> {
                         Some(libc::ENOSYS | libc::EINVAL | libc::EPERM)
                     ) =>
                 {
-                    CLEARS_HANDLERS.store(DOES_NOT_CLEAR, Ordering::Relaxed);
+                    CLONE3_REFUSED.store(true, Ordering::Relaxed);
                 }
+                // Out of processes or memory: the plain clone below tries
+                // once more and reports its own error.
                 Err(_) => {}
             }
             arguments.handlers_cleared = false;
@@ -230,24 +229,15 @@ fn clone_child(arguments: &mut ChildArguments<'_>) -> io::Result<libc::pid_t> {
     }
 }
 
-/// Whether `clone3` with `CLONE_CLEAR_SIGHAND` works here, once a spawn
-/// found out.
-static CLEARS_HANDLERS: AtomicU8 = AtomicU8::new(UNKNOWN);
-const UNKNOWN: u8 = 0;
-const CLEARS: u8 = 1;
-const DOES_NOT_CLEAR: u8 = 2;
+/// A spawn found that the kernel refuses `clone3` with `CLONE_CLEAR_SIGHAND`.
+static CLONE3_REFUSED: AtomicBool = AtomicBool::new(false);
 
-/// `Some(true)` when the kernel resets our handlers in the child, so that
-/// a spawn through here costs no more than `posix_spawn` (glibc's asks
-/// about every signal in the child: ~125 system calls); `None` before the
-/// first spawn.
-pub(crate) fn clears_handlers() -> Option<bool> {
-    match CLEARS_HANDLERS.load(Ordering::Relaxed) {
-        CLEARS => Some(true),
-        DOES_NOT_CLEAR => Some(false),
-        _ if cfg!(target_arch = "x86_64") => None,
-        _ => Some(false),
-    }
+/// False once a spawn found that the kernel cannot reset our handlers in
+/// the child (and on other architectures than x86_64): a spawn through
+/// here then costs more than `posix_spawn`, whose child also asks about
+/// every signal. True before the first spawn, which finds out.
+pub(crate) fn may_clear_handlers() -> bool {
+    cfg!(target_arch = "x86_64") && !CLONE3_REFUSED.load(Ordering::Relaxed)
 }
 
 /// `clone3(CLONE_VM | CLONE_VFORK | CLONE_CLEAR_SIGHAND)`: the child runs

@@ -336,7 +336,7 @@ pub fn launch(
     // resets our signal handlers for it: glibc's `posix_spawn` child asks
     // about every signal, ~125 system calls while this thread waits.
     let start = |c_launch: &CLaunch| {
-        if need_pre_exec(wrappers) || clone_exec::clears_handlers() != Some(false) {
+        if need_pre_exec(wrappers) || clone_exec::may_clear_handlers() {
             clone_exec::spawn(c_launch, &fds, wrappers)
         } else {
             posix_spawn::spawn(c_launch, &fds)

@@ -11,9 +11,9 @@
 //!   seccomp filter, set rlimits or a parent-death signal.
 //!
 //! Wrappers apply in the order they are listed in
-//! [`crate::LocalConfig::wrappers`]. When no wrapper needs a step in the
-//! child, env-local keeps its fast path (`posix_spawn`, a vfork-style clone);
-//! a step in the child needs a real `fork`, which costs the page-table copy.
+//! [`crate::LocalConfig::wrappers`]. The steps run in a child that shares
+//! our memory until it execs (`clone(CLONE_VM | CLONE_VFORK)`, see
+//! `clone_exec`), not a `fork`, which would copy the page tables.
 
 use std::ffi::OsString;
 use std::fmt;
@@ -84,7 +84,7 @@ pub fn apply_wrappers(
     Ok(())
 }
 
-/// True when some wrapper needs a step in the child (no `posix_spawn`).
+/// True when some wrapper needs a step in the child (never `posix_spawn`).
 pub fn need_pre_exec(wrappers: &[Arc<dyn SpawnWrapper>]) -> bool {
     wrappers.iter().any(|wrapper| wrapper.needs_pre_exec())
 }

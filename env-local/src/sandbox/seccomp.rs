@@ -124,8 +124,9 @@ impl Assembler {
         self.code.push((code, value, if_true, if_false));
     }
 
-    /// A binary search of the loaded call number among `calls` (sorted),
-    /// jumping to the target of the one it equals, to `Allow` if none.
+    /// A binary search of the loaded call number among `calls` (sorted,
+    /// not empty), jumping to the target of the one it equals, to `Allow`
+    /// if none.
     fn search(&mut self, calls: &[(u32, Target)]) {
         /// Below this many, comparing each costs no more than halving.
         const LEAF: usize = 4;
@@ -137,9 +138,6 @@ impl Assembler {
                     Target::Next
                 };
                 self.push(JUMP_EQUAL, call, target, otherwise);
-            }
-            if calls.is_empty() {
-                self.push(RETURN, ALLOW, Target::Next, Target::Next);
             }
             return;
         }
