@@ -219,6 +219,73 @@ fn mount_unshare_and_chroot_are_refused() {
     }
 }
 
+/// The capabilities that change the host, as the kernel numbers them.
+const HOST_CHANGING_CAPABILITIES: &[(u32, &str)] = &[
+    (9, "CAP_LINUX_IMMUTABLE"),
+    (12, "CAP_NET_ADMIN"),
+    (16, "CAP_SYS_MODULE"),
+    (17, "CAP_SYS_RAWIO"),
+    (18, "CAP_SYS_CHROOT"),
+    (19, "CAP_SYS_PTRACE"),
+    (21, "CAP_SYS_ADMIN"),
+    (22, "CAP_SYS_BOOT"),
+    (25, "CAP_SYS_TIME"),
+    (27, "CAP_MKNOD"),
+    (39, "CAP_BPF"),
+];
+
+/// The `Cap*` masks of one `/proc/<pid>/status`, by name.
+fn capability_masks(status: &str) -> Vec<(String, u64)> {
+    status
+        .lines()
+        .filter_map(|line| {
+            let (name, mask) = line.strip_prefix("Cap")?.split_once(':')?;
+            let mask = u64::from_str_radix(mask.trim(), 16).expect("hex mask");
+            Some((format!("Cap{name}"), mask))
+        })
+        .collect()
+}
+
+#[test]
+fn no_command_holds_or_regains_a_host_changing_capability() {
+    let fixture = fixture();
+    let sandbox = default_sandbox(&fixture);
+    // bash's own sets, then those of a program it executes: for root every
+    // `exec` recomputes the sets from scratch, the moment to regain them.
+    let output = run(
+        &sandbox,
+        &fixture,
+        "cat /proc/$$/status; echo ---; exec cat /proc/self/status",
+    );
+    let stdout = text(&output.stdout);
+    let (shell, program) = stdout.split_once("---").expect("both statuses");
+    for (process, status) in [("bash", shell), ("its program", program)] {
+        let masks = capability_masks(status);
+        for name in ["CapInh", "CapPrm", "CapEff", "CapAmb"] {
+            let (_, mask) = masks
+                .iter()
+                .find(|(found, _)| found == name)
+                .unwrap_or_else(|| panic!("{name} missing from {status}"));
+            for (number, capability) in HOST_CHANGING_CAPABILITIES {
+                assert_eq!(
+                    mask & (1 << number),
+                    0,
+                    "{process} holds {capability} in {name}"
+                );
+            }
+        }
+        if nix::unistd::geteuid().is_root() {
+            // File work as root stays (Landlock limits where).
+            let effective = masks
+                .iter()
+                .find(|(name, _)| name == "CapEff")
+                .expect("CapEff")
+                .1;
+            assert_ne!(effective & (1 << 1), 0, "{process} lost CAP_DAC_OVERRIDE");
+        }
+    }
+}
+
 /// A process of the test, outside the sandbox.
 fn outside_process() -> Child {
     Command::new("sleep")
