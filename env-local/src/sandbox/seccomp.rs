@@ -149,8 +149,15 @@ impl Assembler {
         self.search(upper);
     }
 
-    fn finish(self, labels: &[(usize, Target)]) -> Vec<libc::sock_filter> {
-        let position = |target: Target, index: usize| -> u8 {
+    /// Resolves the targets. A target without its label, or one further
+    /// than a cBPF jump reaches (255 instructions), is an error: either
+    /// would send a call to the wrong verdict.
+    fn finish(self, labels: &[(usize, Target)]) -> Result<Vec<libc::sock_filter>, Error> {
+        let invalid = |message: String| Error::SandboxSetup {
+            step: "assembling the seccomp filter".to_owned(),
+            source: std::io::Error::other(message),
+        };
+        let position = |target: Target, index: usize| -> Result<u8, Error> {
             let at = match target {
                 Target::Next => index + 1,
                 Target::At(at) => at,
@@ -159,18 +166,27 @@ impl Assembler {
                     .find(|(_, label)| {
                         std::mem::discriminant(label) == std::mem::discriminant(&other)
                     })
-                    .map_or(index + 1, |(at, _)| *at),
+                    .map(|(at, _)| *at)
+                    .ok_or_else(|| invalid(format!("instruction {index}: no such label")))?,
             };
-            u8::try_from(at - index - 1).unwrap_or(u8::MAX)
+            at.checked_sub(index + 1)
+                .and_then(|offset| u8::try_from(offset).ok())
+                .ok_or_else(|| {
+                    invalid(format!(
+                        "instruction {index}: a jump to {at} is not 0..=255 instructions forward"
+                    ))
+                })
         };
         self.code
             .iter()
             .enumerate()
-            .map(|(index, &(code, k, if_true, if_false))| libc::sock_filter {
-                code,
-                jt: position(if_true, index),
-                jf: position(if_false, index),
-                k,
+            .map(|(index, &(code, k, if_true, if_false))| {
+                Ok(libc::sock_filter {
+                    code,
+                    jt: position(if_true, index)?,
+                    jf: position(if_false, index)?,
+                    k,
+                })
             })
             .collect()
     }
@@ -242,7 +258,7 @@ impl Filters {
             (not_implemented, Target::NotImplemented),
             (clone, Target::Clone),
             (ioctl, Target::Ioctl),
-        ]);
+        ])?;
         Ok(Self { program })
     }
 
@@ -296,6 +312,37 @@ mod tests {
         }
         let last = filters.program.last().expect("instructions");
         assert_eq!((last.code, last.k), (RETURN, NOT_IMPLEMENTED));
+    }
+
+    #[test]
+    fn a_jump_too_far_or_to_a_missing_label_is_refused() {
+        let mut far = Assembler { code: Vec::new() };
+        far.push(JUMP_EQUAL, 1, Target::Deny, Target::Next);
+        for _ in 0..256 {
+            far.push(RETURN, ALLOW, Target::Next, Target::Next);
+        }
+        let deny = far.code.len();
+        far.push(RETURN, DENY, Target::Next, Target::Next);
+        let error = far
+            .finish(&[(deny, Target::Deny)])
+            .expect_err("257 forward");
+        assert!(error.to_string().contains("instruction 0"), "{error}");
+
+        let mut near = Assembler { code: Vec::new() };
+        near.push(JUMP_EQUAL, 1, Target::Deny, Target::Next);
+        for _ in 0..255 {
+            near.push(RETURN, ALLOW, Target::Next, Target::Next);
+        }
+        let deny = near.code.len();
+        near.push(RETURN, DENY, Target::Next, Target::Next);
+        let program = near.finish(&[(deny, Target::Deny)]).expect("255 forward");
+        assert_eq!(program[0].jt, 255);
+
+        let mut unlabelled = Assembler { code: Vec::new() };
+        unlabelled.push(JUMP_EQUAL, 1, Target::Ioctl, Target::Next);
+        unlabelled.push(RETURN, ALLOW, Target::Next, Target::Next);
+        let error = unlabelled.finish(&[]).expect_err("no Ioctl label");
+        assert!(error.to_string().contains("no such label"), "{error}");
     }
 
     /// What the program returns for a call, run the way the kernel runs
