@@ -45,8 +45,10 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
     // Rounds of call-for-call turns, so that load drifts hit both sides of a
     // ratio alike: `bash -c true` against the tool, the tool against the
     // tool in the sandbox.
-    let plan = Plan::new(effort, 3, 8, 3);
-    let per_round = effort.runs(150);
+    // Five rounds at least: a row whose target is a few percent needs the
+    // median of several rounds; one round's ratio moves by ±3% here.
+    let plan = Plan::new(effort, 5, 10, 3);
+    let per_round = effort.runs(200);
     let (mut baseline, mut ours) = (Samples::empty(), Samples::empty());
     let (mut unsandboxed, mut in_sandbox) = (Samples::empty(), Samples::empty());
     let (mut overhead, mut sandbox_cost) = (Ratios::default(), Ratios::default());
