@@ -1,6 +1,8 @@
-//! Item 2: a call of `true` through the tool on a persistent session,
-//! against spawning `bash -c true` directly (the same baseline as item 1,
-//! measured again, call for call in turns with the session's).
+//! Item 2: a call of `true` through the tool on a persistent session (in
+//! the default sandbox, as `bashtool mcp` runs it), against spawning
+//! `bash -c true` directly (the same baseline as item 1, measured again,
+//! call for call in turns with the session's); row 2s: what the sandbox
+//! adds to that session call.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +21,12 @@ use crate::table::Row;
 /// The issue's target: a session call at least this many times faster.
 const TARGET_SPEEDUP: f64 = 10.0;
 
+/// One call of `true` through `tool`.
+async fn call_true(tool: &BashTool) {
+    let result = tool.call(json!({"command": "true"})).await;
+    assert!(!result.is_error, "{}", result.text());
+}
+
 pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
     let session = Session::new(SessionConfig::default())?;
     let tool = BashTool::new(
@@ -28,10 +36,7 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
         },
         Arc::new(session.clone()),
     );
-    let call = || async {
-        let result = tool.call(json!({"command": "true"})).await;
-        assert!(!result.is_error, "{}", result.text());
-    };
+    let call = || call_true(&tool);
     // Two ways, because they disagree on this machine: in turns with the
     // baseline (both see the same load, but the shell must be woken after
     // each spawn, as after an agent's pause), in rounds until two agree; and
@@ -52,6 +57,7 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
     let block_baseline = measure(20, effort.runs(1000), bash_true_once).await;
     let back_to_back = measure(50, effort.runs(1000), call).await;
     let cpu = cpu_row(effort, &session, call).await;
+    let sandboxed = sandbox_row(effort, &tool).await?;
     session.shutdown().await?;
     Ok(vec![
         row(
@@ -67,7 +73,59 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
             None,
         ),
         cpu,
+        sandboxed,
     ])
+}
+
+/// Issue #13's target: a sandboxed session call costs at most this much
+/// more than an unsandboxed one.
+const SANDBOX_TARGET: f64 = 1.10;
+
+/// Row 2s: the session call above (the default sandbox, workspace-write)
+/// in turns with the same call on a session without a sandbox.
+async fn sandbox_row(effort: Effort, sandboxed: &BashTool) -> anyhow::Result<Row> {
+    let mut config = SessionConfig::default();
+    config.local.sandbox.mode = bashtool_env_local::SandboxMode::Off;
+    let session = Session::new(config)?;
+    let unsandboxed = BashTool::new(
+        ToolConfig {
+            persistent_session: true,
+            ..ToolConfig::default()
+        },
+        Arc::new(session.clone()),
+    );
+    let plan = Plan::new(effort, 5, 10, 3);
+    let (mut plain, mut boxed) = (Samples::empty(), Samples::empty());
+    let mut costs = Ratios::default();
+    while plan.another(costs.len(), [&costs]) {
+        let warmup = if costs.is_empty() { 50 } else { 5 };
+        let (without, with) = measure_interleaved(
+            warmup,
+            effort.runs(300),
+            || call_true(&unsandboxed),
+            || call_true(sandboxed),
+        )
+        .await;
+        costs.push(with.ratio_to(&without));
+        plain.extend(&without);
+        boxed.extend(&with);
+    }
+    session.shutdown().await?;
+    let percent = |ratio: f64| format!("{:+.1}%", (ratio - 1.0) * 100.0);
+    let median = costs.median().unwrap_or(f64::NAN);
+    Ok(Row {
+        number: "2s",
+        what: "the same session call in the default sandbox (workspace-write)".into(),
+        ours: spread(&boxed),
+        baseline: format!("unsandboxed session, in turns: {}", spread(&plain)),
+        ratio: format!(
+            "{} for the sandbox ({})",
+            percent(median),
+            costs.summary(percent)
+        ),
+        target: "≤ 10% more",
+        met: Some(median <= SANDBOX_TARGET),
+    })
 }
 
 /// CPU time per call: ours and the shells', for the baseline and the session.

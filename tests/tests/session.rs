@@ -754,3 +754,54 @@ async fn dropping_a_call_stops_its_command_and_the_session_goes_on() {
         format!("stdout:\n1\nexit code 0\n{}\n{RESTARTED}", cwd_line(&root))
     );
 }
+
+/// The session's shell runs in the default sandbox (workspace-write), so
+/// both what it writes itself (a redirection) and what its commands and
+/// background jobs write outside the workspace are refused; inside, both
+/// work. Decided from outside: which files exist afterwards.
+#[tokio::test]
+async fn the_shell_its_commands_and_its_jobs_are_sandboxed() {
+    let (_dir, root) = workspace();
+    let session = new_session(&root);
+    let tool = session_tool(&session);
+    let outside = |what: &str| {
+        PathBuf::from(format!(
+            "/etc/bashtool-session-{what}-{}",
+            std::process::id()
+        ))
+    };
+    let (by_shell, by_command, by_job) = (outside("shell"), outside("command"), outside("job"));
+    let result = run(
+        &tool,
+        &format!(
+            "echo x > {} ; touch {} ; echo x > inside-by-shell; touch inside-by-command; \
+             grep Seccomp: /proc/$$/status",
+            by_shell.display(),
+            by_command.display()
+        ),
+    )
+    .await;
+    let job = call(
+        &tool,
+        json!({"command": format!("touch {} ; touch inside-by-job", by_job.display()), "mode": "background"}),
+    )
+    .await;
+    assert!(!job.is_error, "{}", job.text());
+    let job_done = bashtool_tests::wait_until(Duration::from_secs(10), || {
+        root.join("inside-by-job").exists()
+    })
+    .await;
+    let escaped: Vec<_> = [&by_shell, &by_command, &by_job]
+        .into_iter()
+        .filter(|path| path.exists())
+        .collect();
+    for path in &escaped {
+        let _ = std::fs::remove_file(path);
+    }
+    assert!(escaped.is_empty(), "written outside: {escaped:?}");
+    assert!(job_done, "the background job did not run");
+    assert!(root.join("inside-by-shell").exists(), "{}", result.text());
+    assert!(root.join("inside-by-command").exists(), "{}", result.text());
+    // The shell itself is filtered (2: a seccomp filter), not only its children.
+    assert!(result.text().contains("Seccomp:\t2"), "{}", result.text());
+}
