@@ -68,8 +68,26 @@ pub(crate) fn spawn(
         envp: &envp,
         report,
         handlers_cleared: false,
+        steps_done_by: None,
     };
-    let pid = clone_child(&mut arguments)?;
+    let pid = match spawner_for(launch, wrappers) {
+        Some((index, spawner)) => {
+            arguments.steps_done_by = Some(index);
+            let shared = SharedArguments(&raw mut arguments);
+            // The spawner's filter refuses clone3 (its flags cannot be
+            // checked): its children take the plain clone, without marking
+            // clone3 refused for the other threads.
+            if let Ok(started) = spawner.run(move || clone_child(shared.get(), false)) {
+                started?
+            } else {
+                // Its thread is gone (it cannot be, short of a bug): the
+                // child takes every step itself.
+                arguments.steps_done_by = None;
+                clone_child(&mut arguments, true)?
+            }
+        }
+        None => clone_child(&mut arguments, true)?,
+    };
     drop(report_write);
     let mut errno = [0_u8; 4];
     let read = loop {
@@ -86,6 +104,42 @@ pub(crate) fn spawn(
             Err(io::Error::from_raw_os_error(i32::from_ne_bytes(errno)))
         }
         _ => Ok(pid as u32),
+    }
+}
+
+/// The first wrapper's spawner, with the wrapper's index, for a launch
+/// whose directory is absolute (the spawner's thread stands elsewhere: a
+/// relative one would be found from there).
+fn spawner_for(
+    launch: &CLaunch,
+    wrappers: &[Arc<dyn SpawnWrapper>],
+) -> Option<(usize, Arc<crate::Spawner>)> {
+    if launch.cwd.as_bytes().first() != Some(&b'/') {
+        return None;
+    }
+    wrappers
+        .iter()
+        .enumerate()
+        .find_map(|(index, wrapper)| wrapper.spawner().map(|spawner| (index, spawner)))
+}
+
+/// The child's arguments, handed to the spawner's thread, which uses them
+/// while this thread waits in [`crate::Spawner::run`].
+struct SharedArguments<'a>(*mut ChildArguments<'a>);
+
+// SAFETY: the pointee lives on the stack of the thread that waits in
+// `Spawner::run` until the spawner's thread is done with it; only one
+// thread uses it at a time.
+#[allow(unsafe_code)]
+unsafe impl Send for SharedArguments<'_> {}
+
+impl<'a> SharedArguments<'a> {
+    /// A method, not a field access, so that a closure takes the whole
+    /// (Send) wrapper.
+    #[allow(unsafe_code)]
+    fn get<'b>(self) -> &'b mut ChildArguments<'a> {
+        // SAFETY: see the Send impl: the pointee outlives the use.
+        unsafe { &mut *self.0 }
     }
 }
 
@@ -117,6 +171,9 @@ struct ChildArguments<'a> {
     /// The kernel reset our signal handlers in the child (`clone3` with
     /// `CLONE_CLEAR_SIGHAND`): the child need not ask about each signal.
     handlers_cleared: bool,
+    /// The wrapper (by index) whose spawner made the child: its per-task
+    /// steps are inherited, the child takes only the rest.
+    steps_done_by: Option<usize>,
 }
 
 /// A stack mapped for the child and unmapped after it left it.
@@ -179,7 +236,9 @@ fn page_size() -> usize {
 /// returns when it has exec'd or exited. Every signal is blocked meanwhile
 /// in this thread, so the child starts with all blocked and no handler of
 /// ours can run in it before it reset them (or the kernel did).
-fn clone_child(arguments: &mut ChildArguments<'_>) -> io::Result<libc::pid_t> {
+///
+/// `try_clone3`: false on a spawner's thread, whose filter refuses it.
+fn clone_child(arguments: &mut ChildArguments<'_>, try_clone3: bool) -> io::Result<libc::pid_t> {
     let stack = ChildStack::map()?;
     // SAFETY: sigset operations on locals; pthread_sigmask on this thread;
     // clone runs `child_entry` on the mapped stack with a pointer to
@@ -192,7 +251,7 @@ fn clone_child(arguments: &mut ChildArguments<'_>) -> io::Result<libc::pid_t> {
         libc::sigfillset(&raw mut all);
         libc::pthread_sigmask(libc::SIG_SETMASK, &raw const all, &raw mut previous);
         let mut pid = -1;
-        if may_clear_handlers() {
+        if try_clone3 && may_clear_handlers() {
             arguments.handlers_cleared = true;
             match clone3_clearing_handlers(&stack, std::ptr::from_mut(arguments).cast()) {
                 Ok(child) => pid = child,
@@ -363,6 +422,7 @@ unsafe fn child(arguments: &ChildArguments<'_>) -> ! {
         envp,
         report,
         handlers_cleared,
+        steps_done_by,
     } = *arguments;
     let fail = |errno: libc::c_int| -> ! {
         let bytes = errno.to_ne_bytes();
@@ -385,8 +445,13 @@ unsafe fn child(arguments: &ChildArguments<'_>) -> ! {
     // step uses descriptors prepared in the parent (a sandbox's namespaces
     // and ruleset), at numbers the dup2s below may take (fd 3 of a warm
     // shell). Signals are still all blocked.
-    for wrapper in wrappers {
-        if let Err(error) = wrapper.pre_exec() {
+    for (index, wrapper) in wrappers.iter().enumerate() {
+        let step = if steps_done_by == Some(index) {
+            wrapper.pre_exec_on_spawner()
+        } else {
+            wrapper.pre_exec()
+        };
+        if let Err(error) = step {
             fail(error.raw_os_error().unwrap_or(libc::EPERM));
         }
     }

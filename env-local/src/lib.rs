@@ -85,6 +85,7 @@ mod reader;
 mod sandbox;
 mod session;
 mod spawn;
+mod spawner;
 mod state_dir;
 mod tools;
 mod wrap;
@@ -122,6 +123,7 @@ pub use spawn::{
     ChildIo, ExitStatus, MAX_INLINE_SCRIPT, Output, RootProcess, Sink, SpawnRequest, Spawned,
     child_environment, launch, resolve_cwd, spawn,
 };
+pub use spawner::Spawner;
 pub use state_dir::{default_state_dir, ensure_private_dir, verify_private};
 pub use tools::available_tools;
 pub use wrap::{Launch, SpawnWrapper, Wrappers, apply_wrappers, need_pre_exec};

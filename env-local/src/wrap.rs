@@ -22,6 +22,8 @@ use std::sync::Arc;
 
 use bashtool_core::ExecError;
 
+use crate::spawner::Spawner;
+
 /// What is about to be launched, as wrappers see and may change it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Launch {
@@ -60,6 +62,22 @@ pub trait SpawnWrapper: Send + Sync + fmt::Debug {
     /// spawn failure.
     fn pre_exec(&self) -> std::io::Result<()> {
         Ok(())
+    }
+
+    /// A thread that has applied this wrapper's per-task steps to itself
+    /// (see [`Spawner`]), for the launch about to start (after
+    /// [`SpawnWrapper::wrap`]): that thread then makes the child, which
+    /// runs [`SpawnWrapper::pre_exec_on_spawner`] instead of `pre_exec`.
+    /// `None` (the default, or when the thread cannot be had): the child
+    /// takes every step itself. Only the first wrapper's spawner is used.
+    fn spawner(&self) -> Option<Arc<Spawner>> {
+        None
+    }
+
+    /// The steps left to a child made by [`SpawnWrapper::spawner`]'s
+    /// thread, under the rules of [`SpawnWrapper::pre_exec`].
+    fn pre_exec_on_spawner(&self) -> std::io::Result<()> {
+        self.pre_exec()
     }
 
     /// False for a wrapper that must not apply to background jobs meant to

@@ -110,6 +110,43 @@ fn drop_capabilities() -> std::io::Result<()> {
 }
 
 impl ChildSteps {
+    /// Applies every step but Landlock to the calling thread of a spawner
+    /// (see `crate::spawner`), which joins mount namespace `mounts` (the
+    /// generation current when it started); its children inherit them all
+    /// and take only [`ChildSteps::apply_on_spawner`]. Not for a sandbox
+    /// with a user namespace of its own: only a single-threaded process may
+    /// join one. Landlock stays per child: a thread in the commands'
+    /// domain could be signalled or traced by them.
+    pub fn apply_to_thread(&self, mounts: Option<std::os::fd::RawFd>) -> std::io::Result<()> {
+        if self.shared.user.is_some() {
+            return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+        }
+        if let Some(network) = &self.shared.network {
+            join(network, libc::CLONE_NEWNET)?;
+        }
+        if let Some(namespace) = mounts {
+            // A thread shares its filesystem context (root, directory,
+            // umask) with the others; joining a mount namespace needs its
+            // own, a copy taken now.
+            // SAFETY: plain system calls; the descriptor is kept open by
+            // the sandbox as long as the spawner lives.
+            check(unsafe { libc::unshare(libc::CLONE_FS) })?;
+            check(unsafe { libc::setns(namespace, libc::CLONE_NEWNS) })?;
+        }
+        if self.drop_capabilities {
+            drop_capabilities()?;
+        }
+        // SAFETY: plain prctl.
+        check(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) })?;
+        self.filters.install()
+    }
+
+    /// The step left to a child of a spawner's thread: Landlock (the rest
+    /// is inherited from the thread).
+    pub fn apply_on_spawner(&self) -> std::io::Result<()> {
+        landlock::restrict_self(&self.ruleset)
+    }
+
     /// Applies the sandbox to the calling (child) process.
     pub fn apply(&self) -> std::io::Result<()> {
         // The user namespace first: it gives the capabilities the next

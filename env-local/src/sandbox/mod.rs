@@ -33,6 +33,7 @@ use std::sync::Arc;
 use bashtool_core::{ExecError, SandboxInfo};
 
 use crate::error::Error;
+use crate::spawner::Spawner;
 use crate::wrap::{Launch, SpawnWrapper, Wrappers};
 use child::ChildSteps;
 pub use config::{NetworkMode, SandboxConfig, SandboxMode};
@@ -54,6 +55,19 @@ pub struct Sandbox {
     layout: Layout,
     steps: ChildSteps,
     root: bool,
+    spawners: std::sync::Mutex<Spawners>,
+}
+
+/// The spawner threads made so far, one per mount namespace generation
+/// (a thread cannot join another after its filter): older ones stay until
+/// the sandbox is dropped, since their children's parent-death signal is
+/// tied to them.
+#[derive(Debug, Default)]
+struct Spawners {
+    by_generation: Vec<(std::os::fd::RawFd, Arc<Spawner>)>,
+    /// A thread could not take the steps (inside another sandbox, say):
+    /// every child takes them itself, as strong, only slower.
+    unavailable: bool,
 }
 
 impl Sandbox {
@@ -147,6 +161,7 @@ impl Sandbox {
             layout,
             steps,
             root,
+            spawners: std::sync::Mutex::default(),
         }))
     }
 
@@ -230,6 +245,42 @@ impl SpawnWrapper for Sandbox {
 
     fn pre_exec(&self) -> std::io::Result<()> {
         self.steps.apply()
+    }
+
+    fn spawner(&self) -> Option<Arc<Spawner>> {
+        if self.steps.shared.user.is_some() {
+            return None;
+        }
+        let generation = self.steps.mounts.as_ref().map(SharedMounts::current);
+        let key = generation.unwrap_or(-1);
+        let mut spawners = self.spawners.lock().ok()?;
+        if spawners.unavailable {
+            return None;
+        }
+        if let Some((_, spawner)) = spawners
+            .by_generation
+            .iter()
+            .find(|(made_for, _)| *made_for == key)
+        {
+            return Some(Arc::clone(spawner));
+        }
+        // A thread's name is 15 bytes at most (what `/proc` shows).
+        let started = Spawner::start("bashtool-spawn").and_then(|spawner| {
+            spawner.run(|| self.steps.apply_to_thread(generation))??;
+            Ok(spawner)
+        });
+        if let Ok(spawner) = started {
+            let spawner = Arc::new(spawner);
+            spawners.by_generation.push((key, Arc::clone(&spawner)));
+            Some(spawner)
+        } else {
+            spawners.unavailable = true;
+            None
+        }
+    }
+
+    fn pre_exec_on_spawner(&self) -> std::io::Result<()> {
+        self.steps.apply_on_spawner()
     }
 }
 

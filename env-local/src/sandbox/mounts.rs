@@ -213,6 +213,12 @@ impl SharedMounts {
         Ok(())
     }
 
+    /// The namespace launches join now (its descriptor, open as long as
+    /// `self`): it identifies the namespace's generation.
+    pub fn current(&self) -> std::os::fd::RawFd {
+        self.current.load(Ordering::Acquire)
+    }
+
     /// Joins the namespace from the child. Async-signal-safe. `setns`
     /// moves the working directory to the namespace's root: the directory
     /// the child had is entered again by path, through the binds. (env-local's
