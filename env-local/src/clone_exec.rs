@@ -78,7 +78,9 @@ pub(crate) fn spawn(
             // checked): its children take the plain clone, without marking
             // clone3 refused for the other threads.
             if let Ok(started) = spawner.run(move || clone_child(shared.get(), false)) {
-                started?
+                let pid = started?;
+                spawner.record_child(pid);
+                pid
             } else {
                 // Its thread is gone (it cannot be, short of a bug): the
                 // child takes every step itself.

@@ -28,6 +28,9 @@ type Request = (Job, SyncSender<()>);
 pub struct Spawner {
     requests: Mutex<Option<SyncSender<Request>>>,
     thread: Mutex<Option<JoinHandle<()>>>,
+    /// The processes the thread made that may still be alive: their
+    /// parent-death signal fires when the thread ends.
+    children: Mutex<Vec<libc::pid_t>>,
 }
 
 /// Stack of the spawner's thread: the jobs only make a clone child (on a
@@ -49,7 +52,32 @@ impl Spawner {
         Ok(Self {
             requests: Mutex::new(Some(requests)),
             thread: Mutex::new(Some(thread)),
+            children: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Notes a process the thread made (see [`Spawner::has_live_children`]).
+    pub fn record_child(&self, pid: libc::pid_t) {
+        if let Ok(mut children) = self.children.lock() {
+            children.push(pid);
+        }
+    }
+
+    /// Whether a process the thread made still exists (a zombie counts:
+    /// not reaped yet). Until none does, ending the thread could kill one
+    /// by its parent-death signal. A pid reused after the reaping counts
+    /// too: that only keeps the thread longer.
+    pub fn has_live_children(&self) -> bool {
+        let Ok(mut children) = self.children.lock() else {
+            return true;
+        };
+        children.retain(|&pid| {
+            // SAFETY: signal 0 only checks that the process exists.
+            #[allow(unsafe_code)]
+            let exists = unsafe { libc::kill(pid, 0) } == 0;
+            exists || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+        });
+        !children.is_empty()
     }
 
     /// Runs `job` on the spawner's thread and returns its result; this
@@ -144,6 +172,23 @@ mod tests {
                 .trim(),
             "set-up"
         );
+    }
+
+    #[test]
+    fn children_count_as_live_until_they_are_reaped() {
+        let spawner = Spawner::start("test-spawner").expect("spawner");
+        assert!(!spawner.has_live_children());
+        let mut child = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .expect("sleep");
+        spawner.record_child(child.id() as libc::pid_t);
+        assert!(spawner.has_live_children());
+        child.kill().expect("kill");
+        // Dead but not reaped: still there.
+        assert!(spawner.has_live_children());
+        child.wait().expect("reap");
+        assert!(!spawner.has_live_children());
     }
 
     #[test]

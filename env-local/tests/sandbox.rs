@@ -741,6 +741,65 @@ fn a_config_replaced_outside_is_seen_and_still_protected() {
     assert!(!config.contains("hooksPath"), "{config}");
 }
 
+/// The spawner of a mount namespace generation (root: no user namespace
+/// to join, so a thread can take the steps) is kept for every launch of
+/// that generation; when a new generation comes, an older spawner ends
+/// once nothing it started exists, and stays while something does (its
+/// parent-death signal is tied to the thread).
+#[test]
+fn an_older_spawner_ends_once_its_children_are_gone() {
+    let fixture = fixture();
+    git(&fixture.workspace, &["init", "-q"]);
+    let sandbox = default_sandbox(&fixture);
+    let refresh = || {
+        let mut launch = Launch {
+            argv: vec!["true".into()],
+            env: Vec::new(),
+            cwd: fixture.workspace.clone(),
+        };
+        sandbox.wrap(&mut launch).expect("wrap");
+    };
+    refresh();
+    let Some(first) = sandbox.spawner() else {
+        assert!(
+            !nix::unistd::geteuid().is_root(),
+            "root always gets a spawner"
+        );
+        return;
+    };
+    let same = sandbox.spawner().expect("spawner");
+    assert!(Arc::ptr_eq(&first, &same), "one spawner per generation");
+    drop(same);
+    let mut child = Command::new("sleep").arg("60").spawn().expect("sleep");
+    first.record_child(child.id() as libc::pid_t);
+    let weak = Arc::downgrade(&first);
+    drop(first);
+
+    // git replaces .git/config: a new generation, while `sleep` lives.
+    git(&fixture.workspace, &["config", "bashtool.probe", "second"]);
+    refresh();
+    let second = sandbox.spawner().expect("spawner");
+    let kept = weak.upgrade();
+    assert!(
+        kept.as_ref()
+            .is_some_and(|first| !Arc::ptr_eq(first, &second)),
+        "the first spawner must stay while its child lives, and not serve the new generation"
+    );
+    drop(kept);
+    child.kill().expect("kill");
+    child.wait().expect("reap");
+
+    // The next generation lets the first go.
+    git(&fixture.workspace, &["config", "bashtool.probe", "third"]);
+    refresh();
+    let third = sandbox.spawner().expect("spawner");
+    assert!(!Arc::ptr_eq(&second, &third));
+    assert!(
+        weak.upgrade().is_none(),
+        "the first spawner outlived its children"
+    );
+}
+
 /// The probe names the `bwrap` on PATH: the path it reports is the file a
 /// shell finds, and the report says so. CI installs bubblewrap, so there
 /// the probe must find it; elsewhere it must agree with the shell.

@@ -58,10 +58,10 @@ pub struct Sandbox {
     spawners: std::sync::Mutex<Spawners>,
 }
 
-/// The spawner threads made so far, one per mount namespace generation
-/// (a thread cannot join another after its filter): older ones stay until
-/// the sandbox is dropped, since their children's parent-death signal is
-/// tied to them.
+/// The spawner threads, one per mount namespace generation (a thread
+/// cannot join another after its filter). An older one stays while a
+/// process it made exists, since that process's parent-death signal is
+/// tied to the thread; then it ends.
 #[derive(Debug, Default)]
 struct Spawners {
     by_generation: Vec<(std::os::fd::RawFd, Arc<Spawner>)>,
@@ -264,6 +264,11 @@ impl SpawnWrapper for Sandbox {
         {
             return Some(Arc::clone(spawner));
         }
+        // This generation has none: the older ones whose children are all
+        // gone can end (git rewriting `.git/config` makes a generation).
+        spawners
+            .by_generation
+            .retain(|(_, spawner)| spawner.has_live_children());
         // A thread's name is 15 bytes at most (what `/proc` shows).
         let started = Spawner::start("bashtool-spawn").and_then(|spawner| {
             spawner.run(|| self.steps.apply_to_thread(generation))??;
