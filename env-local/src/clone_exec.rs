@@ -17,6 +17,11 @@
 //! The child reports a failure (of a step or of exec) as an errno on a
 //! close-on-exec pipe: the parent reads 0 bytes when exec succeeded.
 //!
+//! A wrapper may offer a spawner (`crate::spawner`: the sandbox does), a
+//! thread that took the wrapper's per-task steps on itself: the clone is
+//! then made on that thread, while this one waits, and the child takes
+//! only the wrapper's remaining steps.
+//!
 //! Where the kernel has `clone3` with `CLONE_CLEAR_SIGHAND` (Linux 5.5+,
 //! x86_64 here), the kernel resets our handlers in the child, which then
 //! asks about no signal: this path is then also the one without a step,
