@@ -26,8 +26,9 @@ type Request = (Job, SyncSender<()>);
 /// The spawner's thread and its queue.
 #[derive(Debug)]
 pub struct Spawner {
-    requests: Mutex<Option<SyncSender<Request>>>,
-    thread: Mutex<Option<JoinHandle<()>>>,
+    /// `None` only while dropping: closing it ends the thread's loop.
+    requests: Option<SyncSender<Request>>,
+    thread: Option<JoinHandle<()>>,
     /// The processes the thread made that may still be alive: their
     /// parent-death signal fires when the thread ends.
     children: Mutex<Vec<libc::pid_t>>,
@@ -50,8 +51,8 @@ impl Spawner {
                 serve(&queue);
             })?;
         Ok(Self {
-            requests: Mutex::new(Some(requests)),
-            thread: Mutex::new(Some(thread)),
+            requests: Some(requests),
+            thread: Some(thread),
             children: Mutex::new(Vec::new()),
         })
     }
@@ -94,14 +95,11 @@ impl Spawner {
         #[allow(unsafe_code)]
         let job: Job = unsafe { std::mem::transmute(borrowed) };
         let (done, finished) = sync_channel::<()>(0);
-        {
-            let requests = self.requests.lock().map_err(|_| gone())?;
-            let requests = requests.as_ref().ok_or_else(gone)?;
-            if let Err(error) = requests.send((job, done)) {
-                // Never reached the thread: dropped here, unrun.
-                drop(error);
-                return Err(gone());
-            }
+        let requests = self.requests.as_ref().ok_or_else(gone)?;
+        if let Err(error) = requests.send((job, done)) {
+            // Never reached the thread: dropped here, unrun.
+            drop(error);
+            return Err(gone());
         }
         let _ = finished.recv();
         result.ok_or_else(gone)
@@ -110,12 +108,8 @@ impl Spawner {
 
 impl Drop for Spawner {
     fn drop(&mut self) {
-        if let Ok(mut requests) = self.requests.lock() {
-            requests.take();
-        }
-        if let Ok(mut thread) = self.thread.lock()
-            && let Some(thread) = thread.take()
-        {
+        self.requests.take();
+        if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
     }
