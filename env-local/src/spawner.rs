@@ -31,7 +31,41 @@ pub struct Spawner {
     thread: Option<JoinHandle<()>>,
     /// The processes the thread made that may still be alive: their
     /// parent-death signal fires when the thread ends.
-    children: Mutex<Vec<libc::pid_t>>,
+    children: Mutex<Children>,
+}
+
+/// Pids recorded per launch, pruned of the gone ones whenever the list has
+/// doubled since the last pruning: a server's one spawner makes millions
+/// of processes, and the list must not grow with them.
+#[derive(Debug)]
+struct Children {
+    pids: Vec<libc::pid_t>,
+    prune_at: usize,
+}
+
+/// Below this many pids the list is not pruned on a launch.
+const PRUNE_FLOOR: usize = 64;
+
+impl Children {
+    fn record(&mut self, pid: libc::pid_t) {
+        self.pids.push(pid);
+        if self.pids.len() >= self.prune_at {
+            self.prune();
+            self.prune_at = (2 * self.pids.len()).max(PRUNE_FLOOR);
+        }
+    }
+
+    /// Keeps the pids whose process still exists (a zombie counts: not
+    /// reaped yet). A pid reused after the reaping counts too: that only
+    /// keeps the thread longer.
+    fn prune(&mut self) {
+        self.pids.retain(|&pid| {
+            // SAFETY: signal 0 only checks that the process exists.
+            #[allow(unsafe_code)]
+            let exists = unsafe { libc::kill(pid, 0) } == 0;
+            exists || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+        });
+    }
 }
 
 /// Stack of the spawner's thread: the jobs only make a clone child (on a
@@ -53,32 +87,37 @@ impl Spawner {
         Ok(Self {
             requests: Some(requests),
             thread: Some(thread),
-            children: Mutex::new(Vec::new()),
+            children: Mutex::new(Children {
+                pids: Vec::new(),
+                prune_at: PRUNE_FLOOR,
+            }),
         })
     }
 
     /// Notes a process the thread made (see [`Spawner::has_live_children`]).
     pub fn record_child(&self, pid: libc::pid_t) {
         if let Ok(mut children) = self.children.lock() {
-            children.push(pid);
+            children.record(pid);
         }
     }
 
-    /// Whether a process the thread made still exists (a zombie counts:
-    /// not reaped yet). Until none does, ending the thread could kill one
-    /// by its parent-death signal. A pid reused after the reaping counts
-    /// too: that only keeps the thread longer.
+    /// Whether a process the thread made still exists (a zombie counts).
+    /// Until none does, ending the thread could kill one by its
+    /// parent-death signal.
     pub fn has_live_children(&self) -> bool {
         let Ok(mut children) = self.children.lock() else {
             return true;
         };
-        children.retain(|&pid| {
-            // SAFETY: signal 0 only checks that the process exists.
-            #[allow(unsafe_code)]
-            let exists = unsafe { libc::kill(pid, 0) } == 0;
-            exists || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
-        });
-        !children.is_empty()
+        children.prune();
+        !children.pids.is_empty()
+    }
+
+    /// False once the thread is gone (a job panicked): it makes nothing
+    /// more, and whoever holds the spawner should make another.
+    pub fn is_alive(&self) -> bool {
+        self.thread
+            .as_ref()
+            .is_some_and(|thread| !thread.is_finished())
     }
 
     /// Runs `job` on the spawner's thread and returns its result; this
@@ -186,11 +225,41 @@ mod tests {
     }
 
     #[test]
+    fn the_record_of_children_does_not_grow_with_the_launches() {
+        let spawner = Spawner::start("test-spawner").expect("spawner");
+        let mut live = std::process::Command::new("sleep")
+            .arg("60")
+            .spawn()
+            .expect("sleep");
+        spawner.record_child(live.id() as libc::pid_t);
+        // Pids no process has (above any pid_max): gone at once.
+        for gone in 0..100_000 {
+            spawner.record_child(libc::pid_t::MAX - gone);
+        }
+        let recorded = spawner.children.lock().expect("children").pids.len();
+        assert!(recorded < 2 * PRUNE_FLOOR, "{recorded} pids kept");
+        assert!(spawner.has_live_children(), "the live child was pruned");
+        live.kill().expect("kill");
+        live.wait().expect("reap");
+        assert!(!spawner.has_live_children());
+    }
+
+    #[test]
     fn a_panicking_job_is_an_error_not_a_hang() {
         let spawner = Spawner::start("test-spawner").expect("spawner");
+        assert!(spawner.is_alive());
         let result = spawner.run(|| -> i32 { panic!("job panics") });
         assert!(result.is_err());
-        // The thread is gone with it: later jobs fail at once.
+        // The thread is gone with it: later jobs fail at once, and the
+        // spawner says so once the thread has finished unwinding.
         assert!(spawner.run(|| 1).is_err());
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while spawner.is_alive() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the thread never ended"
+            );
+            std::thread::yield_now();
+        }
     }
 }

@@ -260,15 +260,16 @@ impl SpawnWrapper for Sandbox {
         if let Some((_, spawner)) = spawners
             .by_generation
             .iter()
-            .find(|(made_for, _)| *made_for == key)
+            .find(|(made_for, spawner)| *made_for == key && spawner.is_alive())
         {
             return Some(Arc::clone(spawner));
         }
-        // This generation has none: the older ones whose children are all
-        // gone can end (git rewriting `.git/config` makes a generation).
+        // This generation has none (or its thread died): the others whose
+        // children are all gone can end (git rewriting `.git/config` makes
+        // a generation), and a dead one makes nothing more.
         spawners
             .by_generation
-            .retain(|(_, spawner)| spawner.has_live_children());
+            .retain(|(_, spawner)| spawner.is_alive() && spawner.has_live_children());
         // A thread's name is 15 bytes at most (what `/proc` shows).
         let started = Spawner::start("bashtool-spawn").and_then(|spawner| {
             spawner.run(|| self.steps.apply_to_thread(generation))??;
