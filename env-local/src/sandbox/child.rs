@@ -110,35 +110,41 @@ fn drop_capabilities() -> std::io::Result<()> {
 }
 
 impl ChildSteps {
+    /// Applies the sandbox to the calling (child) process.
+    pub fn apply(&self) -> std::io::Result<()> {
+        // The user namespace first: it gives the capabilities the next
+        // steps need (joining the network, making a mount namespace).
+        if let Some(user) = &self.shared.user {
+            join(user, libc::CLONE_NEWUSER)?;
+        }
+        self.inherited_steps(SharedMounts::enter)?;
+        landlock::restrict_self(&self.ruleset)
+    }
+
     /// Applies every step but Landlock to the calling thread of a spawner
-    /// (see `crate::spawner`), which joins mount namespace `mounts` (the
-    /// generation current when it started); its children inherit them all
-    /// and take only [`ChildSteps::apply_on_spawner`]. Not for a sandbox
-    /// with a user namespace of its own: only a single-threaded process may
+    /// (see `crate::spawner`); its children inherit them all and take only
+    /// [`ChildSteps::apply_on_spawner`]. Returns the mount namespace it
+    /// joined (the generation current now), if any. Not for a sandbox with
+    /// a user namespace of its own: only a single-threaded process may
     /// join one. Landlock stays per child: a thread in the commands'
     /// domain could be signalled or traced by them.
-    pub fn apply_to_thread(&self, mounts: Option<std::os::fd::RawFd>) -> std::io::Result<()> {
+    pub fn apply_to_thread(&self) -> std::io::Result<Option<std::os::fd::RawFd>> {
         if self.shared.user.is_some() {
             return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
         }
-        if let Some(network) = &self.shared.network {
-            join(network, libc::CLONE_NEWNET)?;
-        }
-        if let Some(namespace) = mounts {
+        let mut joined = None;
+        self.inherited_steps(|mounts| {
+            let namespace = mounts.current();
+            joined = Some(namespace);
             // A thread shares its filesystem context (root, directory,
             // umask) with the others; joining a mount namespace needs its
             // own, a copy taken now.
             // SAFETY: plain system calls; the descriptor is kept open by
-            // the sandbox as long as the spawner lives.
+            // the sandbox as long as `mounts`.
             check(unsafe { libc::unshare(libc::CLONE_FS) })?;
-            check(unsafe { libc::setns(namespace, libc::CLONE_NEWNS) })?;
-        }
-        if self.drop_capabilities {
-            drop_capabilities()?;
-        }
-        // SAFETY: plain prctl.
-        check(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) })?;
-        self.filters.install()
+            check(unsafe { libc::setns(namespace, libc::CLONE_NEWNS) })
+        })?;
+        Ok(joined)
     }
 
     /// The step left to a child of a spawner's thread: Landlock (the rest
@@ -147,18 +153,19 @@ impl ChildSteps {
         landlock::restrict_self(&self.ruleset)
     }
 
-    /// Applies the sandbox to the calling (child) process.
-    pub fn apply(&self) -> std::io::Result<()> {
-        // The user namespace first: it gives the capabilities the next
-        // steps need (joining the network, making a mount namespace).
-        if let Some(user) = &self.shared.user {
-            join(user, libc::CLONE_NEWUSER)?;
-        }
+    /// The steps a task's children inherit, in their order, with
+    /// `join_mounts` joining the mount namespace when there is one: the
+    /// network, the mounts, the capabilities, `no_new_privs`, and last the
+    /// filter, which denies the `setns` calls made before it.
+    fn inherited_steps(
+        &self,
+        join_mounts: impl FnOnce(&SharedMounts) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
         if let Some(network) = &self.shared.network {
             join(network, libc::CLONE_NEWNET)?;
         }
         if let Some(mounts) = &self.mounts {
-            mounts.enter()?;
+            join_mounts(mounts)?;
         }
         if self.drop_capabilities {
             drop_capabilities()?;
@@ -167,8 +174,6 @@ impl ChildSteps {
         // stops setuid programs (sudo) from regaining what was dropped.
         // SAFETY: plain prctl.
         check(unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) })?;
-        landlock::restrict_self(&self.ruleset)?;
-        // Last: the filter denies the mount and setns calls made above.
         self.filters.install()
     }
 }

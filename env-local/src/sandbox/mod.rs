@@ -251,8 +251,9 @@ impl SpawnWrapper for Sandbox {
         if self.steps.shared.user.is_some() {
             return None;
         }
-        let generation = self.steps.mounts.as_ref().map(SharedMounts::current);
-        let key = generation.unwrap_or(-1);
+        // The generation is the mount namespace's descriptor (-1: none).
+        let generation = |mounts: Option<std::os::fd::RawFd>| mounts.unwrap_or(-1);
+        let key = generation(self.steps.mounts.as_ref().map(SharedMounts::current));
         let mut spawners = self.spawners.lock().ok()?;
         if spawners.unavailable {
             return None;
@@ -272,12 +273,12 @@ impl SpawnWrapper for Sandbox {
             .retain(|(_, spawner)| spawner.is_alive() && spawner.has_live_children());
         // A thread's name is 15 bytes at most (what `/proc` shows).
         let started = Spawner::start("bashtool-spawn").and_then(|spawner| {
-            spawner.run(|| self.steps.apply_to_thread(generation))??;
-            Ok(spawner)
+            let joined = spawner.run(|| self.steps.apply_to_thread())??;
+            Ok((generation(joined), spawner))
         });
-        if let Ok(spawner) = started {
+        if let Ok((joined, spawner)) = started {
             let spawner = Arc::new(spawner);
-            spawners.by_generation.push((key, Arc::clone(&spawner)));
+            spawners.by_generation.push((joined, Arc::clone(&spawner)));
             Some(spawner)
         } else {
             spawners.unavailable = true;

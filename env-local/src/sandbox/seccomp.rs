@@ -16,7 +16,8 @@
 //! The call numbers are found by a binary search, not a chain of
 //! comparisons: to fill that cache, the kernel runs the filter in an
 //! emulator for every call number when the filter is installed, with
-//! interrupts off, once per sandboxed launch. With a chain of 35
+//! interrupts off, at each install (once per spawner thread, else per
+//! sandboxed launch; see `crate::spawner`). With a chain of 35
 //! comparisons that took ~45 µs per launch (measured: a 44-instruction
 //! chain against one that stops the emulator at once); the search takes
 //! about 10 steps per number.
