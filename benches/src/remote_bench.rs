@@ -13,7 +13,7 @@ use bashtool_env_remote::{RemoteConfig, RemoteExec};
 use serde_json::json;
 
 use crate::Effort;
-use crate::rounds::{Plan, Ratios};
+use crate::rounds::{Plan, Ratios, in_turns};
 use crate::servers::bashtool_binary;
 use crate::stats::{Samples, human, measure_interleaved, spread};
 use crate::table::Row;
@@ -146,22 +146,15 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
     };
     // Rounds of call-for-call turns until two rounds' extra times agree
     // within 10% (as ratios of the remote time to the local one).
-    let plan = Plan::new(effort, 3, 6, 3);
-    let (mut over_pipe, mut here) = (Samples::empty(), Samples::empty());
-    let mut ratios = Ratios::default();
-    while plan.another(ratios.len(), [&ratios]) {
-        let warmup = if ratios.is_empty() { 20 } else { 3 };
-        let (remote_round, local_round) = measure_interleaved(
-            warmup,
-            effort.runs(100),
-            || call(&remote_tool),
-            || call(&local_tool),
-        )
-        .await;
-        ratios.push(remote_round.ratio_to(&local_round));
-        over_pipe.extend(&remote_round);
-        here.extend(&local_round);
-    }
+    let (over_pipe, here, ratios) = in_turns(
+        Plan::new(effort, 3, 6, 3),
+        (20, 3),
+        effort.runs(100),
+        || call(&remote_tool),
+        || call(&local_tool),
+        Samples::ratio_to,
+    )
+    .await;
     let extra = over_pipe.median().saturating_sub(here.median());
     let signed_extra = difference(&over_pipe, &here);
     let mut rows = vec![Row {

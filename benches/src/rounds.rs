@@ -4,6 +4,7 @@
 //! off by 2×; two that agree are evidence that the load held still.
 
 use crate::Effort;
+use crate::stats::{Samples, measure_interleaved};
 
 /// Two consecutive rounds agree when their ratios differ by at most this
 /// fraction of the smaller one.
@@ -125,6 +126,46 @@ impl Ratios {
             format(*high)
         )
     }
+}
+
+/// `first` and `second` in turns, call for call, `per_round` each way, in
+/// rounds under `plan` until they settle: both sides' samples over every
+/// round, and each round's `ratio(first, second)`. The first round warms up
+/// with `warmups.0` calls each way, later ones with `warmups.1`.
+pub async fn in_turns<A, FutA, B, FutB>(
+    plan: Plan,
+    warmups: (usize, usize),
+    per_round: usize,
+    mut first: A,
+    mut second: B,
+    ratio: impl Fn(&Samples, &Samples) -> f64,
+) -> (Samples, Samples, Ratios)
+where
+    A: FnMut() -> FutA,
+    FutA: Future<Output = ()>,
+    B: FnMut() -> FutB,
+    FutB: Future<Output = ()>,
+{
+    let (mut firsts, mut seconds) = (Samples::empty(), Samples::empty());
+    let mut ratios = Ratios::default();
+    while plan.another(ratios.len(), [&ratios]) {
+        let warmup = if ratios.is_empty() {
+            warmups.0
+        } else {
+            warmups.1
+        };
+        let (round_first, round_second) =
+            measure_interleaved(warmup, per_round, &mut first, &mut second).await;
+        ratios.push(ratio(&round_first, &round_second));
+        firsts.extend(&round_first);
+        seconds.extend(&round_second);
+    }
+    (firsts, seconds, ratios)
+}
+
+/// `+4.2%` for a ratio of 1.042.
+pub fn percent(ratio: f64) -> String {
+    format!("{:+.1}%", (ratio - 1.0) * 100.0)
 }
 
 #[cfg(test)]

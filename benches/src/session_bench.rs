@@ -13,9 +13,9 @@ use serde_json::json;
 
 use crate::Effort;
 use crate::cpu;
-use crate::rounds::{Plan, Ratios};
-use crate::spawn_bench::bash_true_once;
-use crate::stats::{Samples, human, measure, measure_interleaved, spread};
+use crate::rounds::{Plan, Ratios, in_turns};
+use crate::spawn_bench::{bash_true_once, sandbox_cost_row};
+use crate::stats::{Samples, human, measure, spread};
 use crate::table::Row;
 
 /// The issue's target: a session call at least this many times faster.
@@ -43,17 +43,15 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
     // back to back after the baseline's own block (the shell stays hot, as
     // in a batch). The first warm-up also starts the session's shell, which
     // the first call pays for.
-    let plan = Plan::new(effort, 3, 6, 3);
-    let (mut baseline, mut interleaved) = (Samples::empty(), Samples::empty());
-    let mut speedups = Ratios::default();
-    while plan.another(speedups.len(), [&speedups]) {
-        let warmup = if speedups.is_empty() { 50 } else { 5 };
-        let (base, ours) =
-            measure_interleaved(warmup, effort.runs(300), bash_true_once, call).await;
-        speedups.push(base.ratio_to(&ours));
-        baseline.extend(&base);
-        interleaved.extend(&ours);
-    }
+    let (baseline, interleaved, speedups) = in_turns(
+        Plan::new(effort, 3, 6, 3),
+        (50, 5),
+        effort.runs(300),
+        bash_true_once,
+        call,
+        Samples::ratio_to,
+    )
+    .await;
     let block_baseline = measure(20, effort.runs(1000), bash_true_once).await;
     let back_to_back = measure(50, effort.runs(1000), call).await;
     let cpu = cpu_row(effort, &session, call).await;
@@ -77,10 +75,6 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
     ])
 }
 
-/// Issue #13's target: a sandboxed session call costs at most this much
-/// more than an unsandboxed one.
-const SANDBOX_TARGET: f64 = 1.10;
-
 /// Row 2s: the session call above (the default sandbox, workspace-write)
 /// in turns with the same call on a session without a sandbox.
 async fn sandbox_row(effort: Effort, sandboxed: &BashTool) -> anyhow::Result<Row> {
@@ -94,38 +88,24 @@ async fn sandbox_row(effort: Effort, sandboxed: &BashTool) -> anyhow::Result<Row
         },
         Arc::new(session.clone()),
     );
-    let plan = Plan::new(effort, 5, 10, 3);
-    let (mut plain, mut boxed) = (Samples::empty(), Samples::empty());
-    let mut costs = Ratios::default();
-    while plan.another(costs.len(), [&costs]) {
-        let warmup = if costs.is_empty() { 50 } else { 5 };
-        let (without, with) = measure_interleaved(
-            warmup,
-            effort.runs(300),
-            || call_true(&unsandboxed),
-            || call_true(sandboxed),
-        )
-        .await;
-        costs.push(with.ratio_to(&without));
-        plain.extend(&without);
-        boxed.extend(&with);
-    }
+    let (plain, boxed, costs) = in_turns(
+        Plan::new(effort, 5, 10, 3),
+        (50, 5),
+        effort.runs(300),
+        || call_true(&unsandboxed),
+        || call_true(sandboxed),
+        |without, with| with.ratio_to(without),
+    )
+    .await;
     session.shutdown().await?;
-    let percent = |ratio: f64| format!("{:+.1}%", (ratio - 1.0) * 100.0);
-    let median = costs.median().unwrap_or(f64::NAN);
-    Ok(Row {
-        number: "2s",
-        what: "the same session call in the default sandbox (workspace-write)".into(),
-        ours: spread(&boxed),
-        baseline: format!("unsandboxed session, in turns: {}", spread(&plain)),
-        ratio: format!(
-            "{} for the sandbox ({})",
-            percent(median),
-            costs.summary(percent)
-        ),
-        target: "≤ 10% more",
-        met: Some(median <= SANDBOX_TARGET),
-    })
+    Ok(sandbox_cost_row(
+        "2s",
+        "the same session call in the default sandbox (workspace-write)",
+        "unsandboxed session",
+        &boxed,
+        &plain,
+        &costs,
+    ))
 }
 
 /// CPU time per call: ours and the shells', for the baseline and the session.
