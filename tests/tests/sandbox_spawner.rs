@@ -71,8 +71,18 @@ async fn every_layer_holds_for_a_command_the_spawner_makes() {
     assert!(!output.contains("unshared"), "seccomp: unshare ran");
     assert_eq!(field(&output, "Seccomp:"), "2", "{output}");
     assert_eq!(field(&output, "NoNewPrivs:"), "1", "{output}");
-    let effective = u64::from_str_radix(field(&output, "CapEff:"), 16).expect("CapEff");
-    assert_eq!(effective & (1 << 21), 0, "CAP_SYS_ADMIN held: {output}");
+    for set in ["CapEff:", "CapPrm:"] {
+        let mask = u64::from_str_radix(field(&output, set), 16).expect(set);
+        // CAP_NET_ADMIN, CAP_SYS_MODULE, CAP_SYS_PTRACE, CAP_SYS_ADMIN,
+        // CAP_SYS_TIME, CAP_MKNOD.
+        for capability in [12, 16, 19, 21, 25, 27] {
+            assert_eq!(
+                mask & (1 << capability),
+                0,
+                "{set} has {capability}: {output}"
+            );
+        }
+    }
     if root() {
         assert!(
             thread_names().iter().any(|name| name == "bashtool-spawn"),
