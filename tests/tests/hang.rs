@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bashtool_core::{BashTool, ToolConfig};
+use bashtool_core::{BashTool, Stream, ToolConfig};
 use bashtool_tests::{
     kill_all, local_exec, pid_alive, pids_in, run, survivors_after, temp_dir, text,
 };
@@ -123,10 +123,29 @@ async fn an_editor_with_a_batch_flag_reaches_the_real_one_later_in_path() {
          PATH=${PATH%%:*}; nano --version; echo \"status $?\"",
     )
     .await;
+    // Each stream in its own order: which of two pipes is read first is
+    // not the command's order (the contract's interleaving test handshakes
+    // for that).
+    let stream = |wanted: Stream| -> Vec<String> {
+        result
+            .output
+            .retained()
+            .0
+            .iter()
+            .filter(|line| line.stream == wanted)
+            .map(|line| line.text.clone())
+            .collect()
+    };
     assert_eq!(
-        text(&result),
-        "real nano --version\nnano: an interactive editor cannot run here (no terminal, \
-         stdin is empty); edit files with sed -i, or write them with a heredoc: \
-         cat <<'EOF' > file\nstatus 1\nnano: command not found\nstatus 127"
+        stream(Stream::Stdout),
+        ["real nano --version", "status 1", "status 127"]
+    );
+    assert_eq!(
+        stream(Stream::Stderr),
+        [
+            "nano: an interactive editor cannot run here (no terminal, stdin is empty); \
+             edit files with sed -i, or write them with a heredoc: cat <<'EOF' > file",
+            "nano: command not found"
+        ]
     );
 }
