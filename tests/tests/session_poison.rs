@@ -108,7 +108,7 @@ async fn readonly_driver_variables_are_repaired_by_a_restart_that_drops_them() {
     run(&tool, "cd sub; export KEPT=yes").await;
     let poison = run(
         &tool,
-        "readonly __bt_id __bt_status __bt_nonce __bt_seq __bt_running POSIXLY_CORRECT; echo poisoned",
+        "readonly __bt_id __bt_status __bt_nonce __bt_seq __bt_running __bt_request __bt_out __bt_err __bt_marker POSIXLY_CORRECT; echo poisoned",
     )
     .await;
     assert!(

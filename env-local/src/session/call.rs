@@ -10,7 +10,7 @@ use bashtool_core::{CommandResult, ExecError, ShellState, SpawnOptions, Stream};
 
 use super::protocol::Record;
 use super::shell::Shell;
-use super::{CallPipe, Session, State, driver, procs, state, telemetry};
+use super::{CallPipes, Session, State, driver, procs, state, telemetry};
 use crate::RunMarker;
 
 /// How a call's wait ended.
@@ -60,25 +60,18 @@ impl Session {
             message: format!("could not prepare the session call: {source}"),
         };
         let dir = &inner.dir;
-        let mut stdout = CallPipe::reuse_or_create(
-            state.spare_stdout.take(),
-            || dir.join(format!("out.{id}")),
-            Stream::Stdout,
-        )
-        .map_err(io_error)?;
-        let mut stderr = CallPipe::reuse_or_create(
-            state.spare_stderr.take(),
-            || dir.join(format!("err.{id}")),
-            Stream::Stderr,
-        )
-        .map_err(io_error)?;
+        let mut pipes = match state.pipes.take() {
+            Some(pipes) => pipes,
+            None => CallPipes::new().map_err(io_error)?,
+        };
+        pipes.prepare(&dir.path, id).map_err(io_error)?;
         let marker = RunMarker::new();
         let prepared = self
             .prepare(
                 &mut state,
                 id,
                 command,
-                (&stdout, &stderr),
+                &pipes,
                 call_cwd.as_deref(),
                 options,
                 &marker,
@@ -97,8 +90,7 @@ impl Session {
             marker: marker.clone(),
             armed: true,
         };
-        let mut ending =
-            send_and_wait(&mut shell, id, &prepared, &mut stdout, &mut stderr, options).await;
+        let mut ending = send_and_wait(&mut shell, id, &prepared, &mut pipes, options).await;
         if matches!(ending, Ending::ShellExited(_))
             && shell.unread_driver_bytes() > prepared.after_command
         {
@@ -112,8 +104,7 @@ impl Session {
                 message: "the session shell is not running".to_owned(),
             })?;
             dropped.shell_pid = shell.pid;
-            ending =
-                send_and_wait(&mut shell, id, &prepared, &mut stdout, &mut stderr, options).await;
+            ending = send_and_wait(&mut shell, id, &prepared, &mut pipes, options).await;
         }
         dropped.armed = false;
 
@@ -126,22 +117,19 @@ impl Session {
             Ending::Status { status, jobs, cwd } => {
                 exit_code = Some(status);
                 state.cwd = cwd;
-                let held_out = stdout.drain(output);
-                let held_err = stderr.drain(output);
-                if !jobs.is_empty() || held_out || held_err {
+                let held = pipes.drain(output);
+                if !jobs.is_empty() || held {
                     let leftovers = procs::leftovers(shell.pid, &marker);
                     let stopped = procs::stop(&leftovers, grace).await;
                     if stopped > 0 {
                         notes.push(leftover_note(stopped));
                     }
-                    stdout.drain(output);
-                    stderr.drain(output);
+                    pipes.drain(output);
                 }
                 state.shell = Some(shell);
             }
             Ending::ShellExited(status) => {
-                stdout.drain(output);
-                stderr.drain(output);
+                pipes.drain(output);
                 if let Some(status) = status {
                     exit_code = status.code();
                     signal = status.signal().map(signal_name);
@@ -171,20 +159,17 @@ impl Session {
                 // (run on SIGTERM) saves the state it reached.
                 procs::stop_shell_tree(shell.pid, &marker, grace).await;
                 shell.wait().await;
-                stdout.drain(output);
-                stderr.drain(output);
+                pipes.drain(output);
                 notes.push(
                     "the session's shell was stopped with the command; the next call starts a new shell with the state saved last"
                         .to_owned(),
                 );
             }
         }
-        stdout.finish(output);
-        stderr.finish(output);
+        CallPipes::finish(output);
         let output = output.finish();
         notes.extend(log.truncation_note());
-        state.spare_stdout = Some(stdout);
-        state.spare_stderr = Some(stderr);
+        state.pipes = Some(pipes);
         let shell_state = inner.config.telemetry.then(|| ShellState {
             git_branch: telemetry::git_branch(&state.cwd),
             cwd: state.cwd.clone(),
@@ -213,28 +198,40 @@ impl Session {
         state: &mut State,
         id: u64,
         command: &str,
-        (stdout, stderr): (&CallPipe, &CallPipe),
+        pipes: &CallPipes,
         cwd: Option<&Path>,
         options: &SpawnOptions,
         marker: &RunMarker,
     ) -> std::io::Result<Prepared> {
         let dir = &self.inner.dir;
-        let command_file = dir.join("command.sh");
+        let command_file = dir.join(driver::COMMAND_FILE);
         std::fs::write(&command_file, command)?;
-        let script = driver::call_script(&driver::CallLine {
-            command_file: &command_file,
-            stdout_fifo: stdout.path(),
-            stderr_fifo: stderr.path(),
-            cwd,
-            env: &options.env,
-            marker: marker.value(),
-        });
-        std::fs::write(dir.join(driver::CALL_SCRIPT), script)?;
+        // The driver's own call line runs the common call; one with a
+        // working directory or variables of its own goes through a script.
+        let through_script = cwd.is_some() || !options.env.is_empty();
+        if through_script {
+            let script = driver::call_script(&driver::CallLine {
+                command_file: &command_file,
+                stdout_fifo: pipes.path(Stream::Stdout),
+                stderr_fifo: pipes.path(Stream::Stderr),
+                cwd,
+                env: &options.env,
+                marker: marker.value(),
+            });
+            std::fs::write(dir.join(driver::CALL_SCRIPT), script)?;
+        }
         let effect = state::state_effect(command);
         state.save_every_call |= effect == state::StateEffect::Names;
         let save = state.save_every_call || effect != state::StateEffect::None;
         let nonce = nonce()?;
-        let request = driver::call_request(id, save, &nonce);
+        let request = driver::call_request(&driver::CallRequest {
+            id,
+            save,
+            through_script,
+            pipes: (pipes.number(Stream::Stdout), pipes.number(Stream::Stderr)),
+            marker: marker.value(),
+            nonce: &nonce,
+        });
         let after_command = request.len() - request.find('\n').map_or(0, |end| end + 1);
         Ok(Prepared {
             request,
@@ -263,14 +260,13 @@ async fn send_and_wait(
     shell: &mut Shell,
     id: u64,
     prepared: &Prepared,
-    stdout: &mut CallPipe,
-    stderr: &mut CallPipe,
+    pipes: &mut CallPipes,
     options: &SpawnOptions,
 ) -> Ending {
     if shell.send(&prepared.request).await.is_err() {
         return Ending::ShellExited(shell.wait().await);
     }
-    wait_for_end(shell, id, &prepared.nonce, stdout, stderr, options).await
+    wait_for_end(shell, id, &prepared.nonce, pipes, options).await
 }
 
 /// Reads the call's output until its status arrives, the shell exits, the
@@ -279,8 +275,7 @@ async fn wait_for_end(
     shell: &mut Shell,
     id: u64,
     nonce: &str,
-    stdout: &mut CallPipe,
-    stderr: &mut CallPipe,
+    pipes: &mut CallPipes,
     options: &SpawnOptions,
 ) -> Ending {
     let output = &options.output;
@@ -305,12 +300,7 @@ async fn wait_for_end(
                     }
                 }
             }
-            read = stdout.read() => if let Some(count) = read {
-                stdout.push_read(count, output);
-            },
-            read = stderr.read() => if let Some(count) = read {
-                stderr.push_read(count, output);
-            },
+            () = pipes.read_some(output) => {}
             () = shell.root.exited(), if shell.reaped.is_none() => {
                 return Ending::ShellExited(shell.wait().await);
             }

@@ -1,12 +1,16 @@
-//! One output stream of one call: a FIFO we read, and the single place
-//! where its bytes go to the call's output.
+//! The output streams of calls: a FIFO each for stdout and stderr, the
+//! single place where their bytes go to the call's output, and how we wait
+//! for them.
 
-use std::os::fd::AsFd as _;
+use std::os::fd::{AsFd as _, AsRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 
 use bashtool_core::{OutputCapture, Stream};
-use tokio::io::AsyncReadExt as _;
-use tokio::net::unix::pipe;
+use nix::fcntl::{OFlag, open};
+use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags};
+use nix::sys::stat::Mode;
+use tokio::io::unix::AsyncFd;
+use tokio::io::{Interest, Ready};
 
 /// Largest read from one output pipe.
 const READ_BUFFER: usize = 64 * 1024;
@@ -14,138 +18,262 @@ const READ_BUFFER: usize = 64 * 1024;
 /// writes without pause must not keep the call from returning.
 const MAX_DRAIN_READS: usize = 64;
 
-/// A FIFO we read, and a write end we hold until the command ended, so
-/// that EOF afterwards means no process of the command holds it any more.
-/// A FIFO that reached EOF is reused by the next call (nobody else can
-/// write to it); one still held by a leftover is dropped, and its path
-/// removed, so that the leftover's output can never reach a later call.
-pub(crate) struct CallPipe {
+/// A session's two output FIFOs, kept from call to call while clean, and
+/// watched through an epoll set of our own, level-triggered, that tokio
+/// watches in turn.
+///
+/// Why not tokio's pipe types: a FIFO reports a hang-up each time its last
+/// writer goes, which is how a call's end is told apart from a leftover
+/// still holding it (below), and tokio keeps a hang-up it saw for the life
+/// of the registration: every later read would spin on EAGAIN. So each
+/// call had to open and register its read ends anew (about twenty system
+/// calls). A level-triggered set reports only what holds now, so the read
+/// ends are registered once.
+pub(crate) struct CallPipes {
+    poll: AsyncFd<EpollSet>,
+    stdout: Option<CallPipe>,
+    stderr: Option<CallPipe>,
+    /// The read buffer: zeroing fresh 64 KiB buffers on every call cost
+    /// more than the call's own reads.
+    buffer: Vec<u8>,
+}
+
+/// An epoll set that tokio can watch (it is readable when one of its
+/// descriptors is).
+struct EpollSet(Epoll);
+
+impl AsRawFd for EpollSet {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.0.as_raw_fd()
+    }
+}
+
+/// One FIFO: its read end, registered in the set, and a write end we hold
+/// while a command runs, so that EOF afterwards means no process of the
+/// command holds it any more. A FIFO that reached EOF is reused by the
+/// next call (nobody else can write to it); one still held by a leftover
+/// is dropped, and its path removed, so that the leftover's output can
+/// never reach a later call.
+struct CallPipe {
     path: PathBuf,
-    receiver: pipe::Receiver,
-    sender: Option<pipe::Sender>,
+    /// `<n>` of the FIFO's name (`out.<n>`, `err.<n>`): the call that made
+    /// it.
+    number: u64,
+    receiver: OwnedFd,
+    sender: Option<OwnedFd>,
     stream: Stream,
     /// EOF was seen after the last command: free of other writers.
     clean: bool,
-    /// The read buffer, kept with the pipe: zeroing fresh 64 KiB buffers
-    /// on every call cost more than the call's own reads.
-    buffer: Vec<u8>,
-    /// No EOF yet during the call.
+    /// Not at EOF (then it is left out of the set until the next call:
+    /// level-triggered, it would be reported again and again).
     open: bool,
 }
 
 impl Drop for CallPipe {
     fn drop(&mut self) {
+        // Closing the read end also takes it out of the epoll set.
         let _ = std::fs::remove_file(&self.path);
     }
 }
 
+fn stream_index(stream: Stream) -> u64 {
+    match stream {
+        Stream::Stdout => 0,
+        Stream::Stderr => 1,
+    }
+}
+
+impl CallPipes {
+    pub(crate) fn new() -> std::io::Result<Self> {
+        let set = EpollSet(Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?);
+        // SAFETY: the set owns its descriptor, which nothing replaces or
+        // closes before the set is dropped with the `AsyncFd`.
+        #[allow(unsafe_code)]
+        let poll = unsafe { AsyncFd::register_with_interest(set, Interest::READABLE) }
+            .map_err(std::io::Error::from)?;
+        Ok(Self {
+            poll,
+            stdout: None,
+            stderr: None,
+            buffer: vec![0_u8; READ_BUFFER],
+        })
+    }
+
+    /// Makes both FIFOs ready for call `id`: the last ones again if they
+    /// are clean, else new ones in `dir` numbered `id`.
+    pub(crate) fn prepare(&mut self, dir: &Path, id: u64) -> std::io::Result<()> {
+        for stream in [Stream::Stdout, Stream::Stderr] {
+            let slot = match stream {
+                Stream::Stdout => &mut self.stdout,
+                Stream::Stderr => &mut self.stderr,
+            };
+            match slot {
+                Some(pipe) if pipe.clean => {
+                    pipe.sender = Some(open_sender(&pipe.path)?);
+                    pipe.clean = false;
+                    if !pipe.open {
+                        pipe.open = true;
+                        let mut event = EpollEvent::new(EpollFlags::EPOLLIN, stream_index(stream));
+                        self.poll
+                            .get_ref()
+                            .0
+                            .modify(pipe.receiver.as_fd(), &mut event)?;
+                    }
+                }
+                _ => {
+                    // A held FIFO goes first, path and all.
+                    *slot = None;
+                    let pipe = CallPipe::create(dir, id, stream)?;
+                    self.poll.get_ref().0.add(
+                        pipe.receiver.as_fd(),
+                        EpollEvent::new(EpollFlags::EPOLLIN, stream_index(stream)),
+                    )?;
+                    *slot = Some(pipe);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn pipe(&self, stream: Stream) -> &CallPipe {
+        let slot = match stream {
+            Stream::Stdout => &self.stdout,
+            Stream::Stderr => &self.stderr,
+        };
+        slot.as_ref()
+            .expect("CallPipes::prepare makes both pipes before a call")
+    }
+
+    /// The FIFO of `stream` (after [`CallPipes::prepare`]).
+    pub(crate) fn path(&self, stream: Stream) -> &Path {
+        &self.pipe(stream).path
+    }
+
+    /// `<n>` of the FIFO of `stream` (after [`CallPipes::prepare`]).
+    pub(crate) fn number(&self, stream: Stream) -> u64 {
+        self.pipe(stream).number
+    }
+
+    /// Waits for bytes (or EOF) on either FIFO and pushes what one read of
+    /// each ready FIFO gives. Cancel-safe: all it does after the wait
+    /// happens at once.
+    pub(crate) async fn read_some(&mut self, output: &OutputCapture) {
+        let mut events = [EpollEvent::empty(); 2];
+        let count = loop {
+            let Ok(mut guard) = self.poll.readable().await else {
+                return std::future::pending().await;
+            };
+            match guard.get_inner().0.wait(&mut events, 0_u8) {
+                Ok(0) => guard.clear_ready_matching(Ready::READABLE),
+                Ok(count) => break count,
+                Err(nix::errno::Errno::EINTR) => {}
+                Err(_) => return std::future::pending().await,
+            }
+        };
+        for event in &events[..count] {
+            let stream = if event.data() == 0 {
+                Stream::Stdout
+            } else {
+                Stream::Stderr
+            };
+            let Some(pipe) = (match stream {
+                Stream::Stdout => self.stdout.as_mut(),
+                Stream::Stderr => self.stderr.as_mut(),
+            }) else {
+                continue;
+            };
+            match nix::unistd::read(pipe.receiver.as_fd(), &mut self.buffer) {
+                Ok(0) => {
+                    // EOF while the command runs cannot happen while we
+                    // hold a write end; should it, stop watching it.
+                    pipe.open = false;
+                    let mut event = EpollEvent::new(EpollFlags::empty(), event.data());
+                    let _ = self
+                        .poll
+                        .get_ref()
+                        .0
+                        .modify(pipe.receiver.as_fd(), &mut event);
+                }
+                Ok(count) => output.push(pipe.stream, &self.buffer[..count]),
+                Err(_) => {}
+            }
+        }
+    }
+
+    /// Reads what is in both FIFOs without waiting, giving up our write
+    /// ends. Returns true if some process still holds a write end (no
+    /// EOF).
+    pub(crate) fn drain(&mut self, output: &OutputCapture) -> bool {
+        let mut held = false;
+        for pipe in [self.stdout.as_mut(), self.stderr.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            held |= pipe.drain(&mut self.buffer, output);
+        }
+        held
+    }
+
+    /// Ends both streams of the call's output.
+    pub(crate) fn finish(output: &OutputCapture) {
+        // A character cut off by the end of the output becomes U+FFFD.
+        output.end_stream(Stream::Stdout);
+        output.end_stream(Stream::Stderr);
+    }
+}
+
+fn open_sender(path: &Path) -> std::io::Result<OwnedFd> {
+    // Non-blocking: with our read end open it never waits, and we never
+    // write to it.
+    Ok(open(
+        path,
+        OFlag::O_WRONLY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
+        Mode::empty(),
+    )?)
+}
+
 impl CallPipe {
-    fn create(path: PathBuf, stream: Stream) -> std::io::Result<Self> {
+    fn create(dir: &Path, number: u64, stream: Stream) -> std::io::Result<Self> {
+        let prefix = match stream {
+            Stream::Stdout => "out",
+            Stream::Stderr => "err",
+        };
+        let path = dir.join(format!("{prefix}.{number}"));
         let _ = std::fs::remove_file(&path);
-        nix::unistd::mkfifo(
+        nix::unistd::mkfifo(&path, Mode::S_IRUSR | Mode::S_IWUSR)?;
+        // The read end first (non-blocking, it does not wait for a
+        // writer): a read end that never saw a writer reports no hang-up.
+        let receiver = open(
             &path,
-            nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR,
+            OFlag::O_RDONLY | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC,
+            Mode::empty(),
         )?;
-        let receiver = pipe::OpenOptions::new().open_receiver(&path)?;
-        let sender = pipe::OpenOptions::new().open_sender(&path)?;
+        let sender = open_sender(&path)?;
         Ok(Self {
             path,
+            number,
             receiver,
             sender: Some(sender),
             stream,
             clean: false,
-            buffer: vec![0_u8; READ_BUFFER],
             open: true,
         })
     }
 
-    /// This pipe again for the next call if it is clean, else a new one.
-    pub(crate) fn reuse_or_create(
-        spare: Option<Self>,
-        path: impl FnOnce() -> PathBuf,
-        stream: Stream,
-    ) -> std::io::Result<Self> {
-        if let Some(mut pipe) = spare
-            && pipe.clean
-        {
-            // A new read end too: the old one saw the FIFO without writers
-            // (EPOLLHUP), and tokio keeps that "read closed" readiness for
-            // good, so every read would spin on EAGAIN until data came
-            // (measured: hundreds of failed read(2) per call, most of the
-            // call's CPU time). Opened before the write end, it never sees
-            // a hang-up.
-            pipe.receiver = pipe::OpenOptions::new().open_receiver(&pipe.path)?;
-            pipe.sender = Some(pipe::OpenOptions::new().open_sender(&pipe.path)?);
-            pipe.clean = false;
-            pipe.open = true;
-            return Ok(pipe);
-        }
-        Self::create(path(), stream)
-    }
-
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Where the call's bytes go: raw, into core's capture (which cleans
-    /// them, keeps the bounded windows and feeds the live sink).
-    fn push(&self, bytes: &[u8], output: &OutputCapture) {
-        output.push(self.stream, bytes);
-    }
-
-    /// Waits for the next bytes; `Some(count)` of them are in the pipe's
-    /// buffer for [`CallPipe::push_read`], `None` at EOF (then it never
-    /// resolves again, so it can sit in a `select!` with the call's other
-    /// events). Cancel-safe: a read that did not complete consumed nothing.
-    pub(crate) async fn read(&mut self) -> Option<usize> {
-        if !self.open {
-            return std::future::pending().await;
-        }
-        match self.receiver.read(&mut self.buffer).await {
-            Ok(0) | Err(_) => {
-                self.open = false;
-                None
-            }
-            Ok(count) => Some(count),
-        }
-    }
-
-    /// Pushes the `count` bytes [`CallPipe::read`] left in the buffer.
-    pub(crate) fn push_read(&mut self, count: usize, output: &OutputCapture) {
-        self.push(&self.buffer[..count], output);
-    }
-
-    /// Reads what is in the pipe without waiting. Returns true if some
-    /// process still holds the write end (no EOF).
-    pub(crate) fn drain(&mut self, output: &OutputCapture) -> bool {
+    fn drain(&mut self, buffer: &mut [u8], output: &OutputCapture) -> bool {
         self.sender = None;
-        let mut buffer = std::mem::take(&mut self.buffer);
-        let held = self.drain_with(&mut buffer, output);
-        self.buffer = buffer;
-        held
-    }
-
-    fn drain_with(&mut self, buffer: &mut [u8], output: &OutputCapture) -> bool {
         for _ in 0..MAX_DRAIN_READS {
-            // read(2) itself, not `try_read`: tokio answers WouldBlock from
-            // its cached readiness without asking the kernel, which would
-            // hide both the data and the EOF that are already there.
             match nix::unistd::read(self.receiver.as_fd(), buffer) {
                 Ok(0) => {
                     self.clean = true;
                     return false;
                 }
-                Ok(count) => self.push(&buffer[..count], output),
+                Ok(count) => output.push(self.stream, &buffer[..count]),
                 Err(nix::errno::Errno::EAGAIN) => return true,
                 Err(nix::errno::Errno::EINTR) => {}
                 Err(_) => return false,
             }
         }
         true
-    }
-
-    pub(crate) fn finish(&self, output: &OutputCapture) {
-        // A character cut off by the end of the output becomes U+FFFD.
-        output.end_stream(self.stream);
     }
 }

@@ -12,9 +12,10 @@ use crate::MARKER_VARIABLE;
 /// reads requests from the driver FIFO and writes records to the control
 /// FIFO (see its header for why each part is built as it is).
 ///
-/// For each call Rust writes the command to a file, a call script
-/// ([`call_script`]) and two lines to the driver FIFO ([`call_request`]):
-/// `c<save>`, read before the command, and `<id> <nonce>`, read after it.
+/// For each call Rust writes the command to a file and two lines to the
+/// driver FIFO ([`call_request`]): the request, read before the command,
+/// and `<id> <nonce>`, read after it. A call with a working directory or
+/// variables of its own also gets a call script ([`call_script`]).
 /// The command is `source`d at top level, not in a function, so that
 /// `declare` makes globals as at a prompt; no fork; `return` works. It has
 /// its own stdin, stdout and stderr, which bash restores when `source`
@@ -34,15 +35,42 @@ pub(crate) const INIT_NAME: &str = "init.sh";
 /// `init.sh` for the session directory `dir`: its paths are written into
 /// the script, not kept in variables a command could change.
 pub(crate) fn init_script(dir: &Path) -> String {
-    INIT_SCRIPT.replace("@DIR@", &quote_path(dir))
+    INIT_SCRIPT
+        .replace("@DIR@", &quote_path(dir))
+        .replace("@REQUEST_WIDTH@", &REQUEST_WIDTH.to_string())
+        .replace("@MARKER_VARIABLE@", MARKER_VARIABLE)
+}
+
+/// Bytes of a request line: the shell reads it with one `read -N`. Room
+/// for the longest one (a kind, two 20-digit pipe numbers, a 40-byte
+/// marker) and at least one space of padding.
+const REQUEST_WIDTH: usize = 96;
+
+/// `words`, space-separated and padded with spaces to [`REQUEST_WIDTH`],
+/// newline last. The shell takes each word up to the next space, so the
+/// last one needs the padding's first space.
+fn request_line(words: &[&str]) -> String {
+    let mut line = words.join(" ");
+    assert!(
+        line.len() < REQUEST_WIDTH - 1 && !words.iter().any(|word| word.contains([' ', '\n'])),
+        "a request line is at most {} bytes of words without spaces: {line:?}",
+        REQUEST_WIDTH - 2
+    );
+    line.extend(std::iter::repeat_n(' ', REQUEST_WIDTH - 1 - line.len()));
+    line.push('\n');
+    line
 }
 
 /// The request that writes a snapshot now and acknowledges it with a `W`
 /// record.
-pub(crate) const SAVE_NOW: &str = "w\n";
+pub(crate) fn save_now() -> String {
+    request_line(&["w"])
+}
 
 /// The request that ends the shell; its EXIT trap saves the state.
-pub(crate) const EXIT_NOW: &str = "x\n";
+pub(crate) fn exit_now() -> String {
+    request_line(&["x"])
+}
 
 /// `text` as one bash word in single quotes (`'` becomes `'\''`). Any byte
 /// but NUL is safe inside, newlines included.
@@ -74,20 +102,51 @@ pub(crate) fn startup_script(dir: &Path, snapshot: Option<&Path>, sequence: u64)
     )
 }
 
-/// The two driver lines of call `id`: `c<save>` (the shell sources the
-/// call script; with `c1` it then saves a snapshot, and first frees
-/// `builtin` and `.` of functions: only a command that may define names is
-/// sent with `c1`, see `state::state_effect`) and `<id> <nonce>`, which
-/// the shell reads only once the command is over, so the command cannot
-/// see the nonce that makes its status record count.
-pub(crate) fn call_request(id: u64, save: bool, nonce: &str) -> String {
+/// How a call's command is run.
+pub(crate) struct CallRequest<'a> {
+    pub id: u64,
+    /// Save a snapshot afterwards, first freeing `builtin` and `.` of
+    /// functions: only a command that may define names is sent so (see
+    /// `state::state_effect`).
+    pub save: bool,
+    /// Through the call script (a working directory or variables of the
+    /// call's own) instead of the driver's own call line.
+    pub through_script: bool,
+    /// Numbers of the stdout and stderr FIFOs (`out.<n>`, `err.<n>`).
+    pub pipes: (u64, u64),
+    /// Value of [`MARKER_VARIABLE`] for the call's processes.
+    pub marker: &'a str,
+    pub nonce: &'a str,
+}
+
+/// The two driver lines of a call: the request (`c<save>`, or `C<save>`
+/// through the call script, the pipes and the marker) and `<id> <nonce>`,
+/// which the shell reads only once the command is over, so the command
+/// cannot see the nonce that makes its status record count.
+pub(crate) fn call_request(call: &CallRequest<'_>) -> String {
     // A fixed width: the shell reads the second line with one `read -N`.
-    debug_assert_eq!(nonce.len(), NONCE_DIGITS);
-    format!("c{}\n{id:020} {nonce}\n", u8::from(save))
+    debug_assert_eq!(call.nonce.len(), NONCE_DIGITS);
+    let kind = format!(
+        "{}{}",
+        if call.through_script { 'C' } else { 'c' },
+        u8::from(call.save)
+    );
+    let mut request = request_line(&[
+        &kind,
+        &call.pipes.0.to_string(),
+        &call.pipes.1.to_string(),
+        call.marker,
+    ]);
+    let _ = writeln!(request, "{:020} {}", call.id, call.nonce);
+    request
 }
 
 /// Hex digits of a call's nonce (64 random bits).
 pub(crate) const NONCE_DIGITS: usize = 16;
+
+/// Name of the command file in the session directory (the name is also in
+/// `init.sh`).
+pub(crate) const COMMAND_FILE: &str = "command.sh";
 
 /// Name of the call script in the session directory.
 pub(crate) const CALL_SCRIPT: &str = "call.sh";
@@ -177,14 +236,48 @@ mod tests {
             startup_script(Path::new("/s"), None, 0),
             "__bt_seq=0 __bt_restore=; builtin . '/s/init.sh'"
         );
-        assert_eq!(
-            call_request(7, false, "0123456789abcdef"),
-            "c0\n00000000000000000007 0123456789abcdef\n"
-        );
-        // The shell reads the second line as exactly 38 bytes.
-        assert_eq!(
-            call_request(u64::MAX, true, "0123456789abcdef").len(),
-            3 + 38
-        );
+    }
+
+    #[test]
+    fn a_call_request_is_a_fixed_width_line_then_the_id_and_nonce() {
+        let request = call_request(&CallRequest {
+            id: 7,
+            save: false,
+            through_script: false,
+            pipes: (3, 4),
+            marker: "m-7",
+            nonce: "0123456789abcdef",
+        });
+        let (first, second) = request.split_at(REQUEST_WIDTH);
+        assert_eq!(first.trim_end(), "c0 3 4 m-7");
+        assert!(first.ends_with(" \n"));
+        assert_eq!(second, "00000000000000000007 0123456789abcdef\n");
+        // The longest: two 20-digit numbers and a 40-byte marker still
+        // leave a space of padding; the shell reads the second line as
+        // exactly 38 bytes.
+        let longest = call_request(&CallRequest {
+            id: u64::MAX,
+            save: true,
+            through_script: true,
+            pipes: (u64::MAX, u64::MAX),
+            marker: &"m".repeat(40),
+            nonce: "0123456789abcdef",
+        });
+        assert_eq!(longest.len(), REQUEST_WIDTH + 38);
+        assert!(longest.starts_with("C1 18446744073709551615 "));
+        assert_eq!(save_now().len(), REQUEST_WIDTH);
+        assert_eq!(exit_now().trim_end(), "x");
+    }
+
+    #[test]
+    fn init_script_gets_its_directory_width_and_marker_name() {
+        let script = init_script(Path::new("/s d"));
+        assert!(!script.contains('@'), "a placeholder is left");
+        assert!(script.contains(&format!(
+            "read -r -N {REQUEST_WIDTH} __bt_request <'/s d'/driver"
+        )));
+        assert!(script.contains(&format!(
+            "{MARKER_VARIABLE}=$__bt_marker \\. '/s d'/{COMMAND_FILE} "
+        )));
     }
 }

@@ -41,7 +41,7 @@ use std::time::Duration;
 use bashtool_core::{CommandExec, CommandResult, ExecError, ExecMode, SpawnOptions};
 
 use crate::{JobTable, LocalConfig, LocalExec, LogDir, NON_INTERACTIVE_ENV};
-use call_pipe::CallPipe;
+use call_pipe::CallPipes;
 use dir::SessionDir;
 pub(crate) use dir::remove_stale_session_dirs;
 use lock::SnapshotLock;
@@ -136,9 +136,9 @@ struct State {
     /// A shell was running before: the next start is a restart.
     had_shell: bool,
     next_call: u64,
-    /// Output FIFOs of the last call, for reuse when clean.
-    spare_stdout: Option<CallPipe>,
-    spare_stderr: Option<CallPipe>,
+    /// The output FIFOs, kept for the next call while clean (made with
+    /// the first call: they need the runtime).
+    pipes: Option<CallPipes>,
     /// Snapshot after every call: a command may have defined functions or
     /// aliases whose later use changes the state unseen.
     save_every_call: bool,
@@ -183,8 +183,7 @@ impl Session {
                     cwd,
                     had_shell: false,
                     next_call: 1,
-                    spare_stdout: None,
-                    spare_stderr: None,
+                    pipes: None,
                     // A snapshot from an earlier process may hold functions.
                     save_every_call: restores_a_file,
                     snapshot_lock: None,
@@ -233,7 +232,7 @@ impl Session {
         let mut state = self.inner.state.lock().await;
         if let Some(mut shell) = state.shell.take() {
             // `exit` runs the EXIT trap, which saves the final state.
-            let _ = shell.send(driver::EXIT_NOW).await;
+            let _ = shell.send(&driver::exit_now()).await;
             let grace = self.inner.config.local.kill_grace;
             if tokio::time::timeout(grace, shell.wait()).await.is_err() {
                 procs::kill_group_now(shell.pid);

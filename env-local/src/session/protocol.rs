@@ -7,9 +7,10 @@
 //! Each record ends with a NUL (the one byte no path can contain):
 //! - `R`: the shell finished starting.
 //! - `W`: the shell finished writing a snapshot asked for by a line.
-//! - `S <id> <nonce> <status>\n<pid>\n...P<cwd>`: call `<id>` ended with
-//!   `<status>`; the pids are background jobs it left running; `<cwd>` runs
-//!   to the end.
+//! - `<pid>\n...S <id> <nonce> <status> P<cwd>`: call `<id>` ended with
+//!   `<status>`; the pids before it are background jobs it left running;
+//!   `<cwd>` runs to the end. (No newline after the status: the shell
+//!   writes up to each newline with its own write(2), and each wakes us.)
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
@@ -44,45 +45,38 @@ fn parse(record: &[u8]) -> Record {
     match record.first() {
         Some(b'R') => Record::Ready,
         Some(b'W') => Record::Saved,
-        Some(b'S') => parse_status(record).unwrap_or(Record::Unknown),
+        Some(b'S' | b'0'..=b'9') => parse_status(record).unwrap_or(Record::Unknown),
         _ => Record::Unknown,
     }
 }
 
 fn parse_status(record: &[u8]) -> Option<Record> {
-    let first_end = record.iter().position(|&byte| byte == b'\n')?;
-    let first = std::str::from_utf8(&record[..first_end]).ok()?;
-    let mut words = first.split(' ').skip(1);
-    let id = words.next()?.parse().ok()?;
-    let nonce = words.next()?.to_owned();
-    let status = words.next()?.parse().ok()?;
     let mut jobs = Vec::new();
-    let mut position = first_end + 1;
-    // Pid lines are digits only, so the first line starting with `P` is the
-    // cwd, which may itself contain newlines.
-    while record.get(position).is_some_and(u8::is_ascii_digit) {
-        let end = record[position..]
-            .iter()
-            .position(|&byte| byte == b'\n')
-            .map_or(record.len(), |offset| position + offset);
-        jobs.push(
-            std::str::from_utf8(&record[position..end])
-                .ok()?
-                .parse()
-                .ok()?,
-        );
-        position = end + 1;
+    let mut rest = record;
+    // Pid lines are digits only, so the first line that is not is the
+    // status.
+    while rest.first().is_some_and(u8::is_ascii_digit) {
+        let end = rest.iter().position(|&byte| byte == b'\n')?;
+        jobs.push(std::str::from_utf8(&rest[..end]).ok()?.parse().ok()?);
+        rest = &rest[end + 1..];
     }
-    if record.get(position) != Some(&b'P') {
+    // `S <id> <nonce> <status> P<cwd>`: the cwd, which may hold spaces and
+    // newlines, is everything after the fourth space.
+    let mut fields = rest.splitn(5, |&byte| byte == b' ');
+    if fields.next()? != b"S" {
         return None;
     }
-    let cwd = PathBuf::from(OsString::from_vec(record[position + 1..].to_vec()));
+    let mut number = || std::str::from_utf8(fields.next()?).ok();
+    let id = number()?.parse().ok()?;
+    let nonce = number()?.to_owned();
+    let status = number()?.parse().ok()?;
+    let cwd = fields.next()?.strip_prefix(b"P")?;
     Some(Record::Status {
         id,
         nonce,
         status,
         jobs,
-        cwd,
+        cwd: PathBuf::from(OsString::from_vec(cwd.to_vec())),
     })
 }
 
@@ -92,7 +86,7 @@ mod tests {
 
     #[test]
     fn parses_status_with_jobs_and_a_cwd_with_newlines() {
-        let mut pending = b"R\0S 3 n3 127\n41\n42\nP/tmp/a\nPb\0S 4".to_vec();
+        let mut pending = b"R\x0041\n42\nS 3 n3 127 P/tmp/a b\nPb\0S 4".to_vec();
         let records = take_records(&mut pending);
         assert_eq!(
             records,
@@ -103,7 +97,7 @@ mod tests {
                     nonce: "n3".to_owned(),
                     status: 127,
                     jobs: vec![41, 42],
-                    cwd: PathBuf::from("/tmp/a\nPb"),
+                    cwd: PathBuf::from("/tmp/a b\nPb"),
                 }
             ]
         );
@@ -111,8 +105,14 @@ mod tests {
     }
 
     #[test]
+    fn records_in_other_shapes_are_unknown() {
+        let mut pending = b"S 1 n1 0\nP/\0S 1 n1 0 /\0S 1 n1 x P/\x004x\nS 1 n1 0 P/\0".to_vec();
+        assert_eq!(take_records(&mut pending), vec![Record::Unknown; 4]);
+    }
+
+    #[test]
     fn status_without_jobs() {
-        let mut pending = b"S 1 n1 0\nP/\0".to_vec();
+        let mut pending = b"S 1 n1 0 P/\0".to_vec();
         assert_eq!(
             take_records(&mut pending),
             vec![Record::Status {

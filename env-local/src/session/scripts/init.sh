@@ -78,27 +78,45 @@
   while :; do
     while :; do
       if [[ -z $__bt_running ]]; then
-        # `c0`/`c1`: run call.sh, then save no snapshot / one; `w`: write
-        # a snapshot now; `x`: exit (the EXIT trap saves the state).
-        # Byte by byte (bash reads a line from a pipe so): a shell killed
-        # while blocked here takes at most one byte of it, which is how
-        # Rust tells that the command never ran. `TMOUT=`: a command's
-        # TMOUT must not time the wait for the next call out.
-        TMOUT= builtin read -r __bt_running <@DIR@/driver || [[ ${__bt_broken:?bashtool: the session driver cannot read} ]]
+        # One fixed-width line, in one read(2) (`-N`; a line would take one
+        # per byte): `<kind> <stdout> <stderr> <marker>`, padded with
+        # spaces. Kinds: `c0`/`c1` run the command with the line below,
+        # then save no snapshot / one; `C0`/`C1` the same through call.sh
+        # (a working directory or variables of its own); `w` writes a
+        # snapshot now; `x` exits (the EXIT trap saves the state). A shell
+        # killed while blocked here takes all of it or nothing, which is
+        # how Rust tells that the command never ran. `TMOUT=`: a command's
+        # TMOUT must not time the wait for the next call out (only when
+        # set: a temporary variable costs ~6 µs).
+        if [[ -z ${TMOUT-} ]]; then
+          builtin read -r -N @REQUEST_WIDTH@ __bt_request <@DIR@/driver
+        else
+          TMOUT= builtin read -r -N @REQUEST_WIDTH@ __bt_request <@DIR@/driver
+        fi || [[ ${__bt_broken:?bashtool: the session driver cannot read} ]]
+        __bt_running=${__bt_request%% *} __bt_request=${__bt_request#* }
         [[ $__bt_running != x ]] || builtin exit 0
+        __bt_out=${__bt_request%% *} __bt_request=${__bt_request#* }
+        __bt_err=${__bt_request%% *} __bt_request=${__bt_request#* }
+        __bt_marker=${__bt_request%% *}
         if [[ $__bt_running == c? ]]; then
+          # The command at top level, through `.` (not `builtin source`,
+          # which drops the per-call variable after its first command),
+          # with its own stdin, stdout and stderr. The command's
+          # `continue` at top level lands at this loop's start, its
+          # `break` after this loop: both come back here with
+          # $__bt_running still set.
+          @MARKER_VARIABLE@=$__bt_marker \. @DIR@/command.sh </dev/null >|@DIR@/out."$__bt_out" 2>|@DIR@/err."$__bt_err"
+        elif [[ $__bt_running == C? ]]; then
           # `[__bt_back=$PWD && \builtin cd -- DIR &&] VAR=x … \. COMMAND
-          # <…`, every word quoted: it is parsed now, with the
-          # user's aliases. The command's `continue` at top level lands at
-          # this loop's start, its `break` after this loop: both come back
-          # here with $__bt_running still set.
+          # <…`, every word quoted: it is parsed now, with the user's
+          # aliases.
           builtin source @DIR@/call.sh
         fi
       fi
       __bt_status=$? __bt_kind=$__bt_running __bt_running= __bt_save_flag=1
       # `c0`: Rust saw that the command can change no state (see state.rs),
       # so it can have defined no function either: no snapshot, no repair.
-      [[ $__bt_kind != c0 ]] || __bt_save_flag=0
+      [[ $__bt_kind != [cC]0 ]] || __bt_save_flag=0
       # Free `builtin` and `.` of functions of those names. In POSIX mode
       # the special builtin `unset` comes before any function; entering
       # POSIX mode through the variable needs no command at all.
@@ -119,17 +137,24 @@
         [[ :$__bt_opts: == *:sourcepath:* ]] || builtin shopt -u sourcepath
         [[ :$__bt_opts: == *:inherit_errexit:* ]] || builtin shopt -u inherit_errexit
       fi
-      builtin set +o errexit +o nounset
-      if [[ $__bt_kind == c? ]]; then
+      [[ $- != *[eu]* ]] || builtin set +o errexit +o nounset
+      if [[ $__bt_kind == [cC]? ]]; then
         [[ -z $__bt_back ]] || { builtin cd -- "$__bt_back" 2>/dev/null; __bt_back=; }
         # `<id> <nonce>`, written by Rust after the call line and read only
         # now: the command could not see it.
         # 38 bytes, the id in 20 digits, a space, the 16-digit nonce and a
         # newline, in one read(2) by `-N` (a line would take one per byte).
-        TMOUT= builtin read -r -N 38 __bt_id <@DIR@/driver || [[ ${__bt_broken:?bashtool: the session driver cannot read} ]]
+        if [[ -z ${TMOUT-} ]]; then
+          builtin read -r -N 38 __bt_id <@DIR@/driver
+        else
+          TMOUT= builtin read -r -N 38 __bt_id <@DIR@/driver
+        fi || [[ ${__bt_broken:?bashtool: the session driver cannot read} ]]
         __bt_nonce=${__bt_id#* } __bt_id=${__bt_id%% *}
         __bt_nonce=${__bt_nonce%$'\n'}
-        { builtin printf 'S %s %s %s\n' "$__bt_id" "$__bt_nonce" "$__bt_status"; builtin jobs -rp; builtin printf 'P%s\0' "$PWD"; } >>@DIR@/control 2>/dev/null ||
+        # The background jobs still running, a line each, then the status
+        # in one write (bash flushes at each newline; each write wakes
+        # Rust). No `2>/dev/null`: the shell's stderr is closed.
+        { builtin jobs -rp; builtin printf 'S %s %s %s P%s\0' "$__bt_id" "$__bt_nonce" "$__bt_status" "$PWD"; } >>@DIR@/control ||
           [[ ${__bt_broken:?bashtool: the session driver cannot write} ]]
       fi
       if [[ $__bt_save_flag != 0 ]]; then
