@@ -805,3 +805,34 @@ async fn the_shell_its_commands_and_its_jobs_are_sandboxed() {
     // The shell itself is filtered (2: a seccomp filter), not only its children.
     assert!(result.text().contains("Seccomp:\t2"), "{}", result.text());
 }
+
+#[tokio::test]
+async fn output_beyond_the_pipe_buffer_on_both_streams_arrives_whole_call_after_call() {
+    let (_dir, root) = workspace();
+    let session = new_session(&root);
+    let tool = session_tool(&session);
+    // 333 000 bytes on each stream, five times a pipe's buffer, written in
+    // turns: the shell blocks on whichever stream we have not read yet.
+    // Three calls: the second and third reuse the first call's FIFOs.
+    let command = "for i in $(seq 3000); do printf 'out %05d %0100d\\n' $i 0; \
+                   printf 'err %05d %0100d\\n' $i 0 >&2; done";
+    for _ in 0..3 {
+        let result = run(&tool, command).await;
+        assert_eq!(result.details.exit_code, Some(0), "{}", result.text());
+        assert_eq!(result.details.total_bytes, 2 * 3000 * 111);
+        assert_eq!(result.details.total_lines, 2 * 3000);
+        // Every line of each stream, in its own order (the log has both).
+        let log = std::fs::read_to_string(result.details.log_file.expect("logged"))
+            .expect("log readable");
+        for stream in ["out", "err"] {
+            let lines: Vec<&str> = log
+                .lines()
+                .filter(|line| line.starts_with(stream))
+                .collect();
+            let expected: Vec<String> = (1..=3000)
+                .map(|i| format!("{stream} {i:05} {:0100}", 0))
+                .collect();
+            assert_eq!(lines, expected, "{stream}");
+        }
+    }
+}

@@ -66,10 +66,10 @@ fn parse_status(record: &[u8]) -> Option<Record> {
     if fields.next()? != b"S" {
         return None;
     }
-    let mut number = || std::str::from_utf8(fields.next()?).ok();
-    let id = number()?.parse().ok()?;
-    let nonce = number()?.to_owned();
-    let status = number()?.parse().ok()?;
+    let mut field = || std::str::from_utf8(fields.next()?).ok();
+    let id = field()?.parse().ok()?;
+    let nonce = field()?.to_owned();
+    let status = field()?.parse().ok()?;
     let cwd = fields.next()?.strip_prefix(b"P")?;
     Some(Record::Status {
         id,
