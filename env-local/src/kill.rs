@@ -53,11 +53,15 @@ impl RunMarker {
     /// A marker unique to this process and call.
     pub fn new() -> Self {
         static COUNTER: AtomicU64 = AtomicU64::new(0);
+        // Our pid once: a system call per call otherwise, and we never fork
+        // without exec.
+        static PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
         let count = COUNTER.fetch_add(1, Ordering::Relaxed);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |elapsed| elapsed.subsec_nanos());
-        Self::from_value(format!("{}-{count}-{nanos:x}", std::process::id()))
+        let pid = *PID.get_or_init(std::process::id);
+        Self::from_value(format!("{pid}-{count}-{nanos:x}"))
     }
 
     pub fn from_value(value: String) -> Self {

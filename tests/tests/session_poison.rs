@@ -108,7 +108,7 @@ async fn readonly_driver_variables_are_repaired_by_a_restart_that_drops_them() {
     run(&tool, "cd sub; export KEPT=yes").await;
     let poison = run(
         &tool,
-        "readonly __bt_id __bt_status __bt_nonce __bt_seq __bt_running __bt_request __bt_out __bt_err __bt_marker POSIXLY_CORRECT; echo poisoned",
+        "readonly __bt_stamp __bt_status __bt_seq __bt_running __bt_request __bt_out __bt_err __bt_marker POSIXLY_CORRECT; echo poisoned",
     )
     .await;
     assert!(
@@ -132,7 +132,7 @@ async fn readonly_driver_variables_are_repaired_by_a_restart_that_drops_them() {
     // The new shell has none of them readonly.
     let check = run(
         &tool,
-        "declare -p __bt_id | cut -c1-11; [[ -v POSIXLY_CORRECT ]] || echo unset",
+        "declare -p __bt_stamp | cut -c1-11; [[ -v POSIXLY_CORRECT ]] || echo unset",
     )
     .await;
     assert_eq!(
@@ -246,6 +246,12 @@ async fn break_and_continue_at_top_level_end_only_their_call() {
     let pid = session.shell_pid().await;
     let next = run(&tool, "for i in 1 2; do break; done; echo three $x").await;
     assert_eq!(next.text(), plain("three 1", 0, &root));
+    // A command that can change no state takes the driver's short branch
+    // for the common call: `break` there ends only its call too.
+    let short = run(&tool, "echo four; break; echo not reached").await;
+    assert_eq!(short.text(), plain("four", 0, &root));
+    let after = run(&tool, "echo five $x").await;
+    assert_eq!(after.text(), plain("five 1", 0, &root));
     assert_eq!(session.shell_pid().await, pid);
 }
 

@@ -10,7 +10,7 @@ use bashtool_core::{CommandResult, ExecError, ShellState, SpawnOptions, Stream};
 
 use super::protocol::Record;
 use super::shell::Shell;
-use super::{CallPipes, Session, State, driver, procs, state, telemetry};
+use super::{CallPipes, Session, State, driver, nonce, procs, state, telemetry};
 use crate::RunMarker;
 
 /// How a call's wait ended.
@@ -31,8 +31,8 @@ enum Ending {
 struct Prepared {
     request: String,
     nonce: String,
-    /// Length of the request's second line, the one the shell reads only
-    /// after the command.
+    /// Length of the request's stamp, which the shell reads only after the
+    /// command.
     after_command: usize,
 }
 
@@ -223,7 +223,7 @@ impl Session {
         let effect = state::state_effect(command);
         state.save_every_call |= effect == state::StateEffect::Names;
         let save = state.save_every_call || effect != state::StateEffect::None;
-        let nonce = nonce()?;
+        let nonce = nonce::next()?;
         let request = driver::call_request(&driver::CallRequest {
             id,
             save,
@@ -232,11 +232,10 @@ impl Session {
             marker: marker.value(),
             nonce: &nonce,
         });
-        let after_command = request.len() - request.find('\n').map_or(0, |end| end + 1);
         Ok(Prepared {
             request,
             nonce,
-            after_command,
+            after_command: driver::STAMP_WIDTH,
         })
     }
 }
@@ -256,20 +255,6 @@ fn write_in_place(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         .open(path)?;
     file.write_all(bytes)?;
     file.set_len(bytes.len() as u64)
-}
-
-/// 64 random bits in hex: the status of a call counts only with it. (No
-/// more: the shell reads them one byte per read(2).)
-fn nonce() -> std::io::Result<String> {
-    let mut bytes = [0_u8; driver::NONCE_DIGITS / 2];
-    // SAFETY: getrandom writes at most `bytes.len()` bytes into the live
-    // local array it is given.
-    #[allow(unsafe_code)]
-    let written = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-    if usize::try_from(written).ok() != Some(bytes.len()) {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
 }
 
 /// Sends the request and waits for the call's end.

@@ -13,8 +13,8 @@ use crate::MARKER_VARIABLE;
 /// FIFO (see its header for why each part is built as it is).
 ///
 /// For each call Rust writes the command to a file and two lines to the
-/// driver FIFO ([`call_request`]): the request, read before the command,
-/// and `<id> <nonce>`, read after it. A call with a working directory or
+/// driver FIFO ([`call_request`]): the request line, read before the
+/// command, and the stamp `<id> <nonce>`, read after it. A call with a working directory or
 /// variables of its own also gets a call script ([`call_script`]).
 /// The command is `source`d at top level, not in a function, so that
 /// `declare` makes globals as at a prompt; no fork; `return` works. It has
@@ -38,6 +38,7 @@ pub(crate) fn init_script(dir: &Path) -> String {
     INIT_SCRIPT
         .replace("@DIR@", &quote_path(dir))
         .replace("@REQUEST_WIDTH@", &REQUEST_WIDTH.to_string())
+        .replace("@STAMP_WIDTH@", &STAMP_WIDTH.to_string())
         .replace("@MARKER_VARIABLE@", MARKER_VARIABLE)
 }
 
@@ -119,12 +120,12 @@ pub(crate) struct CallRequest<'a> {
     pub nonce: &'a str,
 }
 
-/// The two driver lines of a call: the request (`c<save>`, or `C<save>`
-/// through the call script, the pipes and the marker) and `<id> <nonce>`,
-/// which the shell reads only once the command is over, so the command
-/// cannot see the nonce that makes its status record count.
+/// What the driver reads for a call: the request line (`c<save>`, or
+/// `C<save>` through the call script, the pipes and the marker), then the
+/// stamp `<id> <nonce>`, which the shell reads only once the command is
+/// over, so the command cannot see the nonce that makes its status record
+/// count.
 pub(crate) fn call_request(call: &CallRequest<'_>) -> String {
-    // A fixed width: the shell reads the second line with one `read -N`.
     debug_assert_eq!(call.nonce.len(), NONCE_DIGITS);
     let kind = format!(
         "{}{}",
@@ -137,12 +138,18 @@ pub(crate) fn call_request(call: &CallRequest<'_>) -> String {
         &call.pipes.1.to_string(),
         call.marker,
     ]);
-    let _ = writeln!(request, "{:020} {}", call.id, call.nonce);
+    let _ = write!(request, "{:020} {}", call.id, call.nonce);
+    debug_assert_eq!(request.len(), REQUEST_WIDTH + STAMP_WIDTH);
     request
 }
 
 /// Hex digits of a call's nonce (64 random bits).
 pub(crate) const NONCE_DIGITS: usize = 16;
+
+/// Bytes of a call's stamp, `<id> <nonce>`: the id in 20 digits (the most
+/// a `u64` has), a space, the nonce, no newline. The shell reads it with
+/// one `read -N` and writes it into the status record as it is.
+pub(crate) const STAMP_WIDTH: usize = 20 + 1 + NONCE_DIGITS;
 
 /// Name of the command file in the session directory (the name is also in
 /// `init.sh`).
@@ -251,10 +258,10 @@ mod tests {
         let (first, second) = request.split_at(REQUEST_WIDTH);
         assert_eq!(first.trim_end(), "c0 3 4 m-7");
         assert!(first.ends_with(" \n"));
-        assert_eq!(second, "00000000000000000007 0123456789abcdef\n");
+        assert_eq!(second, "00000000000000000007 0123456789abcdef");
         // The longest: two 20-digit numbers and a 40-byte marker still
-        // leave a space of padding; the shell reads the second line as
-        // exactly 38 bytes.
+        // leave a space of padding; the shell reads the stamp as exactly
+        // 37 bytes.
         let longest = call_request(&CallRequest {
             id: u64::MAX,
             save: true,
@@ -263,7 +270,7 @@ mod tests {
             marker: &"m".repeat(40),
             nonce: "0123456789abcdef",
         });
-        assert_eq!(longest.len(), REQUEST_WIDTH + 38);
+        assert_eq!(longest.len(), REQUEST_WIDTH + 37);
         assert!(longest.starts_with("C1 18446744073709551615 "));
         assert_eq!(save_now().len(), REQUEST_WIDTH);
         assert_eq!(exit_now().trim_end(), "x");

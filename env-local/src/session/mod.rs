@@ -26,6 +26,7 @@ mod call_pipe;
 mod dir;
 mod driver;
 mod lock;
+mod nonce;
 mod procs;
 mod protocol;
 mod shell;

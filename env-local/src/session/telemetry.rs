@@ -1,13 +1,12 @@
 //! Seed 002's "prompt as telemetry": the git branch of the shell's cwd,
 //! found by reading files (no `git` process per call).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// The branch checked out in the repository containing `cwd`, or the short
 /// commit id when HEAD is detached. `None` outside a repository.
 pub(crate) fn git_branch(cwd: &Path) -> Option<String> {
-    let git_dir = find_git_dir(cwd)?;
-    let head = std::fs::read_to_string(git_dir.join("HEAD")).ok()?;
+    let head = find_head(cwd)?;
     let head = head.trim();
     if let Some(reference) = head.strip_prefix("ref: ") {
         let reference = reference.trim();
@@ -23,22 +22,48 @@ pub(crate) fn git_branch(cwd: &Path) -> Option<String> {
         .then(|| head[..7].to_owned())
 }
 
-/// The git directory of the repository containing `start`: `.git` itself,
-/// or where a `.git` file points (worktrees and submodules: `gitdir: <path>`).
-fn find_git_dir(start: &Path) -> Option<PathBuf> {
+/// The HEAD file of the repository containing `start`: in `.git` itself,
+/// or where a `.git` file points (worktrees and submodules: `gitdir:
+/// <path>`).
+fn find_head(start: &Path) -> Option<String> {
     for directory in start.ancestors() {
         let dot_git = directory.join(".git");
+        // `.git/HEAD` read straight away: in a repository, one open instead
+        // of a stat of `.git` first (every call pays this).
+        match read_small(&dot_git.join("HEAD")) {
+            Ok(head) => return Some(head),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(_) => {}
+        }
+        // `.git` is not a directory with a HEAD: a file that points to one,
+        // or something else, which ends the search as before.
         let Ok(metadata) = std::fs::metadata(&dot_git) else {
             continue;
         };
         if metadata.is_dir() {
-            return Some(dot_git);
+            return None;
         }
         let text = std::fs::read_to_string(&dot_git).ok()?;
         let target = text.trim().strip_prefix("gitdir:")?.trim();
-        return Some(directory.join(target));
+        return read_small(&directory.join(target).join("HEAD")).ok();
     }
     None
+}
+
+/// A small text file (HEAD is one line), read without the stat and seek
+/// that `read_to_string` makes on a `File` for its size hint.
+fn read_small(path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut file = std::fs::File::open(path)?;
+    let mut text = Vec::new();
+    let mut chunk = [0_u8; 256];
+    loop {
+        match file.read(&mut chunk)? {
+            0 => break,
+            count => text.extend_from_slice(&chunk[..count]),
+        }
+    }
+    String::from_utf8(text).map_err(|_| std::io::ErrorKind::InvalidData.into())
 }
 
 #[cfg(test)]
@@ -72,6 +97,13 @@ mod tests {
         )
         .expect("write");
         assert_eq!(git_branch(&worktree).as_deref(), Some("0123456"));
+        // A `.git` directory without HEAD is no repository (git's own
+        // discovery goes on upwards too).
+        std::fs::create_dir_all(repo.join("src/empty/.git")).expect("mkdir");
+        assert_eq!(
+            git_branch(&repo.join("src/empty")).as_deref(),
+            Some("feature/x")
+        );
         assert_eq!(git_branch(root.path()), None);
     }
 }

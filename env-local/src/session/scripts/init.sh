@@ -98,6 +98,23 @@
           __bt_out=${__bt_request%% *} __bt_request=${__bt_request#* } \
           __bt_err=${__bt_request%% *} __bt_request=${__bt_request#* } \
           __bt_marker=${__bt_request%% *}
+        if [[ $__bt_running == c0 ]]; then
+          # The common call, straight through: it can change no state, so
+          # there is no snapshot, no repair and no directory to go back to.
+          # A `continue` or `break` at the command's top level leaves this
+          # block with $__bt_running still set, for the general path below.
+          @MARKER_VARIABLE@=$__bt_marker \. @DIR@/command.sh </dev/null >|@DIR@/out."$__bt_out" 2>|@DIR@/err."$__bt_err"
+          __bt_status=$? __bt_running=
+          [[ $- != *[eu]* ]] || builtin set +o errexit +o nounset
+          if [[ -z ${TMOUT-} ]]; then
+            builtin read -r -N @STAMP_WIDTH@ __bt_stamp <@DIR@/driver
+          else
+            TMOUT= builtin read -r -N @STAMP_WIDTH@ __bt_stamp <@DIR@/driver
+          fi || [[ ${__bt_broken:?bashtool: the session driver cannot read} ]]
+          { builtin jobs -rp; builtin printf 'S %s %s P%s\0' "$__bt_stamp" "$__bt_status" "$PWD"; } >>@DIR@/control ||
+            [[ ${__bt_broken:?bashtool: the session driver cannot write} ]]
+          continue
+        fi
         [[ $__bt_running != x ]] || builtin exit 0
         if [[ $__bt_running == c? ]]; then
           # The command at top level, through `.` (not `builtin source`,
@@ -141,20 +158,20 @@
       [[ $- != *[eu]* ]] || builtin set +o errexit +o nounset
       if [[ $__bt_kind == [cC]? ]]; then
         [[ -z $__bt_back ]] || { builtin cd -- "$__bt_back" 2>/dev/null; __bt_back=; }
-        # `<id> <nonce>`, written by Rust after the call line and read only
-        # now: the command could not see it.
-        # 38 bytes, the id in 20 digits, a space, the 16-digit nonce and a
-        # newline, in one read(2) by `-N` (a line would take one per byte).
+        # The stamp, `<id> <nonce>`, written by Rust after the call line and
+        # read only now: the command could not see it. Fixed width (the id
+        # in 20 digits, a space, the 16-digit nonce, no newline), in one
+        # read(2) by `-N` (a line would take one per byte), and written back
+        # as read.
         if [[ -z ${TMOUT-} ]]; then
-          builtin read -r -N 38 __bt_id <@DIR@/driver
+          builtin read -r -N @STAMP_WIDTH@ __bt_stamp <@DIR@/driver
         else
-          TMOUT= builtin read -r -N 38 __bt_id <@DIR@/driver
+          TMOUT= builtin read -r -N @STAMP_WIDTH@ __bt_stamp <@DIR@/driver
         fi || [[ ${__bt_broken:?bashtool: the session driver cannot read} ]]
-        __bt_nonce=${__bt_id#* } __bt_id=${__bt_id%% *} __bt_nonce=${__bt_nonce%$'\n'}
         # The background jobs still running, a line each, then the status
         # in one write (bash flushes at each newline; each write wakes
         # Rust). No `2>/dev/null`: the shell's stderr is closed.
-        { builtin jobs -rp; builtin printf 'S %s %s %s P%s\0' "$__bt_id" "$__bt_nonce" "$__bt_status" "$PWD"; } >>@DIR@/control ||
+        { builtin jobs -rp; builtin printf 'S %s %s P%s\0' "$__bt_stamp" "$__bt_status" "$PWD"; } >>@DIR@/control ||
           [[ ${__bt_broken:?bashtool: the session driver cannot write} ]]
       fi
       if [[ $__bt_save_flag != 0 ]]; then
