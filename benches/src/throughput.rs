@@ -13,6 +13,7 @@ use serde_json::json;
 use tokio::io::AsyncReadExt as _;
 
 use crate::Effort;
+use crate::rounds::{Plan, Ratios};
 use crate::table::Row;
 
 pub const CHILD_FLAG: &str = "--child-throughput";
@@ -58,12 +59,18 @@ fn vm_hwm_kib() -> u64 {
 }
 
 /// In the child: run the command through the tool, print `seconds peak_kib`.
+/// On a current-thread runtime, as `bashtool call` and `bashtool run` run
+/// it: on a multi-thread one every chunk's wake-up crosses threads (52–59%
+/// of the direct read in two full runs, against 91–93%).
 pub fn child_main(args: &[String]) -> ExitCode {
     let bytes: u64 = args
         .first()
         .and_then(|text| text.parse().ok())
         .unwrap_or(1_000_000_000);
-    let Ok(runtime) = tokio::runtime::Runtime::new() else {
+    let Ok(runtime) = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    else {
         return ExitCode::FAILURE;
     };
     let elapsed = runtime.block_on(async {
@@ -91,42 +98,74 @@ pub fn child_main(args: &[String]) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
-    let bytes: u64 = if effort.quick {
-        200_000_000
-    } else {
-        1_000_000_000
-    };
-    let direct_time = direct(bytes).await?;
+/// One run through the tool in a child process of its own: its time and
+/// peak RSS (KiB).
+async fn through_tool(bytes: u64) -> anyhow::Result<(Duration, u64)> {
     let output = tokio::process::Command::new(std::env::current_exe()?)
         .args([CHILD_FLAG, &bytes.to_string()])
         .output()
         .await?;
     let text = String::from_utf8_lossy(&output.stdout);
     let mut fields = text.split_whitespace();
-    let tool_seconds: f64 = fields.next().context("child time")?.parse()?;
+    let seconds: f64 = fields.next().context("child time")?.parse()?;
     let peak_kib: u64 = fields.next().context("child rss")?.parse()?;
+    Ok((Duration::from_secs_f64(seconds), peak_kib))
+}
+
+pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
+    let bytes: u64 = if effort.quick {
+        200_000_000
+    } else {
+        1_000_000_000
+    };
     let gib = bytes as f64 / (1u64 << 30) as f64;
-    let ours = gib / tool_seconds;
-    let baseline = gib / direct_time.as_secs_f64();
-    let ratio = ours / baseline;
+    let rate = |time: Duration| gib / time.as_secs_f64();
+    // One unmeasured pass each (page cache, binary, allocator), then rounds
+    // in turns: one direct read the baseline moved from 0.56 to 1.42 GiB/s
+    // between runs of the same day.
+    direct(bytes / 10).await?;
+    through_tool(bytes / 10).await?;
+    let plan = Plan::new(effort, 3, 6, 3);
+    let (mut ours, mut baseline, mut ratios) = (Vec::new(), Vec::new(), Ratios::default());
+    let mut peak_kib = 0;
+    while plan.another(ratios.len(), [&ratios]) {
+        let direct_rate = rate(direct(bytes).await?);
+        let (tool_time, peak) = through_tool(bytes).await?;
+        peak_kib = peak_kib.max(peak);
+        ratios.push(rate(tool_time) / direct_rate);
+        ours.push(rate(tool_time));
+        baseline.push(direct_rate);
+    }
+    let median = |rates: &[f64]| {
+        let mut sorted = rates.to_vec();
+        sorted.sort_by(f64::total_cmp);
+        sorted.get(sorted.len() / 2).copied().unwrap_or_default()
+    };
+    let ratio = ratios.median().unwrap_or(0.0);
     let peak_mib = peak_kib as f64 / 1024.0;
     Ok(vec![
         Row {
             number: "3",
             what: format!(
-                "{:.1} GB of output through the tool, log written",
+                "{:.1} GB of output through the tool on a current-thread runtime (as `bashtool call`), log written (medians of the rounds)",
                 bytes as f64 / 1e9
             ),
-            ours: format!("{ours:.2} GiB/s"),
-            baseline: format!("direct read of the same stdout: {baseline:.2} GiB/s"),
-            ratio: format!("{:.0}%", ratio * 100.0),
+            ours: format!("{:.2} GiB/s", median(&ours)),
+            baseline: format!(
+                "direct read of the same stdout, in turns: {:.2} GiB/s",
+                median(&baseline)
+            ),
+            ratio: format!(
+                "{:.0}% ({})",
+                ratio * 100.0,
+                ratios.summary(|ratio| format!("{:.0}%", ratio * 100.0))
+            ),
             target: "≥ 70% of baseline",
             met: Some(ratio >= 0.70),
         },
         Row {
             number: "3",
-            what: "peak RSS of the process running that call".into(),
+            what: "peak RSS of the process running that call (largest of the rounds)".into(),
             ours: format!("{peak_mib:.1} MiB"),
             baseline: "—".into(),
             ratio: "—".into(),
