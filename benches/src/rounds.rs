@@ -92,8 +92,7 @@ impl Ratios {
     }
 
     pub fn median(&self) -> Option<f64> {
-        let sorted = self.sorted();
-        sorted.get(sorted.len() / 2).copied()
+        median(&self.0)
     }
 
     /// `rounds 1.62–2.01, 4 rounds, last two within 10%`, or what went
@@ -161,6 +160,13 @@ where
         seconds.extend(&round_second);
     }
     (firsts, seconds, ratios)
+}
+
+/// The middle value of `values` (the upper one of an even count).
+pub fn median(values: &[f64]) -> Option<f64> {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted.get(sorted.len() / 2).copied()
 }
 
 /// `+4.2%` for a ratio of 1.042.

@@ -13,7 +13,7 @@ use serde_json::json;
 use tokio::io::AsyncReadExt as _;
 
 use crate::Effort;
-use crate::rounds::{Plan, Ratios};
+use crate::rounds::{Plan, Ratios, median};
 use crate::table::Row;
 
 pub const CHILD_FLAG: &str = "--child-throughput";
@@ -121,8 +121,8 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
     let gib = bytes as f64 / (1u64 << 30) as f64;
     let rate = |time: Duration| gib / time.as_secs_f64();
     // One unmeasured pass each (page cache, binary, allocator), then rounds
-    // in turns: one direct read the baseline moved from 0.56 to 1.42 GiB/s
-    // between runs of the same day.
+    // in turns: a single direct read, the baseline, measured anywhere from
+    // 0.56 to 1.42 GiB/s in runs of the same day.
     direct(bytes / 10).await?;
     through_tool(bytes / 10).await?;
     let plan = Plan::new(effort, 3, 6, 3);
@@ -131,16 +131,12 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
     while plan.another(ratios.len(), [&ratios]) {
         let direct_rate = rate(direct(bytes).await?);
         let (tool_time, peak) = through_tool(bytes).await?;
+        let tool_rate = rate(tool_time);
         peak_kib = peak_kib.max(peak);
-        ratios.push(rate(tool_time) / direct_rate);
-        ours.push(rate(tool_time));
+        ratios.push(tool_rate / direct_rate);
+        ours.push(tool_rate);
         baseline.push(direct_rate);
     }
-    let median = |rates: &[f64]| {
-        let mut sorted = rates.to_vec();
-        sorted.sort_by(f64::total_cmp);
-        sorted.get(sorted.len() / 2).copied().unwrap_or_default()
-    };
     let ratio = ratios.median().unwrap_or(0.0);
     let peak_mib = peak_kib as f64 / 1024.0;
     Ok(vec![
@@ -150,10 +146,10 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
                 "{:.1} GB of output through the tool on a current-thread runtime (as `bashtool call`), log written (medians of the rounds)",
                 bytes as f64 / 1e9
             ),
-            ours: format!("{:.2} GiB/s", median(&ours)),
+            ours: format!("{:.2} GiB/s", median(&ours).unwrap_or_default()),
             baseline: format!(
                 "direct read of the same stdout, in turns: {:.2} GiB/s",
-                median(&baseline)
+                median(&baseline).unwrap_or_default()
             ),
             ratio: format!(
                 "{:.0}% ({})",

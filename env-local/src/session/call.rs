@@ -31,9 +31,6 @@ enum Ending {
 struct Prepared {
     request: String,
     nonce: String,
-    /// Length of the request's stamp, which the shell reads only after the
-    /// command.
-    after_command: usize,
 }
 
 impl Session {
@@ -92,7 +89,7 @@ impl Session {
         };
         let mut ending = send_and_wait(&mut shell, id, &prepared, &mut pipes, options).await;
         if matches!(ending, Ending::ShellExited(_))
-            && shell.unread_driver_bytes() > prepared.after_command
+            && shell.unread_driver_bytes() > driver::STAMP_WIDTH
         {
             // The shell died (killed from outside) before it read all of
             // the first line: the command never ran. (A shell killed while
@@ -232,11 +229,7 @@ impl Session {
             marker: marker.value(),
             nonce: &nonce,
         });
-        Ok(Prepared {
-            request,
-            nonce,
-            after_command: driver::STAMP_WIDTH,
-        })
+        Ok(Prepared { request, nonce })
     }
 }
 

@@ -12,9 +12,9 @@ use crate::MARKER_VARIABLE;
 /// reads requests from the driver FIFO and writes records to the control
 /// FIFO (see its header for why each part is built as it is).
 ///
-/// For each call Rust writes the command to a file and two lines to the
-/// driver FIFO ([`call_request`]): the request line, read before the
-/// command, and the stamp `<id> <nonce>`, read after it. A call with a working directory or
+/// For each call Rust writes the command to a file and, to the driver FIFO
+/// ([`call_request`]), the request line, read before the command, and the
+/// stamp `<id> <nonce>`, read after it. A call with a working directory or
 /// variables of its own also gets a call script ([`call_script`]).
 /// The command is `source`d at top level, not in a function, so that
 /// `declare` makes globals as at a prompt; no fork; `return` works. It has

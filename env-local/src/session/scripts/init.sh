@@ -101,6 +101,9 @@
         if [[ $__bt_running == c0 ]]; then
           # The common call, straight through: it can change no state, so
           # there is no snapshot, no repair and no directory to go back to.
+          # Its three steps (the call line, the stamp, the status record)
+          # are the general path's below, without the ~6 tests the other
+          # kinds need (~6.5 µs a call, measured): change them together.
           # A `continue` or `break` at the command's top level leaves this
           # block with $__bt_running still set, for the general path below.
           @MARKER_VARIABLE@=$__bt_marker \. @DIR@/command.sh </dev/null >|@DIR@/out."$__bt_out" 2>|@DIR@/err."$__bt_err"
@@ -117,6 +120,7 @@
         fi
         [[ $__bt_running != x ]] || builtin exit 0
         if [[ $__bt_running == c? ]]; then
+          # (Only `c1` gets here: `c0` took the branch above.)
           # The command at top level, through `.` (not `builtin source`,
           # which drops the per-call variable after its first command),
           # with its own stdin, stdout and stderr. The command's
