@@ -4,7 +4,7 @@
 //! off by 2×; two that agree are evidence that the load held still.
 
 use crate::Effort;
-use crate::stats::{Samples, measure_interleaved};
+use crate::stats::{Samples, measure, measure_interleaved};
 
 /// Two consecutive rounds agree when their ratios differ by at most this
 /// fraction of the smaller one.
@@ -155,6 +155,39 @@ where
         };
         let (round_first, round_second) =
             measure_interleaved(warmup, per_round, &mut first, &mut second).await;
+        ratios.push(ratio(&round_first, &round_second));
+        firsts.extend(&round_first);
+        seconds.extend(&round_second);
+    }
+    (firsts, seconds, ratios)
+}
+
+/// `first` and `second` in turns block for block: each round measures
+/// `per_round` calls of `first` back to back, then as many of `second`,
+/// each block after its own `warmup` calls, in rounds under `plan` until
+/// they settle. Each side is measured in its own steady state (a call right
+/// after the other side's runs in what that one left in the caches), and
+/// both blocks of a round see the same load. Returns both sides' samples
+/// over every round, and each round's `ratio(first, second)`.
+pub async fn in_blocks<A, FutA, B, FutB>(
+    plan: Plan,
+    warmup: usize,
+    per_round: usize,
+    mut first: A,
+    mut second: B,
+    ratio: impl Fn(&Samples, &Samples) -> f64,
+) -> (Samples, Samples, Ratios)
+where
+    A: FnMut() -> FutA,
+    FutA: Future<Output = ()>,
+    B: FnMut() -> FutB,
+    FutB: Future<Output = ()>,
+{
+    let (mut firsts, mut seconds) = (Samples::empty(), Samples::empty());
+    let mut ratios = Ratios::default();
+    while plan.another(ratios.len(), [&ratios]) {
+        let round_first = measure(warmup, per_round, &mut first).await;
+        let round_second = measure(warmup, per_round, &mut second).await;
         ratios.push(ratio(&round_first, &round_second));
         firsts.extend(&round_first);
         seconds.extend(&round_second);

@@ -13,9 +13,9 @@ use serde_json::json;
 
 use crate::Effort;
 use crate::cpu;
-use crate::rounds::{Plan, Ratios, in_turns, percent};
+use crate::rounds::{Plan, Ratios, in_blocks, in_turns, percent};
 use crate::spawn_bench::{bash_true_once, sandbox_cost_row};
-use crate::stats::{Samples, human, measure, spread};
+use crate::stats::{Samples, human, spread};
 use crate::table::Row;
 
 /// The target: a session call at least this many times faster.
@@ -70,8 +70,15 @@ async fn session_rows(effort: Effort) -> anyhow::Result<Vec<Row>> {
         Samples::ratio_to,
     )
     .await;
-    let block_baseline = measure(20, effort.runs(1000), bash_true_once).await;
-    let back_to_back = measure(50, effort.runs(1000), call).await;
+    let (block_baseline, back_to_back, block_speedups) = in_blocks(
+        Plan::new(effort, 3, 6, 3),
+        20,
+        effort.runs(500),
+        bash_true_once,
+        call,
+        Samples::ratio_to,
+    )
+    .await;
     let cpu = cpu_row(effort, shell, call).await;
     let one_cpu = one_cpu_row(effort, shell, call).await?;
     session.shutdown().await?;
@@ -83,10 +90,10 @@ async fn session_rows(effort: Effort) -> anyhow::Result<Vec<Row>> {
             Some(&speedups),
         ),
         row(
-            "back to back, baseline in the block before",
+            "in turns with the baseline, block for block (each back to back)",
             &back_to_back,
             &block_baseline,
-            None,
+            Some(&block_speedups),
         ),
         cpu,
         one_cpu,

@@ -40,6 +40,11 @@ const POLL_INTERVAL: Duration = Duration::from_millis(10);
 /// process (one in uninterruptible sleep may take a while).
 const KILL_WAIT: Duration = Duration::from_secs(5);
 
+/// Bytes of a [`RunMarker::new`] value, `<pid>-<count>-<nanos>` in 10, 20
+/// and 8 (hex) digits: fixed, so that a session's shell finds it at a fixed
+/// offset of its request.
+pub(crate) const MARKER_WIDTH: usize = 40;
+
 /// A unique `BASHTOOL_RUN_ID=<id>` for one command. Put [`RunMarker::value`]
 /// into the command's environment under [`MARKER_VARIABLE`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,7 +66,14 @@ impl RunMarker {
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |elapsed| elapsed.subsec_nanos());
         let pid = *PID.get_or_init(std::process::id);
-        Self::from_value(format!("{pid}-{count}-{nanos:x}"))
+        let mut value = String::with_capacity(MARKER_WIDTH);
+        crate::fixed_width::push_decimal(&mut value, pid.into(), 10);
+        value.push('-');
+        crate::fixed_width::push_decimal(&mut value, count, 20);
+        value.push('-');
+        crate::fixed_width::push_hex(&mut value, &nanos.to_be_bytes());
+        debug_assert_eq!(value.len(), MARKER_WIDTH);
+        Self::from_value(value)
     }
 
     pub fn from_value(value: String) -> Self {

@@ -261,6 +261,7 @@ async fn send_and_wait(
     if shell.send(&prepared.request).await.is_err() {
         return Ending::ShellExited(shell.wait().await);
     }
+    pipes.hold();
     wait_for_end(shell, id, &prepared.nonce, pipes, options).await
 }
 

@@ -56,8 +56,8 @@ impl AsRawFd for EpollSet {
 /// never reach a later call.
 struct CallPipe {
     path: PathBuf,
-    /// `<n>` of the FIFO's name (`out.<n>`, `err.<n>`): the call that made
-    /// it.
+    /// `<n>` of the FIFO's name (`out.<n>`, `err.<n>`, in 20 digits): the
+    /// call that made it.
     number: u64,
     receiver: OwnedFd,
     sender: Option<OwnedFd>,
@@ -109,7 +109,8 @@ impl CallPipes {
             };
             match slot {
                 Some(pipe) if pipe.clean => {
-                    pipe.sender = Some(open_sender(&pipe.path)?);
+                    // Its write end comes with `hold`, once the request is
+                    // out: the shell's wake-up need not wait for it.
                     pipe.clean = false;
                     if !pipe.open {
                         pipe.open = true;
@@ -133,6 +134,23 @@ impl CallPipes {
             }
         }
         Ok(())
+    }
+
+    /// Takes a write end of each FIFO that has none (those `prepare`
+    /// reused), so that EOF after the command means no process of it holds
+    /// one. Called right after the request is written, while the shell
+    /// wakes: before the command can have ended, the FIFO is not read. If
+    /// it cannot be had, the call goes on without it: `drain` still tells
+    /// a held FIFO by EAGAIN, and `read_some` stops watching a FIFO at EOF.
+    pub(crate) fn hold(&mut self) {
+        for pipe in [self.stdout.as_mut(), self.stderr.as_mut()]
+            .into_iter()
+            .flatten()
+        {
+            if pipe.sender.is_none() {
+                pipe.sender = open_sender(&pipe.path).ok();
+            }
+        }
     }
 
     fn pipe(&self, stream: Stream) -> &CallPipe {
@@ -238,7 +256,11 @@ impl CallPipe {
             Stream::Stdout => "out",
             Stream::Stderr => "err",
         };
-        let path = dir.join(format!("{prefix}.{number}"));
+        // Zero-padded: the shell reads the number at a fixed width.
+        let path = dir.join(format!(
+            "{prefix}.{number:0digits$}",
+            digits = super::driver::PIPE_DIGITS
+        ));
         let _ = std::fs::remove_file(&path);
         nix::unistd::mkfifo(&path, Mode::S_IRUSR | Mode::S_IWUSR)?;
         // The read end first (non-blocking, it does not wait for a

@@ -1,8 +1,6 @@
 //! Call nonces: the status record of a call counts only with its nonce,
 //! which the shell reads only once the command is over.
 
-use std::fmt::Write as _;
-
 use super::driver;
 
 /// 64 random bits in hex, drawn from a pool that one getrandom(2) fills for
@@ -31,9 +29,7 @@ pub(crate) fn next() -> std::io::Result<String> {
     }
     let drawn = &mut bytes[*used..*used + NONCE_BYTES];
     let mut nonce = String::with_capacity(driver::NONCE_DIGITS);
-    for byte in drawn.iter() {
-        let _ = write!(nonce, "{byte:02x}");
-    }
+    crate::fixed_width::push_hex(&mut nonce, drawn);
     // Used bytes are wiped: the pool holds only nonces still to come.
     drawn.fill(0);
     *used += NONCE_BYTES;

@@ -34,10 +34,12 @@ pub(crate) enum Record {
 /// Takes every complete record out of `pending`, leaving a partial one.
 pub(crate) fn take_records(pending: &mut Vec<u8>) -> Vec<Record> {
     let mut records = Vec::new();
-    while let Some(end) = pending.iter().position(|&byte| byte == 0) {
-        let record: Vec<u8> = pending.drain(..=end).take(end).collect();
-        records.push(parse(&record));
+    let mut start = 0;
+    while let Some(length) = memchr::memchr(0, &pending[start..]) {
+        records.push(parse(&pending[start..start + length]));
+        start += length + 1;
     }
+    pending.drain(..start);
     records
 }
 

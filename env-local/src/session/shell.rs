@@ -246,18 +246,21 @@ pub(crate) struct Control {
     pending: Vec<u8>,
 }
 
+/// Room for one read of the control pipe.
+const CONTROL_READ: usize = 4096;
+
 impl Control {
     /// Reads from the control pipe once; returns the complete records.
     /// Cancel-safe: a read that did not complete consumed nothing.
     pub(crate) async fn read_records(&mut self) -> Vec<Record> {
-        let mut buffer = [0_u8; 4096];
-        match self.receiver.read(&mut buffer).await {
+        // Straight into the spare room of `pending`: a buffer of its own
+        // would be zeroed on every wait (4 KiB, a tenth of a call's
+        // instructions) and make the future that large to move.
+        self.pending.reserve(CONTROL_READ);
+        match self.receiver.read_buf(&mut self.pending).await {
             // Never EOF (we hold a write end too); an error would repeat.
             Ok(0) | Err(_) => std::future::pending().await,
-            Ok(count) => {
-                self.pending.extend_from_slice(&buffer[..count]);
-                take_records(&mut self.pending)
-            }
+            Ok(_) => take_records(&mut self.pending),
         }
     }
 

@@ -1,7 +1,7 @@
 //! Seed 002's "prompt as telemetry": the git branch of the shell's cwd,
 //! found by reading files (no `git` process per call).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The branch checked out in the repository containing `cwd`, or the short
 /// commit id when HEAD is detached. `None` outside a repository.
@@ -26,17 +26,23 @@ pub(crate) fn git_branch(cwd: &Path) -> Option<String> {
 /// or where a `.git` file points (worktrees and submodules: `gitdir:
 /// <path>`).
 fn find_head(start: &Path) -> Option<String> {
+    // One path buffer for every ancestor's `.git/HEAD` (every call pays
+    // this search).
+    let mut head_path = PathBuf::new();
     for directory in start.ancestors() {
-        let dot_git = directory.join(".git");
+        head_path.as_mut_os_string().clear();
+        head_path.push(directory);
+        head_path.push(".git/HEAD");
         // `.git/HEAD` read straight away: in a repository, one open instead
-        // of a stat of `.git` first (every call pays this).
-        match read_small(&dot_git.join("HEAD")) {
+        // of a stat of `.git` first.
+        match read_small(&head_path) {
             Ok(head) => return Some(head),
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
             Err(_) => {}
         }
         // `.git` is not a directory with a HEAD: a file that points to one,
         // or something else, which ends the search as before.
+        let dot_git = directory.join(".git");
         let Ok(metadata) = std::fs::metadata(&dot_git) else {
             continue;
         };
@@ -51,16 +57,19 @@ fn find_head(start: &Path) -> Option<String> {
 }
 
 /// A small text file (HEAD is one line), read without the stat and seek
-/// that `read_to_string` makes on a `File` for its size hint.
+/// that `read_to_string` makes on a `File` for its size hint, and without
+/// a last read to see the end: a read of a regular file that comes back
+/// short has reached it.
 fn read_small(path: &Path) -> std::io::Result<String> {
     use std::io::Read as _;
     let mut file = std::fs::File::open(path)?;
     let mut text = Vec::new();
     let mut chunk = [0_u8; 256];
     loop {
-        match file.read(&mut chunk)? {
-            0 => break,
-            count => text.extend_from_slice(&chunk[..count]),
+        let count = file.read(&mut chunk)?;
+        text.extend_from_slice(&chunk[..count]);
+        if count < chunk.len() {
+            break;
         }
     }
     String::from_utf8(text).map_err(|_| std::io::ErrorKind::InvalidData.into())

@@ -73,17 +73,18 @@
     builtin shopt -s expand_aliases
   fi
   builtin unset __bt_rest __bt_option __bt_saved_shellopts __bt_saved_bashopts __bt_restore
-  # The first turn finishes the start (kind `s`).
-  __bt_running=s
+  # The first turn finishes the start (kind `s1`).
+  __bt_running=s1
   while :; do
     while :; do
       if [[ -z $__bt_running ]]; then
         # One fixed-width line, in one read(2) (`-N`; a line would take one
-        # per byte): `<kind> <stdout> <stderr> <marker>`, padded with
-        # spaces. Kinds: `c0`/`c1` run the command with the line below,
-        # then save no snapshot / one; `C0`/`C1` the same through call.sh
-        # (a working directory or variables of its own); `w` writes a
-        # snapshot now; `x` exits (the EXIT trap saves the state). A shell
+        # per byte): `<kind> <stdout> <stderr> <marker>`, each field at a
+        # fixed offset (read there by substrings: splitting at spaces
+        # costs ~6 µs more). Kinds: `c0`/`c1` run the command with the line
+        # below, then save no snapshot / one; `C0`/`C1` the same through
+        # call.sh (a working directory or variables of its own); `w1`
+        # writes a snapshot now; `x1` exits (the EXIT trap saves the state). A shell
         # killed while blocked here takes all of it or nothing, which is
         # how Rust tells that the command never ran. `TMOUT=`: a command's
         # TMOUT must not time the wait for the next call out (only when
@@ -93,11 +94,7 @@
         else
           TMOUT= builtin read -r -N @REQUEST_WIDTH@ __bt_request <@DIR@/driver
         fi || [[ ${__bt_broken:?bashtool: the session driver cannot read} ]]
-        # One command (assignments go left to right): each costs ~2 µs.
-        __bt_running=${__bt_request%% *} __bt_request=${__bt_request#* } \
-          __bt_out=${__bt_request%% *} __bt_request=${__bt_request#* } \
-          __bt_err=${__bt_request%% *} __bt_request=${__bt_request#* } \
-          __bt_marker=${__bt_request%% *}
+        __bt_running=@KIND@
         if [[ $__bt_running == c0 ]]; then
           # The common call, straight through: it can change no state, so
           # there is no snapshot, no repair and no directory to go back to.
@@ -106,19 +103,21 @@
           # kinds need (~6.5 µs a call, measured): change them together.
           # A `continue` or `break` at the command's top level leaves this
           # block with $__bt_running still set, for the general path below.
-          @MARKER_VARIABLE@=$__bt_marker \. @DIR@/command.sh </dev/null >|@DIR@/out."$__bt_out" 2>|@DIR@/err."$__bt_err"
+          @MARKER_VARIABLE@=@MARKER@ \. @DIR@/command.sh </dev/null >|@DIR@/out.@STDOUT_PIPE@ 2>|@DIR@/err.@STDERR_PIPE@
           __bt_status=$? __bt_running=
           [[ $- != *[eu]* ]] || builtin set +o errexit +o nounset
-          if [[ -z ${TMOUT-} ]]; then
-            builtin read -r -N @STAMP_WIDTH@ __bt_stamp <@DIR@/driver
-          else
-            TMOUT= builtin read -r -N @STAMP_WIDTH@ __bt_stamp <@DIR@/driver
-          fi || [[ ${__bt_broken:?bashtool: the session driver cannot read} ]]
-          { builtin jobs -rp; builtin printf 'S %s %s P%s\0' "$__bt_stamp" "$__bt_status" "$PWD"; } >>@DIR@/control ||
-            [[ ${__bt_broken:?bashtool: the session driver cannot write} ]]
+          {
+            if [[ -z ${TMOUT-} ]]; then
+              builtin read -r -N @STAMP_WIDTH@ __bt_stamp
+            else
+              TMOUT= builtin read -r -N @STAMP_WIDTH@ __bt_stamp
+            fi || [[ ${__bt_broken:?bashtool: the session driver cannot read} ]]
+            builtin jobs -rp
+            builtin printf 'S %s %s P%s\0' "$__bt_stamp" "$__bt_status" "$PWD"
+          } <@DIR@/driver >>@DIR@/control || [[ ${__bt_broken:?bashtool: the session driver cannot write} ]]
           continue
         fi
-        [[ $__bt_running != x ]] || builtin exit 0
+        [[ $__bt_running != x1 ]] || builtin exit 0
         if [[ $__bt_running == c? ]]; then
           # (Only `c1` gets here: `c0` took the branch above.)
           # The command at top level, through `.` (not `builtin source`,
@@ -127,7 +126,7 @@
           # `continue` at top level lands at this loop's start, its
           # `break` after this loop: both come back here with
           # $__bt_running still set.
-          @MARKER_VARIABLE@=$__bt_marker \. @DIR@/command.sh </dev/null >|@DIR@/out."$__bt_out" 2>|@DIR@/err."$__bt_err"
+          @MARKER_VARIABLE@=@MARKER@ \. @DIR@/command.sh </dev/null >|@DIR@/out.@STDOUT_PIPE@ 2>|@DIR@/err.@STDERR_PIPE@
         elif [[ $__bt_running == C? ]]; then
           # `[__bt_back=$PWD && \builtin cd -- DIR &&] VAR=x … \. COMMAND
           # <…`, every word quoted: it is parsed now, with the user's
@@ -166,17 +165,21 @@
         # read only now: the command could not see it. Fixed width (the id
         # in 20 digits, a space, the 16-digit nonce, no newline), in one
         # read(2) by `-N` (a line would take one per byte), and written back
-        # as read.
-        if [[ -z ${TMOUT-} ]]; then
-          builtin read -r -N @STAMP_WIDTH@ __bt_stamp <@DIR@/driver
-        else
-          TMOUT= builtin read -r -N @STAMP_WIDTH@ __bt_stamp <@DIR@/driver
-        fi || [[ ${__bt_broken:?bashtool: the session driver cannot read} ]]
-        # The background jobs still running, a line each, then the status
-        # in one write (bash flushes at each newline; each write wakes
-        # Rust). No `2>/dev/null`: the shell's stderr is closed.
-        { builtin jobs -rp; builtin printf 'S %s %s P%s\0' "$__bt_stamp" "$__bt_status" "$PWD"; } >>@DIR@/control ||
-          [[ ${__bt_broken:?bashtool: the session driver cannot write} ]]
+        # as read. Then the background jobs still running, a line each,
+        # then the status in one write (bash flushes at each newline; each
+        # write wakes Rust). Both redirections on one group: with 0 and 1
+        # free, each file opens straight onto its descriptor, and bash
+        # needs no dup2 and no close to put it there (3 system calls a
+        # call). No `2>/dev/null`: the shell's stderr is closed.
+        {
+          if [[ -z ${TMOUT-} ]]; then
+            builtin read -r -N @STAMP_WIDTH@ __bt_stamp
+          else
+            TMOUT= builtin read -r -N @STAMP_WIDTH@ __bt_stamp
+          fi || [[ ${__bt_broken:?bashtool: the session driver cannot read} ]]
+          builtin jobs -rp
+          builtin printf 'S %s %s P%s\0' "$__bt_stamp" "$__bt_status" "$PWD"
+        } <@DIR@/driver >>@DIR@/control || [[ ${__bt_broken:?bashtool: the session driver cannot write} ]]
       fi
       if [[ $__bt_save_flag != 0 ]]; then
         # Defined again before each use: a command may have redefined them.
@@ -192,17 +195,17 @@
           __bt_save
         }
         __bt_trap="trap -- '\\__bt_exit' EXIT"$'\n'
-        [[ $__bt_kind == s ]] || { builtin trap -p EXIT >|@DIR@/trap; IFS= builtin read -r -d '' __bt_trap <@DIR@/trap; } 2>/dev/null
+        [[ $__bt_kind == s1 ]] || { builtin trap -p EXIT >|@DIR@/trap; IFS= builtin read -r -d '' __bt_trap <@DIR@/trap; } 2>/dev/null
         if [[ $__bt_trap != "trap -- '\\__bt_exit' EXIT"$'\n' ]]; then
           __bt_trap=${__bt_trap#trap -- }
           builtin eval "__bt_user_exit=${__bt_trap%$' EXIT\n'}"
         fi
         builtin trap '\__bt_exit' EXIT
-        [[ $__bt_kind == s ]] || __bt_save
+        [[ $__bt_kind == s1 ]] || __bt_save
       fi
       case $__bt_kind in
-        s) builtin printf 'R\0' >>@DIR@/control 2>/dev/null ;;
-        w) builtin printf 'W\0' >>@DIR@/control 2>/dev/null ;;
+        s1) builtin printf 'R\0' >>@DIR@/control 2>/dev/null ;;
+        w1) builtin printf 'W\0' >>@DIR@/control 2>/dev/null ;;
       esac
     done
   done
