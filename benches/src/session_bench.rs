@@ -56,11 +56,18 @@ async fn session_rows(effort: Effort) -> anyhow::Result<Vec<Row>> {
     let Some(shell) = session.shell_pid().await else {
         anyhow::bail!("the session has no shell after a call");
     };
-    // Two ways, because they disagree on this machine: in turns with the
-    // baseline (both see the same load, but the shell must be woken after
-    // each spawn, as after an agent's pause), in rounds until two agree; and
-    // back to back after the baseline's own block (the shell stays hot, as
-    // in a batch).
+    // Two ways, both in rounds until two agree. Judged: in turns block for
+    // block, each side measured back to back in its own steady state, both
+    // blocks of a round under the same load. Reported: in turns call for
+    // call, where each session call comes right after a `bash -c true` and
+    // pays for it, not for itself: it wakes a shell whose CPU has been idle
+    // for the spawn's millisecond (the request's write(2) takes ~26 µs
+    // then, ~6 µs back to back, measured; in about a third of the calls the
+    // woken shell takes over the caller's CPU at once), and runs through
+    // caches the spawn has just filled. That is what a call costs after an
+    // agent's pause; it says more about the machine's wake-ups than about
+    // the session (8.2×–9.9× from run to run here, with both sides settled
+    // within each run).
     let (baseline, interleaved, speedups) = in_turns(
         Plan::new(effort, 3, 6, 3),
         (50, 5),
@@ -84,17 +91,17 @@ async fn session_rows(effort: Effort) -> anyhow::Result<Vec<Row>> {
     session.shutdown().await?;
     Ok(vec![
         row(
-            "in turns with the baseline, call for call",
-            &interleaved,
-            &baseline,
-            Some(&speedups),
-        ),
-        row(
             "in turns with the baseline, block for block (each back to back)",
             &back_to_back,
             &block_baseline,
             Some(&block_speedups),
         ),
+        report(row(
+            "in turns with the baseline, call for call: each call right after a spawn (a report, see the notes)",
+            &interleaved,
+            &baseline,
+            Some(&speedups),
+        )),
         cpu,
         one_cpu,
     ])
@@ -122,15 +129,19 @@ where
     )
     .await;
     drop(pinned);
-    let mut row = row(
-        "in turns with the baseline, this process and the shell kept to one CPU (a report)",
+    Ok(report(row(
+        "in turns with the baseline, call for call, this process and the shell kept to one CPU (a report)",
         &interleaved,
         &baseline,
         Some(&speedups),
-    );
+    )))
+}
+
+/// `row` as a report: shown with its target's ratio, not judged.
+fn report(mut row: Row) -> Row {
     row.target = "report";
     row.met = None;
-    Ok(row)
+    row
 }
 
 /// Row 2s: what the default sandbox (workspace-write) adds to the session

@@ -20,12 +20,18 @@ use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use crate::state_dir::ensure_private_dir;
 
-/// Every this many new files, the directory is pruned across processes.
+/// Every this many new files, the directory is pruned across processes...
 const PRUNE_EVERY: u64 = 32;
+/// ...but not again within this time: a scan stats every file, and a busy
+/// server (hundreds of calls a second, each file kept for [`IN_USE`])
+/// would scan thousands of files every 32 calls (measured: ~20 `stat`s a
+/// call in `bashtool mcp --stateless`, the most of its system calls). An
+/// agent's calls, seconds apart, take longer than this for 32 files.
+const PRUNE_INTERVAL: Duration = Duration::from_secs(10);
 /// Files written more recently than this may be in use by another process.
 const IN_USE: Duration = Duration::from_secs(60);
 /// Logs and job outputs older than this are removed whatever the caps.
@@ -47,6 +53,23 @@ struct Record {
 struct State {
     sequence: u64,
     logs: VecDeque<Record>,
+    /// When this process last scanned the directory.
+    directory_pruned: Option<Instant>,
+}
+
+impl State {
+    /// Whether the next file should first prune the directory across
+    /// processes (and, if so, notes that it does now).
+    fn directory_prune_due(&mut self) -> bool {
+        let due = self.sequence.is_multiple_of(PRUNE_EVERY)
+            && self
+                .directory_pruned
+                .is_none_or(|at| at.elapsed() >= PRUNE_INTERVAL);
+        if due {
+            self.directory_pruned = Some(Instant::now());
+        }
+        due
+    }
 }
 
 /// The log directory of one environment.
@@ -299,7 +322,7 @@ impl LogDir {
     pub fn create_log(&self, command: &str) -> std::io::Result<(LogWriter, LogHandle)> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         self.prune(&mut state);
-        if state.sequence.is_multiple_of(PRUNE_EVERY) && self.ensure_ready().is_ok() {
+        if state.directory_prune_due() && self.ensure_ready().is_ok() {
             // Other processes' logs count toward the caps too.
             self.prune_directory();
         }
@@ -340,7 +363,7 @@ impl LogDir {
     /// rotated: a running job must keep its file.
     pub fn create_job_output(&self, command: &str) -> std::io::Result<(PathBuf, File)> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.sequence.is_multiple_of(PRUNE_EVERY) && self.ensure_ready().is_ok() {
+        if state.directory_prune_due() && self.ensure_ready().is_ok() {
             self.prune_directory();
         }
         loop {
@@ -409,6 +432,39 @@ mod tests {
         }
         assert!(!paths[0].exists());
         assert!(paths[1].exists() && paths[2].exists());
+    }
+
+    #[test]
+    fn the_directory_is_scanned_at_the_first_file_then_not_again_within_the_interval() {
+        let temp = tempfile::tempdir().expect("tempdir");
+        let dir = temp.path().join("logs");
+        std::fs::create_dir(&dir).expect("mkdir");
+        std::fs::set_permissions(&dir, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .expect("chmod");
+        // Another process's logs, older than MAX_AGE: a scan removes them.
+        let plant_stale = |name: &str| {
+            let path = dir.join(name);
+            let file = std::fs::File::create(&path).expect("create");
+            let old = SystemTime::now() - MAX_AGE - Duration::from_secs(60);
+            file.set_modified(old).expect("set mtime");
+            path
+        };
+        let before = plant_stale("00001-from-another-process.log");
+        let logs = LogDir::new(dir.clone(), 1000, u64::MAX);
+        let write_one = || {
+            let (mut writer, _handle) = logs.create_log("x").expect("log");
+            writer.write_all(b"x").expect("write");
+        };
+        write_one();
+        assert!(!before.exists(), "the first file scans the directory");
+        let after = plant_stale("00002-from-another-process.log");
+        for _ in 0..2 * PRUNE_EVERY {
+            write_one();
+        }
+        assert!(
+            after.exists(),
+            "no second scan within {PRUNE_INTERVAL:?}, however many files"
+        );
     }
 
     #[test]

@@ -116,8 +116,10 @@ fn error_answer(id: &Value, detail: &str) -> String {
 fn invalid_request(message: &Value) -> Option<String> {
     let id = message.get("id")?;
     message.get("method")?;
+    // From the parsed value by reference: `from_value` takes it by value,
+    // and a clone copied every string of every message.
     let problem =
-        serde_json::from_value::<rmcp::model::ClientJsonRpcMessage>(message.clone()).err()?;
+        <rmcp::model::ClientJsonRpcMessage as serde::Deserialize>::deserialize(message).err()?;
     tracing::warn!(%problem, "invalid request");
     Some(
         json!({

@@ -10,7 +10,7 @@ use bashtool_core::{CommandResult, ExecError, ShellState, SpawnOptions, Stream};
 
 use super::protocol::Record;
 use super::shell::Shell;
-use super::{CallPipes, Session, State, driver, nonce, procs, state, telemetry};
+use super::{CallPipes, Session, State, driver, nonce, procs, state};
 use crate::RunMarker;
 
 /// How a call's wait ended.
@@ -75,7 +75,14 @@ impl Session {
             )
             .map_err(io_error)?;
         let output = &options.output;
-        let log = crate::call_log::CallLog::open(&inner.logs, output, command);
+        // The log is attached once the request is out, while the shell
+        // wakes (no output is read before).
+        let mut log = None;
+        let mut attach_log = || {
+            if log.is_none() {
+                log = Some(crate::call_log::CallLog::open(&inner.logs, output, command));
+            }
+        };
 
         let mut shell = state.shell.take().ok_or_else(|| ExecError::Other {
             message: "the session shell is not running".to_owned(),
@@ -87,7 +94,15 @@ impl Session {
             marker: marker.clone(),
             armed: true,
         };
-        let mut ending = send_and_wait(&mut shell, id, &prepared, &mut pipes, options).await;
+        let mut ending = send_and_wait(
+            &mut shell,
+            id,
+            &prepared,
+            &mut pipes,
+            options,
+            &mut attach_log,
+        )
+        .await;
         if matches!(ending, Ending::ShellExited(_))
             && shell.unread_driver_bytes() > driver::STAMP_WIDTH
         {
@@ -101,9 +116,19 @@ impl Session {
                 message: "the session shell is not running".to_owned(),
             })?;
             dropped.shell_pid = shell.pid;
-            ending = send_and_wait(&mut shell, id, &prepared, &mut pipes, options).await;
+            ending = send_and_wait(
+                &mut shell,
+                id,
+                &prepared,
+                &mut pipes,
+                options,
+                &mut attach_log,
+            )
+            .await;
         }
         dropped.armed = false;
+        attach_log();
+        let log = log.expect("attach_log opened the log");
 
         let grace = inner.config.local.kill_grace;
         let mut notes = Vec::new();
@@ -167,8 +192,9 @@ impl Session {
         let output = output.finish();
         notes.extend(log.truncation_note());
         state.pipes = Some(pipes);
+        let state = &mut *state;
         let shell_state = inner.config.telemetry.then(|| ShellState {
-            git_branch: telemetry::git_branch(&state.cwd),
+            git_branch: state.head.git_branch(&state.cwd),
             cwd: state.cwd.clone(),
             restarted,
         });
@@ -257,11 +283,13 @@ async fn send_and_wait(
     prepared: &Prepared,
     pipes: &mut CallPipes,
     options: &SpawnOptions,
+    after_send: &mut impl FnMut(),
 ) -> Ending {
     if shell.send(&prepared.request).await.is_err() {
         return Ending::ShellExited(shell.wait().await);
     }
     pipes.hold();
+    after_send();
     wait_for_end(shell, id, &prepared.nonce, pipes, options).await
 }
 

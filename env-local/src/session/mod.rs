@@ -145,6 +145,8 @@ struct State {
     save_every_call: bool,
     /// Held from the restore of `snapshot_path` until it is saved back.
     snapshot_lock: Option<SnapshotLock>,
+    /// Finds the git branch for the telemetry.
+    head: telemetry::HeadReader,
 }
 
 impl Session {
@@ -188,6 +190,7 @@ impl Session {
                     // A snapshot from an earlier process may hold functions.
                     save_every_call: restores_a_file,
                     snapshot_lock: None,
+                    head: telemetry::HeadReader::default(),
                 }),
                 background,
                 logs,
