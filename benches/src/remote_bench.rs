@@ -13,7 +13,7 @@ use bashtool_env_remote::{RemoteConfig, RemoteExec};
 use serde_json::json;
 
 use crate::Effort;
-use crate::rounds::{Plan, Ratios, in_turns};
+use crate::rounds::{Plan, Ratios, Turns, in_rounds};
 use crate::servers::bashtool_binary;
 use crate::stats::{Samples, human, measure_interleaved, spread};
 use crate::table::Row;
@@ -146,9 +146,9 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
     };
     // Rounds of call-for-call turns until two rounds' extra times agree
     // within 10% (as ratios of the remote time to the local one).
-    let (over_pipe, here, ratios) = in_turns(
+    let (over_pipe, here, ratios) = in_rounds(
         Plan::new(effort, 3, 6, 3),
-        (20, 3),
+        Turns::CallForCall((20, 3)),
         effort.runs(100),
         || call(&remote_tool),
         || call(&local_tool),

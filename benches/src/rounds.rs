@@ -127,51 +127,27 @@ impl Ratios {
     }
 }
 
-/// `first` and `second` in turns, call for call, `per_round` each way, in
-/// rounds under `plan` until they settle: both sides' samples over every
-/// round, and each round's `ratio(first, second)`. The first round warms up
-/// with `warmups.0` calls each way, later ones with `warmups.1`.
-pub async fn in_turns<A, FutA, B, FutB>(
-    plan: Plan,
-    warmups: (usize, usize),
-    per_round: usize,
-    mut first: A,
-    mut second: B,
-    ratio: impl Fn(&Samples, &Samples) -> f64,
-) -> (Samples, Samples, Ratios)
-where
-    A: FnMut() -> FutA,
-    FutA: Future<Output = ()>,
-    B: FnMut() -> FutB,
-    FutB: Future<Output = ()>,
-{
-    let (mut firsts, mut seconds) = (Samples::empty(), Samples::empty());
-    let mut ratios = Ratios::default();
-    while plan.another(ratios.len(), [&ratios]) {
-        let warmup = if ratios.is_empty() {
-            warmups.0
-        } else {
-            warmups.1
-        };
-        let (round_first, round_second) =
-            measure_interleaved(warmup, per_round, &mut first, &mut second).await;
-        ratios.push(ratio(&round_first, &round_second));
-        firsts.extend(&round_first);
-        seconds.extend(&round_second);
-    }
-    (firsts, seconds, ratios)
+/// How a round takes turns between two sides, with the warm-up calls
+/// each way.
+#[derive(Debug, Clone, Copy)]
+pub enum Turns {
+    /// Call for call (both see the same moment's load); warm-ups in the
+    /// first round, then in each later one.
+    CallForCall((usize, usize)),
+    /// Block for block: `per_round` calls of the first side back to back,
+    /// then of the second, each block after its own warm-up. Each side is
+    /// measured in its own steady state (a call right after the other
+    /// side's runs in what that one left in the caches), and both blocks
+    /// of a round see the same load.
+    BlockForBlock(usize),
 }
 
-/// `first` and `second` in turns block for block: each round measures
-/// `per_round` calls of `first` back to back, then as many of `second`,
-/// each block after its own `warmup` calls, in rounds under `plan` until
-/// they settle. Each side is measured in its own steady state (a call right
-/// after the other side's runs in what that one left in the caches), and
-/// both blocks of a round see the same load. Returns both sides' samples
+/// `first` and `second` taking `turns`, `per_round` calls each way a
+/// round, in rounds under `plan` until they settle: both sides' samples
 /// over every round, and each round's `ratio(first, second)`.
-pub async fn in_blocks<A, FutA, B, FutB>(
+pub async fn in_rounds<A, FutA, B, FutB>(
     plan: Plan,
-    warmup: usize,
+    turns: Turns,
     per_round: usize,
     mut first: A,
     mut second: B,
@@ -186,8 +162,20 @@ where
     let (mut firsts, mut seconds) = (Samples::empty(), Samples::empty());
     let mut ratios = Ratios::default();
     while plan.another(ratios.len(), [&ratios]) {
-        let round_first = measure(warmup, per_round, &mut first).await;
-        let round_second = measure(warmup, per_round, &mut second).await;
+        let (round_first, round_second) = match turns {
+            Turns::CallForCall((first_warmup, later_warmup)) => {
+                let warmup = if ratios.is_empty() {
+                    first_warmup
+                } else {
+                    later_warmup
+                };
+                measure_interleaved(warmup, per_round, &mut first, &mut second).await
+            }
+            Turns::BlockForBlock(warmup) => (
+                measure(warmup, per_round, &mut first).await,
+                measure(warmup, per_round, &mut second).await,
+            ),
+        };
         ratios.push(ratio(&round_first, &round_second));
         firsts.extend(&round_first);
         seconds.extend(&round_second);

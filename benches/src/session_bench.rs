@@ -13,7 +13,7 @@ use serde_json::json;
 
 use crate::Effort;
 use crate::cpu;
-use crate::rounds::{Plan, Ratios, in_blocks, in_turns, percent};
+use crate::rounds::{Plan, Ratios, Turns, in_rounds, percent};
 use crate::spawn_bench::{bash_true_once, sandbox_cost_row};
 use crate::stats::{Samples, human, spread};
 use crate::table::Row;
@@ -68,18 +68,18 @@ async fn session_rows(effort: Effort) -> anyhow::Result<Vec<Row>> {
     // agent's pause; it says more about the machine's wake-ups than about
     // the session (8.2×–9.9× from run to run here, with both sides settled
     // within each run).
-    let (baseline, interleaved, speedups) = in_turns(
+    let (baseline, interleaved, speedups) = in_rounds(
         Plan::new(effort, 3, 6, 3),
-        (50, 5),
+        Turns::CallForCall((50, 5)),
         effort.runs(300),
         bash_true_once,
         call,
         Samples::ratio_to,
     )
     .await;
-    let (block_baseline, back_to_back, block_speedups) = in_blocks(
+    let (block_baseline, back_to_back, block_speedups) = in_rounds(
         Plan::new(effort, 3, 6, 3),
-        20,
+        Turns::BlockForBlock(20),
         effort.runs(500),
         bash_true_once,
         call,
@@ -119,9 +119,9 @@ where
     let Some(pinned) = cpu::Pinned::to_cpu(0, &[shell]) else {
         anyhow::bail!("could not keep this process and the shell to one CPU");
     };
-    let (baseline, interleaved, speedups) = in_turns(
+    let (baseline, interleaved, speedups) = in_rounds(
         Plan::new(effort, 3, 6, 2),
-        (20, 5),
+        Turns::CallForCall((20, 5)),
         effort.runs(300),
         bash_true_once,
         &call,
@@ -172,9 +172,9 @@ async fn sandbox_rows(effort: Effort) -> anyhow::Result<Vec<Row>> {
 
     let pinned = cpu::Pinned::to_cpu(0, &[plain_shell, boxed_shell]);
     let pinned_row = if pinned.is_some() {
-        let (plain, boxed, costs) = in_turns(
+        let (plain, boxed, costs) = in_rounds(
             Plan::new(effort, 3, 8, 3),
-            (50, 5),
+            Turns::CallForCall((50, 5)),
             effort.runs(1000),
             || call_true(unsandboxed),
             || call_true(sandboxed),

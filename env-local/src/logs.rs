@@ -60,7 +60,7 @@ struct State {
 impl State {
     /// Whether the next file should first prune the directory across
     /// processes (and, if so, notes that it does now).
-    fn directory_prune_due(&mut self) -> bool {
+    fn claim_directory_prune(&mut self) -> bool {
         let due = self.sequence.is_multiple_of(PRUNE_EVERY)
             && self
                 .directory_pruned
@@ -322,7 +322,7 @@ impl LogDir {
     pub fn create_log(&self, command: &str) -> std::io::Result<(LogWriter, LogHandle)> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         self.prune(&mut state);
-        if state.directory_prune_due() && self.ensure_ready().is_ok() {
+        if state.claim_directory_prune() && self.ensure_ready().is_ok() {
             // Other processes' logs count toward the caps too.
             self.prune_directory();
         }
@@ -363,7 +363,7 @@ impl LogDir {
     /// rotated: a running job must keep its file.
     pub fn create_job_output(&self, command: &str) -> std::io::Result<(PathBuf, File)> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.directory_prune_due() && self.ensure_ready().is_ok() {
+        if state.claim_directory_prune() && self.ensure_ready().is_ok() {
             self.prune_directory();
         }
         loop {

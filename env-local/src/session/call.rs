@@ -75,14 +75,7 @@ impl Session {
             )
             .map_err(io_error)?;
         let output = &options.output;
-        // The log is attached once the request is out, while the shell
-        // wakes (no output is read before).
-        let mut log = None;
-        let mut attach_log = || {
-            if log.is_none() {
-                log = Some(crate::call_log::CallLog::open(&inner.logs, output, command));
-            }
-        };
+        let log = crate::call_log::CallLog::open(&inner.logs, output, command);
 
         let mut shell = state.shell.take().ok_or_else(|| ExecError::Other {
             message: "the session shell is not running".to_owned(),
@@ -94,15 +87,7 @@ impl Session {
             marker: marker.clone(),
             armed: true,
         };
-        let mut ending = send_and_wait(
-            &mut shell,
-            id,
-            &prepared,
-            &mut pipes,
-            options,
-            &mut attach_log,
-        )
-        .await;
+        let mut ending = send_and_wait(&mut shell, id, &prepared, &mut pipes, options).await;
         if matches!(ending, Ending::ShellExited(_))
             && shell.unread_driver_bytes() > driver::STAMP_WIDTH
         {
@@ -116,19 +101,9 @@ impl Session {
                 message: "the session shell is not running".to_owned(),
             })?;
             dropped.shell_pid = shell.pid;
-            ending = send_and_wait(
-                &mut shell,
-                id,
-                &prepared,
-                &mut pipes,
-                options,
-                &mut attach_log,
-            )
-            .await;
+            ending = send_and_wait(&mut shell, id, &prepared, &mut pipes, options).await;
         }
         dropped.armed = false;
-        attach_log();
-        let log = log.expect("attach_log opened the log");
 
         let grace = inner.config.local.kill_grace;
         let mut notes = Vec::new();
@@ -283,13 +258,11 @@ async fn send_and_wait(
     prepared: &Prepared,
     pipes: &mut CallPipes,
     options: &SpawnOptions,
-    after_send: &mut impl FnMut(),
 ) -> Ending {
     if shell.send(&prepared.request).await.is_err() {
         return Ending::ShellExited(shell.wait().await);
     }
     pipes.hold();
-    after_send();
     wait_for_end(shell, id, &prepared.nonce, pipes, options).await
 }
 

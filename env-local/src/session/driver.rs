@@ -31,13 +31,25 @@ use crate::kill::MARKER_WIDTH;
 /// unguarded, and nothing forks.
 const INIT_SCRIPT: &str = include_str!("scripts/init.sh");
 
+/// The driver's call line, which runs a call's command: in `init.sh` twice
+/// (the short branch of the common call and the general path), written
+/// once here.
+const CALL_LINE: &str = include_str!("scripts/call_line.sh");
+
+/// The stamp read and the status record after a call, in `init.sh` twice
+/// like [`CALL_LINE`].
+const REPORT_STATUS: &str = include_str!("scripts/report_status.sh");
+
 /// Name of the driver script in the session directory.
 pub(crate) const INIT_NAME: &str = "init.sh";
 
 /// `init.sh` for the session directory `dir`: its paths are written into
 /// the script, not kept in variables a command could change.
 pub(crate) fn init_script(dir: &Path) -> String {
+    // The parts first: they hold placeholders of their own.
     INIT_SCRIPT
+        .replace("@CALL_LINE@", CALL_LINE.trim_end())
+        .replace("@REPORT_STATUS@", REPORT_STATUS.trim_end())
         .replace("@DIR@", &quote_path(dir))
         .replace("@REQUEST_WIDTH@", &REQUEST_WIDTH.to_string())
         .replace("@STAMP_WIDTH@", &STAMP_WIDTH.to_string())
@@ -328,5 +340,19 @@ mod tests {
              2>|'/s d'/err.\"${{__bt_request:24:20}}\""
         )));
         assert!(script.contains("__bt_running=\"${__bt_request:0:2}\"\n"));
+        // The call line and the status record, written once, stand in the
+        // common call's branch and in the general path.
+        assert_eq!(
+            script
+                .matches(&format!("\\. '/s d'/{COMMAND_FILE} "))
+                .count(),
+            2
+        );
+        assert_eq!(
+            script
+                .matches("} <'/s d'/driver >>'/s d'/control || ")
+                .count(),
+            2
+        );
     }
 }

@@ -98,23 +98,16 @@
         if [[ $__bt_running == c0 ]]; then
           # The common call, straight through: it can change no state, so
           # there is no snapshot, no repair and no directory to go back to.
-          # Its three steps (the call line, the stamp, the status record)
-          # are the general path's below, without the ~6 tests the other
-          # kinds need (~6.5 µs a call, measured): change them together.
+          # Its two steps (scripts/call_line.sh and report_status.sh, which
+          # Rust writes into both places) are the general path's
+          # below, without the ~6 tests the other kinds need (~6.5 µs a
+          # call, measured).
           # A `continue` or `break` at the command's top level leaves this
           # block with $__bt_running still set, for the general path below.
-          @MARKER_VARIABLE@=@MARKER@ \. @DIR@/command.sh </dev/null >|@DIR@/out.@STDOUT_PIPE@ 2>|@DIR@/err.@STDERR_PIPE@
+          @CALL_LINE@
           __bt_status=$? __bt_running=
           [[ $- != *[eu]* ]] || builtin set +o errexit +o nounset
-          {
-            if [[ -z ${TMOUT-} ]]; then
-              builtin read -r -N @STAMP_WIDTH@ __bt_stamp
-            else
-              TMOUT= builtin read -r -N @STAMP_WIDTH@ __bt_stamp
-            fi || [[ ${__bt_broken:?bashtool: the session driver cannot read} ]]
-            builtin jobs -rp
-            builtin printf 'S %s %s P%s\0' "$__bt_stamp" "$__bt_status" "$PWD"
-          } <@DIR@/driver >>@DIR@/control || [[ ${__bt_broken:?bashtool: the session driver cannot write} ]]
+          @REPORT_STATUS@
           continue
         fi
         [[ $__bt_running != x1 ]] || builtin exit 0
@@ -126,7 +119,7 @@
           # `continue` at top level lands at this loop's start, its
           # `break` after this loop: both come back here with
           # $__bt_running still set.
-          @MARKER_VARIABLE@=@MARKER@ \. @DIR@/command.sh </dev/null >|@DIR@/out.@STDOUT_PIPE@ 2>|@DIR@/err.@STDERR_PIPE@
+          @CALL_LINE@
         elif [[ $__bt_running == C? ]]; then
           # `[__bt_back=$PWD && \builtin cd -- DIR &&] VAR=x … \. COMMAND
           # <…`, every word quoted: it is parsed now, with the user's
@@ -165,21 +158,8 @@
         # read only now: the command could not see it. Fixed width (the id
         # in 20 digits, a space, the 16-digit nonce, no newline), in one
         # read(2) by `-N` (a line would take one per byte), and written back
-        # as read. Then the background jobs still running, a line each,
-        # then the status in one write (bash flushes at each newline; each
-        # write wakes Rust). Both redirections on one group: with 0 and 1
-        # free, each file opens straight onto its descriptor, and bash
-        # needs no dup2 and no close to put it there (3 system calls a
-        # call). No `2>/dev/null`: the shell's stderr is closed.
-        {
-          if [[ -z ${TMOUT-} ]]; then
-            builtin read -r -N @STAMP_WIDTH@ __bt_stamp
-          else
-            TMOUT= builtin read -r -N @STAMP_WIDTH@ __bt_stamp
-          fi || [[ ${__bt_broken:?bashtool: the session driver cannot read} ]]
-          builtin jobs -rp
-          builtin printf 'S %s %s P%s\0' "$__bt_stamp" "$__bt_status" "$PWD"
-        } <@DIR@/driver >>@DIR@/control || [[ ${__bt_broken:?bashtool: the session driver cannot write} ]]
+        # as read; then the status record (scripts/report_status.sh).
+        @REPORT_STATUS@
       fi
       if [[ $__bt_save_flag != 0 ]]; then
         # Defined again before each use: a command may have redefined them.
