@@ -215,11 +215,14 @@ async fn tools_list_shows_the_core_spec_with_an_output_schema() {
         Value::Object((*bash.input_schema).clone()),
         spec.input_schema
     );
-    // Compact by default: an object, its fields named in the description.
+    // Compact by default: an object, its fields named in the description,
+    // in the draft-07 dialect (cheap for clients that check the schema on
+    // every call).
     let output = bash.output_schema.as_ref().expect("output schema");
-    assert_eq!(output.len(), 2, "{output:?}");
+    assert_eq!(output.len(), 3, "{output:?}");
     assert_eq!(output["type"], "object");
     assert!(output["description"].is_string());
+    assert_eq!(output["$schema"], "http://json-schema.org/draft-07/schema#");
 }
 
 #[tokio::test]
@@ -229,6 +232,7 @@ async fn the_full_output_schema_lists_each_field_with_its_type() {
     for tool in &tools {
         let output = tool.output_schema.as_ref().expect("output schema");
         assert_eq!(output["type"], "object");
+        assert_eq!(output["$schema"], "http://json-schema.org/draft-07/schema#");
         assert_eq!(
             output["properties"]["exit_code"]["anyOf"],
             json!([{"type": "integer"}, {"type": "null"}]),
