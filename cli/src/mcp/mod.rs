@@ -7,6 +7,7 @@ mod instructions;
 mod order;
 mod progress;
 mod server;
+mod stdio;
 pub mod tools;
 
 use std::path::PathBuf;
@@ -424,7 +425,7 @@ async fn serve(mut settings: Settings) -> anyhow::Result<ExitCode> {
     });
     let server = BashServer::new(backend, settings.progress_interval);
     let (transport, input_closed) =
-        gate::spawn(tokio::io::stdin(), tokio::io::stdout(), session_calls);
+        gate::spawn(stdio::input(), stdio::output(), session_calls);
     {
         let server = server.clone();
         tokio::spawn(async move {
