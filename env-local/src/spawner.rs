@@ -236,9 +236,23 @@ mod tests {
     fn the_thread_blocks_every_signal_but_sigchld() {
         let spawner = Spawner::start("test-spawner").expect("spawner");
         let blocked = spawner.run(blocked_signals).expect("run");
-        assert_eq!(blocked & bit(libc::SIGCHLD), 0, "SIGCHLD blocked: {blocked:x}");
-        for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGPIPE, libc::SIGUSR1] {
-            assert_ne!(blocked & bit(signal), 0, "signal {signal} not blocked: {blocked:x}");
+        assert_eq!(
+            blocked & bit(libc::SIGCHLD),
+            0,
+            "SIGCHLD blocked: {blocked:x}"
+        );
+        for signal in [
+            libc::SIGTERM,
+            libc::SIGINT,
+            libc::SIGHUP,
+            libc::SIGPIPE,
+            libc::SIGUSR1,
+        ] {
+            assert_ne!(
+                blocked & bit(signal),
+                0,
+                "signal {signal} not blocked: {blocked:x}"
+            );
         }
     }
 

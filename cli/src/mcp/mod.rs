@@ -424,8 +424,7 @@ async fn serve(mut settings: Settings) -> anyhow::Result<ExitCode> {
         tool: settings.tool.name.clone(),
     });
     let server = BashServer::new(backend, settings.progress_interval);
-    let (transport, input_closed) =
-        gate::spawn(stdio::input(), stdio::output(), session_calls);
+    let (transport, input_closed) = gate::spawn(stdio::input(), stdio::output(), session_calls);
     {
         let server = server.clone();
         tokio::spawn(async move {

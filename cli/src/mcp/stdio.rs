@@ -204,7 +204,10 @@ mod tests {
         // The end of input arrives once every writer is gone.
         drop((writer, write_end));
         let mut rest = Vec::new();
-        reader.read_to_end(&mut rest).await.expect("read to the end");
+        reader
+            .read_to_end(&mut rest)
+            .await
+            .expect("read to the end");
         assert!(rest.is_empty());
     }
 
@@ -232,7 +235,9 @@ mod tests {
         let big = vec![b'x'; 4 << 20];
         let reading = std::thread::spawn(move || {
             let mut received = vec![0_u8; 4 << 20];
-            client.read_exact(&mut received).expect("client reads it all");
+            client
+                .read_exact(&mut received)
+                .expect("client reads it all");
             drop(client);
             received
         });
@@ -240,7 +245,10 @@ mod tests {
         assert_eq!(reading.join().expect("client thread"), big);
         // The client gone: the end of input, and no SIGPIPE on a write.
         let mut rest = Vec::new();
-        reader.read_to_end(&mut rest).await.expect("read to the end");
+        reader
+            .read_to_end(&mut rest)
+            .await
+            .expect("read to the end");
         assert!(rest.is_empty());
         assert!(writer.write_all(b"late\n").await.is_err());
         assert!(!is_nonblocking(ours.as_fd()));
