@@ -38,6 +38,9 @@ fn waiting_shells(dir: &Path) -> Vec<u32> {
                     .any(|window| window == b"-u 3 BASH_EXECUTION_STRING")
             })
         })
+        // Still holding its command pipe: a shell that took its command
+        // closed fd 3 (its command line stays the reading script).
+        .filter(|info| std::fs::symlink_metadata(format!("/proc/{}/fd/3", info.pid)).is_ok())
         .map(|info| info.pid)
         .collect()
 }
@@ -233,6 +236,64 @@ async fn a_warm_shell_that_times_out_is_stopped_with_its_children() {
     })
     .await;
     assert!(gone, "survivors: {pids:?}");
+    warm.shutdown().await;
+}
+
+/// With another call running, no shell is started ahead (the CPU is what
+/// limits concurrent calls, and starting ahead only adds work); once the
+/// last call ends, one is again.
+#[tokio::test]
+async fn no_shell_is_started_ahead_while_another_call_runs() {
+    let dir = temp_dir();
+    let warm = exec_with(dir.path(), 1);
+    let first = a_waiting_shell(dir.path()).await;
+    let release = dir.path().join("release");
+    let until_released = format!(
+        "while [ ! -e '{}' ]; do sleep 0.05; done; echo released",
+        release.display()
+    );
+    let call = |warm: &LocalExec| {
+        let warm = warm.clone();
+        let command = until_released.clone();
+        tokio::spawn(async move { run(&warm, &command).await })
+    };
+    // Alone, the first call takes the waiting shell and has the next one
+    // started.
+    let alone = call(&warm);
+    let mut second = Vec::new();
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            second = waiting_shells(dir.path());
+            !second.is_empty() && !second.contains(&first[0])
+        })
+        .await,
+        "no shell was started ahead of the next call; children: {:?}",
+        children_for_diagnosis()
+    );
+    // The second call, with the first still running, takes that one ...
+    let beside = call(&warm);
+    assert!(
+        wait_until(Duration::from_secs(10), || waiting_shells(dir.path())
+            .is_empty())
+        .await,
+        "the waiting shell was not taken"
+    );
+    // ... and none is started behind it (a fill starts within
+    // milliseconds; a second is ample).
+    assert!(
+        !wait_until(Duration::from_secs(1), || !waiting_shells(dir.path())
+            .is_empty())
+        .await,
+        "a shell was started ahead while two calls ran: {:?}",
+        waiting_shells(dir.path())
+    );
+    std::fs::write(&release, "").expect("release");
+    for running in [alone, beside] {
+        let result = running.await.expect("call task");
+        assert_eq!(text(&result), "released");
+    }
+    // The last call to end filled the pool again.
+    a_waiting_shell(dir.path()).await;
     warm.shutdown().await;
 }
 

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use bashtool_core::{
@@ -58,6 +59,30 @@ struct Inner {
     escalations: std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>,
     /// Shells started ahead of stateless calls (`config.warm_shells`).
     warm: Option<Arc<warm::WarmShells>>,
+    /// Foreground calls running now: warm shells are started ahead only
+    /// while at most one runs (see `warm`).
+    calls_running: AtomicUsize,
+}
+
+/// Counts a foreground call as running while it lives; the last call to
+/// end fills the warm shells again.
+struct RunningCall<'a> {
+    exec: &'a LocalExec,
+}
+
+impl<'a> RunningCall<'a> {
+    fn enter(exec: &'a LocalExec) -> Self {
+        exec.inner.calls_running.fetch_add(1, Ordering::AcqRel);
+        Self { exec }
+    }
+}
+
+impl Drop for RunningCall<'_> {
+    fn drop(&mut self) {
+        if self.exec.inner.calls_running.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.exec.fill_warm_shells();
+        }
+    }
 }
 
 /// How the wait for a foreground command ended.
@@ -162,6 +187,7 @@ impl LocalExec {
                 escalations: std::sync::Mutex::new(Vec::new()),
                 sandbox_error,
                 warm,
+                calls_running: AtomicUsize::new(0),
             }),
         };
         exec.fill_warm_shells();
@@ -169,9 +195,12 @@ impl LocalExec {
     }
 
     /// Starts warm shells until the pool is full, in a task of the current
-    /// runtime (none outside one: the first call starts its own shell).
+    /// runtime (none outside one: the first call starts its own shell), if
+    /// at most one call runs: with more in flight, the CPU is what limits
+    /// them, and a warm shell's start is only extra work for it.
     fn fill_warm_shells(&self) {
-        if self.inner.warm.is_none() {
+        let has_room = self.inner.warm.as_ref().is_some_and(|warm| warm.has_room());
+        if !has_room || self.inner.calls_running.load(Ordering::Acquire) > 1 {
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -231,6 +260,7 @@ impl LocalExec {
         options: SpawnOptions,
     ) -> Result<CommandResult, ExecError> {
         let started = Instant::now();
+        let _running = RunningCall::enter(self);
         let config = &self.inner.config;
         let cwd = spawn::resolve_cwd(&config.working_directory, options.cwd.as_deref())?;
         let warm = match &self.inner.warm {

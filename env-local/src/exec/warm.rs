@@ -24,6 +24,11 @@
 //! `$BASH_EXECUTION_STRING`, `return` and `exit`, traps, no extra variable
 //! or descriptor.
 //!
+//! A shell is started ahead only while at most one call runs (see
+//! `LocalExec::fill_warm_shells`): with several in flight the CPU is what
+//! limits them, and a warm shell adds its reading script's work to the same
+//! start-up (measured: 8 in flight, 6.7% more calls/s without refilling).
+//!
 //! Only calls that match what the shell was started with take one: the
 //! default working directory (the same directory, not only the same path),
 //! no variables of their own, bash as the shell with `-c`. The others start
@@ -170,6 +175,15 @@ impl WarmShells {
             let marker = spare.marker.clone();
             return Some(Started { spawned, marker });
         }
+    }
+
+    /// Whether the pool has room for another shell.
+    pub(crate) fn has_room(&self) -> bool {
+        self.spares
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+            < self.capacity
     }
 
     /// Starts shells until the pool is full. Errors are left to the calls,
