@@ -316,3 +316,39 @@ async fn shutdown_stops_the_waiting_shells() {
     .await;
     assert!(gone, "still waiting: {waiting:?}");
 }
+
+/// A call that ends after the shutdown starts no shell behind it.
+#[tokio::test]
+async fn a_call_ending_after_shutdown_starts_no_shell() {
+    let dir = temp_dir();
+    let warm = exec_with(dir.path(), 1);
+    a_waiting_shell(dir.path()).await;
+    let release = dir.path().join("release");
+    let running = {
+        let warm = warm.clone();
+        let command = format!(
+            "while [ ! -e '{}' ]; do sleep 0.05; done; echo released",
+            release.display()
+        );
+        tokio::spawn(async move { run(&warm, &command).await })
+    };
+    // The call took the waiting shell and, alone, had the next started.
+    a_waiting_shell(dir.path()).await;
+    warm.shutdown().await;
+    assert!(
+        wait_until(Duration::from_secs(5), || waiting_shells(dir.path())
+            .is_empty())
+        .await,
+        "shutdown left a shell waiting"
+    );
+    std::fs::write(&release, "").expect("release");
+    assert_eq!(text(&running.await.expect("call task")), "released");
+    // A refill starts within milliseconds; a second is ample.
+    assert!(
+        !wait_until(Duration::from_secs(1), || !waiting_shells(dir.path())
+            .is_empty())
+        .await,
+        "a shell was started after the shutdown: {:?}",
+        waiting_shells(dir.path())
+    );
+}

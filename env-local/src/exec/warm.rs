@@ -72,6 +72,9 @@ pub(crate) struct WarmShells {
     spares: Mutex<Vec<Spare>>,
     /// One filler at a time, so that the pool never overfills.
     filling: AtomicBool,
+    /// Set by [`WarmShells::clear`] (the environment shut down): no shell
+    /// is started any more, not even by a call that ends afterwards.
+    closed: AtomicBool,
 }
 
 /// A started shell waiting for its command.
@@ -121,6 +124,7 @@ impl WarmShells {
                 capacity: config.warm_shells,
                 spares: Mutex::new(Vec::new()),
                 filling: AtomicBool::new(false),
+                closed: AtomicBool::new(false),
             })
         })
     }
@@ -177,13 +181,15 @@ impl WarmShells {
         }
     }
 
-    /// Whether the pool has room for another shell.
+    /// Whether the pool has room for another shell (never once closed).
     pub(crate) fn has_room(&self) -> bool {
-        self.spares
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
-            < self.capacity
+        !self.closed.load(Ordering::Acquire)
+            && self
+                .spares
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .len()
+                < self.capacity
     }
 
     /// Starts shells until the pool is full. Errors are left to the calls,
@@ -198,6 +204,9 @@ impl WarmShells {
 
     fn fill_alone(&self, config: &LocalConfig) {
         loop {
+            if self.closed.load(Ordering::Acquire) {
+                return;
+            }
             let count = self
                 .spares
                 .lock()
@@ -209,15 +218,18 @@ impl WarmShells {
             let Ok(spare) = start_spare(config) else {
                 return;
             };
-            self.spares
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .push(spare);
+            let mut spares = self.spares.lock().unwrap_or_else(PoisonError::into_inner);
+            // Closed while it started: dropping it kills it.
+            if self.closed.load(Ordering::Acquire) {
+                return;
+            }
+            spares.push(spare);
         }
     }
 
-    /// Kills the shells that wait.
+    /// Kills the shells that wait and starts none any more.
     pub(crate) fn clear(&self) {
+        self.closed.store(true, Ordering::Release);
         let spares =
             std::mem::take(&mut *self.spares.lock().unwrap_or_else(PoisonError::into_inner));
         drop(spares);
