@@ -37,6 +37,9 @@ pub struct Spawner {
     /// The processes the thread made that may still be alive: their
     /// parent-death signal fires when the thread ends.
     children: Mutex<Children>,
+    /// Jobs handed to the thread and not yet over (a hint for choosing
+    /// among spawners: see [`Spawner::is_busy`]).
+    in_progress: std::sync::atomic::AtomicUsize,
 }
 
 /// Pids recorded per launch, pruned of the gone ones whenever the list has
@@ -96,6 +99,7 @@ impl Spawner {
                 pids: Vec::new(),
                 prune_at: PRUNE_FLOOR,
             }),
+            in_progress: std::sync::atomic::AtomicUsize::new(0),
         })
     }
 
@@ -125,9 +129,23 @@ impl Spawner {
             .is_some_and(|thread| !thread.is_finished())
     }
 
+    /// Whether a job is running or waiting on the thread now: a caller
+    /// would wait for it (only a hint: it may change at once).
+    pub fn is_busy(&self) -> bool {
+        self.in_progress.load(std::sync::atomic::Ordering::Acquire) > 0
+    }
+
     /// Runs `job` on the spawner's thread and returns its result; this
     /// thread waits meanwhile, so `job` may borrow from it.
     pub fn run<R: Send>(&self, job: impl FnOnce() -> R + Send) -> io::Result<R> {
+        use std::sync::atomic::Ordering;
+        self.in_progress.fetch_add(1, Ordering::AcqRel);
+        let result = self.run_now(job);
+        self.in_progress.fetch_sub(1, Ordering::AcqRel);
+        result
+    }
+
+    fn run_now<R: Send>(&self, job: impl FnOnce() -> R + Send) -> io::Result<R> {
         let gone = || io::Error::other("the spawner thread is gone");
         let mut result: Option<R> = None;
         let slot = &mut result;
@@ -254,6 +272,25 @@ mod tests {
                 "signal {signal} not blocked: {blocked:x}"
             );
         }
+    }
+
+    #[test]
+    fn a_spawner_is_busy_while_a_job_runs_on_it() {
+        let spawner = std::sync::Arc::new(Spawner::start("test-spawner").expect("spawner"));
+        assert!(!spawner.is_busy());
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let running = {
+            let spawner = std::sync::Arc::clone(&spawner);
+            std::thread::spawn(move || spawner.run(move || released.recv()).expect("run"))
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !spawner.is_busy() {
+            assert!(std::time::Instant::now() < deadline, "never busy");
+            std::thread::yield_now();
+        }
+        release.send(()).expect("release");
+        running.join().expect("job thread").expect("released");
+        assert!(!spawner.is_busy());
     }
 
     #[test]

@@ -58,10 +58,11 @@ pub struct Sandbox {
     spawners: std::sync::Mutex<Spawners>,
 }
 
-/// The spawner threads, one per mount namespace generation (a thread
-/// cannot join another after its filter). An older one stays while a
-/// process it made exists, since that process's parent-death signal is
-/// tied to the thread; then it ends.
+/// The spawner threads: up to one per CPU for each mount namespace
+/// generation (a thread cannot join another after its filter; see
+/// [`pick`]). An older generation's stay while a process they made exists,
+/// since that process's parent-death signal is tied to its thread; then
+/// they end.
 #[derive(Debug, Default)]
 struct Spawners {
     by_generation: Vec<(std::os::fd::RawFd, Arc<Spawner>)>,
@@ -258,19 +259,22 @@ impl SpawnWrapper for Sandbox {
         if spawners.unavailable {
             return None;
         }
-        if let Some((_, spawner)) = spawners
+        let current: Vec<&Arc<Spawner>> = spawners
             .by_generation
             .iter()
-            .find(|(made_for, spawner)| *made_for == key && spawner.is_alive())
-        {
-            return Some(Arc::clone(spawner));
+            .filter(|(made_for, spawner)| *made_for == key && spawner.is_alive())
+            .map(|(_, spawner)| spawner)
+            .collect();
+        let busy: Vec<bool> = current.iter().map(|spawner| spawner.is_busy()).collect();
+        if let Pick::Existing(index) = pick(&busy, spawners_per_generation()) {
+            return Some(Arc::clone(current[index]));
         }
-        // This generation has none (or its thread died): the others whose
-        // children are all gone can end (git rewriting `.git/config` makes
-        // a generation), and a dead one makes nothing more.
-        spawners
-            .by_generation
-            .retain(|(_, spawner)| spawner.is_alive() && spawner.has_live_children());
+        // This generation needs one more (or its threads died): the others'
+        // whose children are all gone can end (git rewriting `.git/config`
+        // makes a generation), and a dead one makes nothing more.
+        spawners.by_generation.retain(|(made_for, spawner)| {
+            spawner.is_alive() && (*made_for == key || spawner.has_live_children())
+        });
         // A thread's name is 15 bytes at most (what `/proc` shows).
         let started = Spawner::start("bashtool-spawn").and_then(|spawner| {
             let joined = spawner.run(|| self.steps.apply_to_thread())??;
@@ -289,6 +293,34 @@ impl SpawnWrapper for Sandbox {
     fn pre_exec_on_spawner(&self) -> std::io::Result<()> {
         self.steps.apply_on_spawner()
     }
+}
+
+/// Which spawner a launch takes among those of its generation.
+#[derive(Debug, PartialEq, Eq)]
+enum Pick {
+    Existing(usize),
+    New,
+}
+
+/// An idle spawner; or, with all of them busy and fewer than `limit`, a
+/// new one (a launch holds its thread until the child execs: with one
+/// thread, the launches of calls in flight wait in line for it, measured
+/// 13% of two CPUs idle with 8 calls in flight, 5% with one thread per
+/// CPU, and 7.8% more calls/s); else the first, to wait for.
+fn pick(busy: &[bool], limit: usize) -> Pick {
+    if let Some(idle) = busy.iter().position(|&busy| !busy) {
+        Pick::Existing(idle)
+    } else if !busy.is_empty() && busy.len() >= limit {
+        Pick::Existing(0)
+    } else {
+        Pick::New
+    }
+}
+
+/// Spawner threads per mount namespace generation at most: one per CPU.
+fn spawners_per_generation() -> usize {
+    static COUNT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *COUNT.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
 }
 
 /// The sandbox `config.sandbox` asks for: none when off, else the sandbox
@@ -343,4 +375,20 @@ pub fn sandbox_info(config: &crate::LocalConfig) -> Option<SandboxInfo> {
         network: config.sandbox.network.name().to_owned(),
         writable: layout.roots,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Pick, pick};
+
+    #[test]
+    fn a_launch_takes_an_idle_spawner_else_a_new_one_up_to_the_limit() {
+        assert_eq!(pick(&[], 2), Pick::New);
+        assert_eq!(pick(&[false], 2), Pick::Existing(0));
+        assert_eq!(pick(&[true], 2), Pick::New);
+        assert_eq!(pick(&[true, false], 2), Pick::Existing(1));
+        // All busy at the limit: wait for the first.
+        assert_eq!(pick(&[true, true], 2), Pick::Existing(0));
+        assert_eq!(pick(&[true], 1), Pick::Existing(0));
+    }
 }
