@@ -60,9 +60,9 @@ pub struct Sandbox {
 
 /// The spawner threads: up to one per CPU for each mount namespace
 /// generation (a thread cannot join another after its filter; see
-/// [`pick`]). An older generation's stay while a process they made exists,
-/// since that process's parent-death signal is tied to its thread; then
-/// they end.
+/// [`pick`]). Those of an older generation stay while a process they made
+/// exists, since that process's parent-death signal is tied to the thread
+/// that made it; then they end.
 #[derive(Debug, Default)]
 struct Spawners {
     by_generation: Vec<(std::os::fd::RawFd, Arc<Spawner>)>,
@@ -269,9 +269,10 @@ impl SpawnWrapper for Sandbox {
         if let Pick::Existing(index) = pick(&busy, spawners_per_generation()) {
             return Some(Arc::clone(current[index]));
         }
-        // This generation needs one more (or its threads died): the others'
-        // whose children are all gone can end (git rewriting `.git/config`
-        // makes a generation), and a dead one makes nothing more.
+        // This generation needs one more (or its threads died): the
+        // spawners of other generations whose children are all gone can end
+        // (git rewriting `.git/config` makes a generation), and a dead one
+        // makes nothing more.
         spawners.by_generation.retain(|(made_for, spawner)| {
             spawner.is_alive() && (*made_for == key || spawner.has_live_children())
         });
