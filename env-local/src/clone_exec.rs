@@ -188,6 +188,31 @@ struct ChildStack {
     base: *mut libc::c_void,
 }
 
+thread_local! {
+    /// The stack this thread's last child used, kept for the next: mapping
+    /// one per launch cost an `mmap`, an `mprotect`, an `munmap` (which
+    /// interrupts every CPU running another of our threads to flush its
+    /// TLB) and page faults on the fresh pages. Reuse is sound: with
+    /// `CLONE_VFORK` the child has left the stack (exec'd or exited) before
+    /// `clone` returns, and only this thread clones on it.
+    static SPARE_STACK: std::cell::Cell<Option<ChildStack>> = const { std::cell::Cell::new(None) };
+}
+
+impl ChildStack {
+    /// This thread's spare stack, or a new one.
+    fn take() -> io::Result<Self> {
+        match SPARE_STACK.with(std::cell::Cell::take) {
+            Some(stack) => Ok(stack),
+            None => Self::map(),
+        }
+    }
+
+    /// Keeps the stack for this thread's next child (the child has left it).
+    fn keep(self) {
+        SPARE_STACK.with(|spare| spare.set(Some(self)));
+    }
+}
+
 impl ChildStack {
     fn map() -> io::Result<Self> {
         // SAFETY: a fresh private anonymous mapping, owned by the result.
@@ -246,7 +271,7 @@ fn page_size() -> usize {
 ///
 /// `try_clone3`: false on a spawner's thread, whose filter refuses it.
 fn clone_child(arguments: &mut ChildArguments<'_>, try_clone3: bool) -> io::Result<libc::pid_t> {
-    let stack = ChildStack::map()?;
+    let stack = ChildStack::take()?;
     // SAFETY: sigset operations on locals; pthread_sigmask on this thread;
     // clone runs `child_entry` on the mapped stack with a pointer to
     // `arguments`, which outlives the child's use of it (CLONE_VFORK: this
@@ -288,6 +313,7 @@ fn clone_child(arguments: &mut ChildArguments<'_>, try_clone3: bool) -> io::Resu
         }
         let error = io::Error::last_os_error();
         libc::pthread_sigmask(libc::SIG_SETMASK, &raw const previous, std::ptr::null_mut());
+        stack.keep();
         if pid < 0 {
             return Err(error);
         }
@@ -526,4 +552,28 @@ unsafe fn child(arguments: &ChildArguments<'_>) -> ! {
         };
     }
     fail(last_errno())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ChildStack;
+
+    /// A thread's next child gets the stack its last one left; another
+    /// thread maps its own.
+    #[test]
+    fn a_thread_reuses_its_childs_stack() {
+        let first = ChildStack::take().expect("stack");
+        let base = first.base as usize;
+        first.keep();
+        let again = ChildStack::take().expect("stack");
+        assert_eq!(again.base as usize, base);
+        // Taken, not kept: the next one is new while this one is in use.
+        let other = ChildStack::take().expect("stack");
+        assert_ne!(other.base as usize, base);
+        again.keep();
+        let elsewhere = std::thread::spawn(|| ChildStack::take().expect("stack").base as usize)
+            .join()
+            .expect("thread");
+        assert_ne!(elsewhere, base);
+    }
 }
