@@ -212,7 +212,9 @@ impl LocalExec {
             if let Some(inner) = inner.upgrade()
                 && let Some(warm) = &inner.warm
             {
-                warm.fill(&inner.config);
+                warm.fill(&inner.config, || {
+                    inner.calls_running.load(Ordering::Acquire) <= 1
+                });
             }
         });
     }

@@ -192,19 +192,20 @@ impl WarmShells {
                 < self.capacity
     }
 
-    /// Starts shells until the pool is full. Errors are left to the calls,
-    /// which then start their own shell and report them.
-    pub(crate) fn fill(&self, config: &LocalConfig) {
+    /// Starts shells until the pool is full, asking `may_start` before
+    /// each (the calls running may have changed meanwhile). Errors are left
+    /// to the calls, which then start their own shell and report them.
+    pub(crate) fn fill(&self, config: &LocalConfig, may_start: impl Fn() -> bool) {
         if self.filling.swap(true, Ordering::AcqRel) {
             return;
         }
-        self.fill_alone(config);
+        self.fill_alone(config, may_start);
         self.filling.store(false, Ordering::Release);
     }
 
-    fn fill_alone(&self, config: &LocalConfig) {
+    fn fill_alone(&self, config: &LocalConfig, may_start: impl Fn() -> bool) {
         loop {
-            if self.closed.load(Ordering::Acquire) {
+            if self.closed.load(Ordering::Acquire) || !may_start() {
                 return;
             }
             let count = self
