@@ -33,22 +33,21 @@ pub type Output = Box<dyn AsyncWrite + Unpin + Send>;
 
 /// The server's stdin.
 pub fn input() -> Input {
-    match reader_for(io::stdin().as_fd()) {
-        Ok(Some(reader)) => reader,
-        _ => Box::new(tokio::io::stdin()),
-    }
+    reader_for(io::stdin().as_fd())
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| Box::new(tokio::io::stdin()))
 }
 
 /// The server's stdout.
 pub fn output() -> Output {
-    match writer_for(io::stdout().as_fd()) {
-        Ok(Some(writer)) => writer,
-        _ => Box::new(tokio::io::stdout()),
-    }
+    writer_for(io::stdout().as_fd())
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| Box::new(tokio::io::stdout()))
 }
 
 /// What a descriptor is, as far as choosing how to drive it goes.
-#[derive(Debug, PartialEq, Eq)]
 enum Kind {
     Pipe,
     StreamSocket,
@@ -71,31 +70,38 @@ fn kind_of(fd: BorrowedFd<'_>) -> io::Result<Kind> {
 /// A reader of `fd` driven by the event loop, or `None` where only the
 /// blocking pool can read it.
 fn reader_for(fd: BorrowedFd<'_>) -> io::Result<Option<Input>> {
-    Ok(match kind_of(fd)? {
-        Kind::Pipe => Some(Box::new(
-            pipe::OpenOptions::new().open_receiver(reopen_path(fd))?,
-        )),
-        Kind::StreamSocket => Some(Box::new(Socket::new(fd)?)),
-        Kind::Other => None,
-    })
+    driven(
+        fd,
+        |path| Ok(Box::new(pipe::OpenOptions::new().open_receiver(path)?) as Input),
+        |socket| Box::new(socket) as Input,
+    )
 }
 
 /// A writer of `fd` driven by the event loop, or `None` where only the
-/// blocking pool can write it.
+/// blocking pool can write it. A pipe nobody reads any more cannot be
+/// opened again (ENXIO): the fallback's first write then fails as it
+/// would have.
 fn writer_for(fd: BorrowedFd<'_>) -> io::Result<Option<Output>> {
-    Ok(match kind_of(fd)? {
-        // Fails (ENXIO) if nobody reads the pipe any more: then the
-        // fallback's first write fails as it would have.
-        Kind::Pipe => Some(Box::new(
-            pipe::OpenOptions::new().open_sender(reopen_path(fd))?,
-        )),
-        Kind::StreamSocket => Some(Box::new(Socket::new(fd)?)),
-        Kind::Other => None,
-    })
+    driven(
+        fd,
+        |path| Ok(Box::new(pipe::OpenOptions::new().open_sender(path)?) as Output),
+        |socket| Box::new(socket) as Output,
+    )
 }
 
-fn reopen_path(fd: BorrowedFd<'_>) -> String {
-    format!("/proc/self/fd/{}", fd.as_raw_fd())
+/// `fd` as the event loop drives it: a pipe opened again through `path`
+/// by `from_pipe`, a stream socket by `from_socket`; `None` for anything
+/// else.
+fn driven<T>(
+    fd: BorrowedFd<'_>,
+    from_pipe: impl FnOnce(String) -> io::Result<T>,
+    from_socket: impl FnOnce(Socket) -> T,
+) -> io::Result<Option<T>> {
+    Ok(match kind_of(fd)? {
+        Kind::Pipe => Some(from_pipe(format!("/proc/self/fd/{}", fd.as_raw_fd()))?),
+        Kind::StreamSocket => Some(from_socket(Socket::new(fd)?)),
+        Kind::Other => None,
+    })
 }
 
 /// A stream socket read and written without waiting, through a copy of
@@ -257,8 +263,10 @@ mod tests {
     #[test]
     fn a_file_or_a_datagram_socket_keeps_the_blocking_pool() {
         let file = tempfile::tempfile().expect("file");
-        assert_eq!(kind_of(file.as_fd()).expect("kind"), Kind::Other);
         let (datagram, _other) = std::os::unix::net::UnixDatagram::pair().expect("pair");
-        assert_eq!(kind_of(datagram.as_fd()).expect("kind"), Kind::Other);
+        for fd in [file.as_fd(), datagram.as_fd()] {
+            assert!(reader_for(fd).expect("reader").is_none());
+            assert!(writer_for(fd).expect("writer").is_none());
+        }
     }
 }

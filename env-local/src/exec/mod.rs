@@ -85,6 +85,13 @@ impl Drop for RunningCall<'_> {
     }
 }
 
+impl Inner {
+    /// Whether a warm shell may be started now: at most one call runs.
+    fn may_start_warm_shell(&self) -> bool {
+        self.calls_running.load(Ordering::Acquire) <= 1
+    }
+}
+
 /// How the wait for a foreground command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ending {
@@ -200,7 +207,7 @@ impl LocalExec {
     /// them, and a warm shell's start is only extra work for it.
     fn fill_warm_shells(&self) {
         let has_room = self.inner.warm.as_ref().is_some_and(|warm| warm.has_room());
-        if !has_room || self.inner.calls_running.load(Ordering::Acquire) > 1 {
+        if !has_room || !self.inner.may_start_warm_shell() {
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
@@ -212,9 +219,7 @@ impl LocalExec {
             if let Some(inner) = inner.upgrade()
                 && let Some(warm) = &inner.warm
             {
-                warm.fill(&inner.config, || {
-                    inner.calls_running.load(Ordering::Acquire) <= 1
-                });
+                warm.fill(&inner.config, || inner.may_start_warm_shell());
             }
         });
     }
