@@ -27,7 +27,7 @@
 //! A shell is started ahead only while at most one call runs (see
 //! `LocalExec::fill_warm_shells`): with several in flight the CPU is what
 //! limits them, and a warm shell adds its reading script's work to the same
-//! start-up (measured: 8 in flight, 6.7% more calls/s without refilling).
+//! start-up (measured: 8 in flight, 4.7–6.7% more calls/s without it).
 //!
 //! Only calls that match what the shell was started with take one: the
 //! default working directory (the same directory, not only the same path),
