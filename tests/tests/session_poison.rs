@@ -322,6 +322,86 @@ async fn a_call_right_after_the_shell_was_killed_still_runs_once() {
     assert_eq!(std::fs::read_to_string(&counter).expect("ran"), "run\n");
 }
 
+/// Holds CPU 0 for this thread against `pid`: both run only there, this
+/// thread at real-time priority, so `pid` cannot run until this thread
+/// blocks. Undone on drop.
+struct CpuHeld;
+
+impl CpuHeld {
+    fn against(pid: u32) -> Self {
+        let mut cpu0 = nix::sched::CpuSet::new();
+        cpu0.set(0).expect("cpu 0");
+        let shell = nix::unistd::Pid::from_raw(pid as i32);
+        nix::sched::sched_setaffinity(shell, &cpu0).expect("the shell on cpu 0");
+        nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &cpu0)
+            .expect("this thread on cpu 0");
+        let param = libc::sched_param { sched_priority: 1 };
+        // SAFETY: the pointer is to a live local; 0 is this thread.
+        #[allow(unsafe_code)]
+        let result = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &raw const param) };
+        assert_eq!(
+            result,
+            0,
+            "SCHED_FIFO (root or CAP_SYS_NICE): {}",
+            std::io::Error::last_os_error()
+        );
+        Self
+    }
+}
+
+impl Drop for CpuHeld {
+    fn drop(&mut self) {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: as above.
+        #[allow(unsafe_code)]
+        unsafe {
+            libc::sched_setscheduler(0, libc::SCHED_OTHER, &raw const param);
+        }
+        let mut all = nix::sched::CpuSet::new();
+        for cpu in 0..nix::sched::CpuSet::count() {
+            let _ = all.set(cpu);
+        }
+        let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &all);
+    }
+}
+
+#[tokio::test]
+async fn a_shell_killed_just_before_a_call_that_still_takes_the_request_runs_it_once() {
+    let (_dir, root) = workspace();
+    let session = new_session(&root);
+    let tool = session_tool(&session);
+    run(&tool, "export KEPT=yes").await;
+    run(&tool, "true").await;
+    let pid = session.shell_pid().await.expect("running");
+    let counter = root.join("runs.txt");
+    let next = {
+        // The shell, blocked reading the next request, gets SIGKILL but
+        // cannot run before the request is written (this thread writes
+        // it before it first blocks): the kernel then finishes the read
+        // it was blocked in, and the shell dies right after, without
+        // having run the command.
+        let _held = CpuHeld::against(pid);
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .expect("kill");
+        run(
+            &tool,
+            &format!("echo run >> {}; echo $KEPT", counter.display()),
+        )
+        .await
+    };
+    assert_eq!(
+        next.text(),
+        format!(
+            "stdout:\nyes\nexit code 0\n{}\n{RESTARTED}",
+            cwd_line(&root)
+        )
+    );
+    assert_eq!(std::fs::read_to_string(&counter).expect("ran"), "run\n");
+}
+
 #[tokio::test]
 async fn a_command_setting_tmout_does_not_time_the_shell_out_between_calls() {
     let (_dir, root) = workspace();

@@ -92,9 +92,11 @@ impl Session {
             && shell.unread_driver_bytes() > driver::STAMP_WIDTH
         {
             // The shell died (killed from outside) before it read all of
-            // the first line: the command never ran. (A shell killed while
-            // blocked reading may still take one byte.) Start a new shell
-            // and run it there.
+            // the request: the command never ran. (A shell killed while
+            // blocked in the read of the kind still takes the kind; one
+            // that read the rest too was alive after the request was
+            // written, so the signal came with the call.) Start a new
+            // shell and run it there.
             drop(shell);
             restarted |= self.ensure_shell(&mut state, options.timeout).await?;
             shell = state.shell.take().ok_or_else(|| ExecError::Other {

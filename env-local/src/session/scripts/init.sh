@@ -78,23 +78,25 @@
   while :; do
     while :; do
       if [[ -z $__bt_running ]]; then
-        # One fixed-width line, in one read(2) (`-N`; a line would take one
-        # per byte): `<kind> <stdout> <stderr> <marker>`, each field at a
-        # fixed offset (read there by substrings: splitting at spaces
-        # costs ~6 µs more). Kinds: `c0`/`c1` run the command with the line
-        # below, then save no snapshot / one; `C0`/`C1` the same through
-        # call.sh (a working directory or variables of its own); `w1`
-        # writes a snapshot now; `x1` exits (the EXIT trap saves the state). A shell
-        # killed while blocked here takes all of it or nothing, which is
-        # how Rust tells that the command never ran. `TMOUT=`: a command's
-        # TMOUT must not time the wait for the next call out (only when
-        # set: a temporary variable costs ~6 µs).
+        # One fixed-width line, `<kind> <stdout> <stderr> <marker>`, each
+        # field at a fixed offset (read there by substrings: splitting at
+        # spaces costs ~6 µs more), in two read(2)s (`-N`; a line would take
+        # one per byte): the kind, then the rest. Kinds: `c0`/`c1` run the
+        # command with the line below, then save no snapshot / one;
+        # `C0`/`C1` the same through call.sh (a working directory or
+        # variables of its own); `w1` writes a snapshot now; `x1` exits (the
+        # EXIT trap saves the state). Two reads because a shell killed while
+        # blocked in a read can still take what that read asks for (the
+        # kernel finishes it, then the signal ends the shell before it runs
+        # another instruction): the rest left in the FIFO is how Rust tells
+        # that the command never ran. `TMOUT=`: a command's TMOUT must not
+        # time the wait for the next call out (only when set: a temporary
+        # variable costs ~6 µs).
         if [[ -z ${TMOUT-} ]]; then
-          builtin read -r -N @REQUEST_WIDTH@ __bt_request <@DIR@/driver
+          { builtin read -r -N @KIND_WIDTH@ __bt_running && builtin read -r -N @FIELDS_WIDTH@ __bt_request; } <@DIR@/driver
         else
-          TMOUT= builtin read -r -N @REQUEST_WIDTH@ __bt_request <@DIR@/driver
+          { TMOUT= builtin read -r -N @KIND_WIDTH@ __bt_running && TMOUT= builtin read -r -N @FIELDS_WIDTH@ __bt_request; } <@DIR@/driver
         fi || [[ ${__bt_broken:?bashtool: the session driver cannot read} ]]
-        __bt_running=@KIND@
         if [[ $__bt_running == c0 ]]; then
           # The common call, straight through: it can change no state, so
           # there is no snapshot, no repair and no directory to go back to.
