@@ -34,18 +34,8 @@ use std::os::fd::{AsRawFd as _, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::posix_spawn::{CLaunch, ChildFds};
+use crate::posix_spawn::{CLaunch, ChildFds, DEFAULT_SIGNALS};
 use crate::wrap::SpawnWrapper;
-
-/// Signals a host may ignore or block that the command must get by default
-/// (our SIGTERM must work; `yes | head` must end by SIGPIPE).
-const DEFAULT_SIGNALS: [libc::c_int; 5] = [
-    libc::SIGTERM,
-    libc::SIGINT,
-    libc::SIGHUP,
-    libc::SIGQUIT,
-    libc::SIGPIPE,
-];
 
 /// Forks, applies `fds`, a new session, default signals and each wrapper's
 /// step in the child, and execs `launch`. Returns the child's pid.

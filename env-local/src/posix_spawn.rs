@@ -17,6 +17,21 @@ use std::os::fd::RawFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
+/// Signals a host may ignore that every command we start gets with their
+/// default action, however it is started (here, `clone_exec`, the
+/// terminal of an interactive job): our SIGTERM must work, `yes | head`
+/// must end by SIGPIPE, Ctrl-C in a terminal must interrupt. A server
+/// started in the background by a shell without job control has SIGINT
+/// and SIGQUIT ignored, and `nohup` ignores SIGHUP; both are inherited
+/// across exec.
+pub(crate) const DEFAULT_SIGNALS: [libc::c_int; 5] = [
+    libc::SIGTERM,
+    libc::SIGINT,
+    libc::SIGHUP,
+    libc::SIGQUIT,
+    libc::SIGPIPE,
+];
+
 /// The descriptors the child gets: each `(source, target)` is duplicated
 /// onto `target`; stdin is `/dev/null` unless given. Every source must be
 /// close-on-exec and differ from every target (see [`ChildFds::new`]).
@@ -207,13 +222,7 @@ pub(crate) fn spawn(launch: &CLaunch, fds: &ChildFds) -> io::Result<u32> {
 
         let mut defaults: libc::sigset_t = std::mem::zeroed();
         libc::sigemptyset(&raw mut defaults);
-        for signal in [
-            libc::SIGTERM,
-            libc::SIGINT,
-            libc::SIGHUP,
-            libc::SIGQUIT,
-            libc::SIGPIPE,
-        ] {
+        for signal in DEFAULT_SIGNALS {
             libc::sigaddset(&raw mut defaults, signal);
         }
         let mut mask: libc::sigset_t = std::mem::zeroed();

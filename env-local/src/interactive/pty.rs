@@ -24,6 +24,7 @@ use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
 use nix::sys::termios::{LocalFlags, tcgetattr};
 
+use crate::posix_spawn::DEFAULT_SIGNALS;
 use crate::wrap::{Launch, SpawnWrapper};
 
 /// Default terminal width, in columns.
@@ -236,7 +237,7 @@ pub(crate) fn spawn_on(
     let wrappers: Vec<Arc<dyn SpawnWrapper>> = wrappers.to_vec();
     // SAFETY: the closure runs in the child between fork and exec, after std
     // has put the slave on 0/1/2. It makes only async-signal-safe system
-    // calls (setsid, ioctl) and the wrappers' steps, whose contract is to be
+    // calls (setsid, ioctl, signal) and the wrappers' steps, whose contract is to be
     // async-signal-safe too; `last_os_error` reads errno without allocating.
     #[allow(unsafe_code)]
     unsafe {
@@ -249,6 +250,13 @@ pub(crate) fn spawn_on(
             }
             if libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
                 return Err(std::io::Error::last_os_error());
+            }
+            // std resets the mask and SIGPIPE, not what the host ignores:
+            // Ctrl-C must interrupt even under a server started with
+            // SIGINT ignored (an ignored signal is inherited across exec,
+            // and bash passes it on to what it runs).
+            for signal in DEFAULT_SIGNALS {
+                libc::signal(signal, libc::SIG_DFL);
             }
             for wrapper in &wrappers {
                 wrapper.pre_exec()?;
