@@ -340,9 +340,12 @@ impl CpuHeld {
         let mut one = nix::sched::CpuSet::new();
         one.set(first).expect("a CPU in range");
         let param = libc::sched_param { sched_priority: 1 };
+        // Reset on fork: the shell started in the meantime (from this
+        // thread) must not run at real-time priority.
+        let policy = libc::SCHED_FIFO | libc::SCHED_RESET_ON_FORK;
         // SAFETY: the pointer is to a live local; 0 is this thread.
         #[allow(unsafe_code)]
-        let result = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &raw const param) };
+        let result = unsafe { libc::sched_setscheduler(0, policy, &raw const param) };
         if result != 0 {
             eprintln!(
                 "real-time priority refused ({}): the race is left to the scheduler",
