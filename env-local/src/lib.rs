@@ -73,6 +73,7 @@ mod containment;
 mod editor_guards;
 mod error;
 mod exec;
+mod exit_statuses;
 mod fixed_width;
 mod inherited_env;
 mod interactive;

@@ -246,6 +246,7 @@ pub fn launch(
     io: ChildIo,
     marker: Option<&RunMarker>,
 ) -> Result<Spawned, ExecError> {
+    crate::exit_statuses::keep_exit_statuses();
     apply_wrappers(wrappers, &mut launch)?;
     let program = launch
         .argv

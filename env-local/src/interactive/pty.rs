@@ -219,6 +219,7 @@ pub(crate) fn spawn_on(
             }
         }
     };
+    crate::exit_statuses::keep_exit_statuses();
     let stdio = || pty.slave.try_clone().map(Stdio::from);
     let mut command = std::process::Command::new(program);
     command
