@@ -2,6 +2,8 @@
 //! are asserted, never timings; every wait has a generous deadline, and
 //! process deaths are checked in `/proc`, not with the code under test.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -16,19 +18,7 @@ use tokio::time::Instant;
 const PATIENCE: Duration = Duration::from_secs(20);
 
 fn start_with(command: &str, env: &[(&str, &str)], options: InteractiveOptions) -> InteractiveJob {
-    let marker = RunMarker::new();
-    let call_env: BTreeMap<String, String> = env
-        .iter()
-        .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
-        .collect();
-    let launch = interactive_launch(
-        &LocalConfig::default(),
-        command,
-        Path::new("/tmp"),
-        &call_env,
-        &marker,
-    );
-    InteractiveJob::start(&launch, &[], marker, options).expect("job starts")
+    common::start_job(command, env, options)
 }
 
 fn start(command: &str) -> InteractiveJob {

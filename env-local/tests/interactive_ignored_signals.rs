@@ -5,15 +5,12 @@
 //! program that ignores it. This binary ignores them for its whole process,
 //! which is why these tests have a file of their own.
 
-use std::collections::BTreeMap;
-use std::path::Path;
+mod common;
+
 use std::sync::Once;
 use std::time::Duration;
 
-use bashtool_env_local::{
-    InteractiveJob, InteractiveOptions, InteractiveState, Key, LocalConfig, RunMarker,
-    interactive_launch,
-};
+use bashtool_env_local::{InteractiveJob, InteractiveOptions, InteractiveState, Key};
 use nix::sys::signal::{SigHandler, Signal, signal};
 use tokio::time::Instant;
 
@@ -44,15 +41,7 @@ fn ignore_host_signals() {
 
 fn start(command: &str) -> InteractiveJob {
     ignore_host_signals();
-    let marker = RunMarker::new();
-    let launch = interactive_launch(
-        &LocalConfig::default(),
-        command,
-        Path::new("/tmp"),
-        &BTreeMap::new(),
-        &marker,
-    );
-    InteractiveJob::start(&launch, &[], marker, InteractiveOptions::default()).expect("job starts")
+    common::start_job(command, &[], InteractiveOptions::default())
 }
 
 #[tokio::test]

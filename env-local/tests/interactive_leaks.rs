@@ -2,14 +2,12 @@
 //! behind. Alone in its binary: other tests running in parallel would open
 //! fds and threads of their own.
 
-use std::collections::BTreeMap;
+mod common;
+
 use std::path::Path;
 use std::time::Duration;
 
-use bashtool_env_local::{
-    InteractiveJob, InteractiveOptions, InteractiveState, LocalConfig, RunMarker,
-    interactive_launch,
-};
+use bashtool_env_local::{InteractiveJob, InteractiveOptions, InteractiveState};
 use tokio::time::Instant;
 
 const JOBS: usize = 50;
@@ -67,13 +65,5 @@ async fn fifty_jobs_at_once_leak_no_fd_and_no_thread() {
 }
 
 fn start(command: &str) -> InteractiveJob {
-    let marker = RunMarker::new();
-    let launch = interactive_launch(
-        &LocalConfig::default(),
-        command,
-        Path::new("/tmp"),
-        &BTreeMap::new(),
-        &marker,
-    );
-    InteractiveJob::start(&launch, &[], marker, InteractiveOptions::default()).expect("starts")
+    common::start_job(command, &[], InteractiveOptions::default())
 }
