@@ -64,6 +64,7 @@ pub(crate) fn spawn(
         report,
         handlers_cleared: false,
         steps_done_by: None,
+        command_pid: std::sync::atomic::AtomicI32::new(-1),
     };
     let pid = match spawner_for(launch, wrappers) {
         Some((index, spawner)) => {
@@ -86,6 +87,16 @@ pub(crate) fn spawn(
         None => clone_child(&mut arguments, true)?,
     };
     drop(report_write);
+    // With a step before the fork (a pid namespace to join), `pid` is the
+    // first child, which has exited: the command is the child it made.
+    let first_child = (arguments.steps_done_by.is_none() && need_pre_fork(wrappers)).then_some(pid);
+    let command = match first_child {
+        Some(first) => {
+            let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(first), None);
+            arguments.command_pid.load(Ordering::Acquire)
+        }
+        None => pid,
+    };
     let mut errno = [0_u8; 4];
     let read = loop {
         match nix::unistd::read(&report_read, &mut errno) {
@@ -97,11 +108,20 @@ pub(crate) fn spawn(
         Ok(4) => {
             // The child failed before exec and exits at once: reap it here,
             // nobody else knows about it.
-            let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
+            if command > 0 {
+                let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(command), None);
+            }
             Err(io::Error::from_raw_os_error(i32::from_ne_bytes(errno)))
         }
-        _ => Ok(pid as u32),
+        _ if command <= 0 => Err(io::Error::other("the launch's first child made no process")),
+        _ => Ok(command as u32),
     }
+}
+
+/// True when some wrapper needs a step before the command's process is
+/// made (see [`SpawnWrapper::pre_fork`]).
+fn need_pre_fork(wrappers: &[Arc<dyn SpawnWrapper>]) -> bool {
+    wrappers.iter().any(|wrapper| wrapper.needs_pre_fork())
 }
 
 /// The first wrapper's spawner, with the wrapper's index, for a launch
@@ -171,6 +191,9 @@ struct ChildArguments<'a> {
     /// The wrapper (by index) whose spawner made the child: its per-task
     /// steps are inherited, the child takes only the rest.
     steps_done_by: Option<usize>,
+    /// With a step before the fork: the pid of the command's process, set
+    /// by the first child (which shares our memory) before it exits.
+    command_pid: std::sync::atomic::AtomicI32,
 }
 
 /// A stack mapped for the child and unmapped after it left it.
@@ -262,6 +285,12 @@ fn page_size() -> usize {
 /// `try_clone3`: false on a spawner's thread, whose filter refuses it.
 fn clone_child(arguments: &mut ChildArguments<'_>, try_clone3: bool) -> io::Result<libc::pid_t> {
     let stack = ChildStack::take()?;
+    let entry: extern "C" fn(*mut libc::c_void) -> libc::c_int =
+        if arguments.steps_done_by.is_none() && need_pre_fork(arguments.wrappers) {
+            first_child_entry
+        } else {
+            child_entry
+        };
     // SAFETY: sigset operations on locals; pthread_sigmask on this thread;
     // clone runs `child_entry` on the mapped stack with a pointer to
     // `arguments`, which outlives the child's use of it (CLONE_VFORK: this
@@ -275,7 +304,7 @@ fn clone_child(arguments: &mut ChildArguments<'_>, try_clone3: bool) -> io::Resu
         let mut pid = -1;
         if try_clone3 && may_clear_handlers() {
             arguments.handlers_cleared = true;
-            match clone3_clearing_handlers(&stack, std::ptr::from_mut(arguments).cast()) {
+            match clone3_clearing_handlers(&stack, entry, std::ptr::from_mut(arguments).cast()) {
                 Ok(child) => pid = child,
                 // No clone3 (Linux < 5.3, or a seccomp filter that refuses
                 // it, as ours does), or no CLONE_CLEAR_SIGHAND (< 5.5).
@@ -295,7 +324,7 @@ fn clone_child(arguments: &mut ChildArguments<'_>, try_clone3: bool) -> io::Resu
         }
         if pid < 0 {
             pid = libc::clone(
-                child_entry,
+                entry,
                 stack.top(),
                 libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
                 std::ptr::from_mut(arguments).cast(),
@@ -331,6 +360,7 @@ pub(crate) fn may_clear_handlers() -> bool {
 #[allow(unsafe_code)]
 unsafe fn clone3_clearing_handlers(
     stack: &ChildStack,
+    entry: extern "C" fn(*mut libc::c_void) -> libc::c_int,
     arguments: *mut libc::c_void,
 ) -> io::Result<libc::pid_t> {
     /// `struct clone_args` up to `tls` (CLONE_ARGS_SIZE_VER0, 64 bytes).
@@ -356,7 +386,6 @@ unsafe fn clone3_clearing_handlers(
         stack_size: CHILD_STACK as u64,
         tls: 0,
     };
-    let entry: extern "C" fn(*mut libc::c_void) -> libc::c_int = child_entry;
     let result: i64;
     // SAFETY: the kernel reads `clone_args` during the call. The child
     // starts with the stack pointer at the top of `stack` and the same
@@ -397,6 +426,7 @@ unsafe fn clone3_clearing_handlers(
 #[allow(unsafe_code)]
 unsafe fn clone3_clearing_handlers(
     _stack: &ChildStack,
+    _entry: extern "C" fn(*mut libc::c_void) -> libc::c_int,
     _arguments: *mut libc::c_void,
 ) -> io::Result<libc::pid_t> {
     Err(io::Error::from_raw_os_error(libc::ENOSYS))
@@ -411,6 +441,72 @@ extern "C" fn child_entry(arguments: *mut libc::c_void) -> libc::c_int {
         let arguments = &*arguments.cast::<ChildArguments<'_>>();
         child(arguments)
     }
+}
+
+/// The first child's entry point, for a launch with a step before the
+/// fork: it takes the wrappers' [`SpawnWrapper::pre_fork`] steps, makes
+/// the command's process (our child, on the lower half of its stack,
+/// through `CLONE_PARENT`), stores its pid and exits.
+extern "C" fn first_child_entry(arguments: *mut libc::c_void) -> libc::c_int {
+    // SAFETY: as `child_entry`; `first_child` never returns.
+    #[allow(unsafe_code)]
+    unsafe {
+        let arguments = &*arguments.cast::<ChildArguments<'_>>();
+        first_child(arguments, arguments_pointer(arguments))
+    }
+}
+
+fn arguments_pointer(arguments: &ChildArguments<'_>) -> *mut libc::c_void {
+    std::ptr::from_ref(arguments).cast_mut().cast()
+}
+
+/// The first child's side: never returns. Signals are blocked (as in the
+/// command's child, which inherits the mask), and it shares our memory:
+/// only system calls, and one atomic store into the arguments.
+#[allow(unsafe_code)]
+unsafe fn first_child(arguments: &ChildArguments<'_>, shared: *mut libc::c_void) -> ! {
+    let fail = |errno: libc::c_int| -> ! {
+        let bytes = errno.to_ne_bytes();
+        // SAFETY: write and _exit are async-signal-safe.
+        unsafe {
+            libc::write(arguments.report, bytes.as_ptr().cast(), bytes.len());
+            libc::_exit(127)
+        }
+    };
+    for wrapper in arguments.wrappers {
+        if wrapper.needs_pre_fork()
+            && let Err(error) = wrapper.pre_fork()
+        {
+            fail(error.raw_os_error().unwrap_or(libc::EPERM));
+        }
+    }
+    // The command's stack: the lower half of ours (this child needs only
+    // a few frames at the top; the guard page stays at the bottom).
+    let mut marker = 0u8;
+    let here = (&raw mut marker) as usize;
+    let lower_top = (here - CHILD_STACK / 2) & !15;
+    // SAFETY: `child_entry` runs on the lower half of this child's stack,
+    // which this child does not use; CLONE_VFORK suspends this child until
+    // the command's process execs or exits; CLONE_PARENT makes it our
+    // parent's child, so the caller waits for it and gets its status.
+    let pid = unsafe {
+        libc::clone(
+            child_entry,
+            lower_top as *mut libc::c_void,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::CLONE_PARENT,
+            shared,
+        )
+    };
+    if pid < 0 {
+        fail(
+            std::io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EAGAIN),
+        );
+    }
+    arguments.command_pid.store(pid, Ordering::Release);
+    // SAFETY: ends this child; the command's process is on its own.
+    unsafe { libc::_exit(0) }
 }
 
 /// Sets every signal that has a handler of ours back to its default: the
@@ -446,7 +542,9 @@ unsafe fn child(arguments: &ChildArguments<'_>) -> ! {
         report,
         handlers_cleared,
         steps_done_by,
-    } = *arguments;
+        ..
+    } = arguments;
+    let (report, handlers_cleared, steps_done_by) = (*report, *handlers_cleared, *steps_done_by);
     let fail = |errno: libc::c_int| -> ! {
         let bytes = errno.to_ne_bytes();
         // SAFETY: write and _exit are async-signal-safe.

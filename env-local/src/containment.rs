@@ -39,8 +39,14 @@ pub trait Containment: Send + Sync + fmt::Debug {
 /// Makes the [`Containment`] of each new root process.
 pub trait ContainmentStrategy: Send + Sync + fmt::Debug {
     /// Tracks the tree of `root_pid` (our unreaped child, leader of its own
-    /// session), whose processes carry `marker` in their environment.
-    fn contain(&self, root_pid: u32, marker: &RunMarker) -> Arc<dyn Containment>;
+    /// session), whose processes carry `marker` in their environment, and
+    /// whose orphans `adopter` (a sandbox's init) takes once the root ended.
+    fn contain(
+        &self,
+        root_pid: u32,
+        marker: &RunMarker,
+        adopter: Option<u32>,
+    ) -> Arc<dyn Containment>;
 }
 
 /// Today's strategy: the root's session and process group, plus processes
@@ -49,8 +55,13 @@ pub trait ContainmentStrategy: Send + Sync + fmt::Debug {
 pub struct SessionAndMarker;
 
 impl ContainmentStrategy for SessionAndMarker {
-    fn contain(&self, root_pid: u32, marker: &RunMarker) -> Arc<dyn Containment> {
-        Arc::new(ProcessTree::new(root_pid, Some(marker.clone())))
+    fn contain(
+        &self,
+        root_pid: u32,
+        marker: &RunMarker,
+        adopter: Option<u32>,
+    ) -> Arc<dyn Containment> {
+        Arc::new(ProcessTree::new(root_pid, Some(marker.clone())).with_adopter(adopter))
     }
 }
 

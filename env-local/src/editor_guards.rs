@@ -43,7 +43,7 @@ const EDITORS: &[(&str, &str)] = &[
 const VIM_BATCH: &str = "*\" -es \"*|*\" -Es \"*|*\" --version \"*|*\" --help \"*|*\" -h \"*";
 
 /// Name of the stand-ins' directory in the state directory.
-const DIRECTORY_NAME: &str = "editor-guards";
+pub(crate) const DIRECTORY_NAME: &str = "editor-guards";
 
 /// `PATH` when the environment has none: bash's own default, without `.`.
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/local/sbin:/usr/bin:/usr/sbin:/bin:/sbin";

@@ -263,6 +263,9 @@ pub struct ProcessTree {
     /// is not reaped while [`ProcessTree::signal_group`] may be called.
     root: Option<ProcessInfo>,
     marker: Option<RunMarker>,
+    /// The process that adopts the tree's orphans once its root is gone
+    /// (a sandbox's init): its children are members too.
+    adopter: Option<u32>,
 }
 
 impl ProcessTree {
@@ -272,7 +275,19 @@ impl ProcessTree {
         Self {
             root: process_info(root_pid),
             marker,
+            adopter: None,
         }
+    }
+
+    /// Counts the children of `adopter` as members (see the field). Inside
+    /// a sandbox's pid namespace every child of its init is an orphan of a
+    /// command whose own process ended: a `setsid` double fork with a
+    /// cleared environment (`setsid -f env -i …`), which neither the
+    /// session nor the marker finds, is found so.
+    #[must_use]
+    pub fn with_adopter(mut self, adopter: Option<u32>) -> Self {
+        self.adopter = adopter;
+        self
     }
 
     /// The processes carrying `marker` and their descendants (for a command
@@ -281,6 +296,7 @@ impl ProcessTree {
         Self {
             root: None,
             marker: Some(marker),
+            adopter: None,
         }
     }
 
@@ -306,6 +322,9 @@ impl ProcessTree {
         let mut matched: HashSet<u32> = HashSet::new();
         if let Some(pid) = root_pid {
             matched.insert(pid);
+        }
+        if escapees && let Some(adopter) = self.adopter {
+            matched.insert(adopter);
         }
         for info in &all {
             if info.zombie || info.start_time < not_before {
@@ -343,7 +362,10 @@ impl ProcessTree {
         }
         all.into_iter()
             .filter(|info| {
-                !info.zombie && Some(info.pid) != root_pid && matched.contains(&info.pid)
+                !info.zombie
+                    && Some(info.pid) != root_pid
+                    && Some(info.pid) != self.adopter
+                    && matched.contains(&info.pid)
             })
             .collect()
     }

@@ -64,6 +64,28 @@ pub trait SpawnWrapper: Send + Sync + fmt::Debug {
         Ok(())
     }
 
+    /// True when [`SpawnWrapper::pre_fork`] must run.
+    fn needs_pre_fork(&self) -> bool {
+        false
+    }
+
+    /// Runs in a first child, which then makes the child that takes the
+    /// [`SpawnWrapper::pre_exec`] steps and execs (and exits itself): for a
+    /// step that changes where the caller's *children* go, such as joining
+    /// a pid namespace. The command's process is still our child. Same
+    /// rules as [`SpawnWrapper::pre_exec`]. Skipped when the launch is made
+    /// by this wrapper's spawner (whose thread took such steps itself).
+    fn pre_fork(&self) -> std::io::Result<()> {
+        Ok(())
+    }
+
+    /// The process that adopts the orphans of a command launched through
+    /// this wrapper once the command's own process is gone (a sandbox's
+    /// init): the command's tree includes them.
+    fn adopter(&self) -> Option<u32> {
+        None
+    }
+
     /// A thread that has applied this wrapper's per-task steps to itself
     /// (see [`Spawner`]), for the launch about to start (after
     /// [`SpawnWrapper::wrap`]): that thread then makes the child, which
@@ -105,4 +127,9 @@ pub fn apply_wrappers(
 /// True when some wrapper needs a step in the child (never `posix_spawn`).
 pub fn need_pre_exec(wrappers: &[Arc<dyn SpawnWrapper>]) -> bool {
     wrappers.iter().any(|wrapper| wrapper.needs_pre_exec())
+}
+
+/// The first wrapper's adopter (see [`SpawnWrapper::adopter`]).
+pub fn adopter(wrappers: &[Arc<dyn SpawnWrapper>]) -> Option<u32> {
+    wrappers.iter().find_map(|wrapper| wrapper.adopter())
 }

@@ -88,7 +88,9 @@ impl LocalExec {
             }
         };
         let pid = spawned.root.pid();
-        let tree = config.containment.contain(pid, &marker);
+        let tree = config
+            .containment
+            .contain(pid, &marker, crate::wrap::adopter(&config.wrappers));
         let id = self.inner.jobs.add(StartedJob {
             root: spawned.root,
             tree,

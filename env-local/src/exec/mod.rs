@@ -122,12 +122,13 @@ pub(crate) async fn stopped(pid: u32) {
 /// the sandbox's description, or why it cannot be had.
 pub(crate) fn with_sandbox(
     mut config: LocalConfig,
+    private: &[std::path::PathBuf],
 ) -> (
     LocalConfig,
     Option<bashtool_core::SandboxInfo>,
     Option<String>,
 ) {
-    match crate::sandbox::sandbox_for(&config) {
+    match crate::sandbox::sandbox_for(&config, private) {
         Ok(Some(sandbox)) => {
             let info = sandbox.info();
             config.wrappers.push(sandbox);
@@ -161,7 +162,7 @@ impl LocalExec {
     /// fails with an error that names the missing feature and the setting
     /// that turns the sandbox off (never a silent fallback).
     pub fn new(config: LocalConfig) -> Self {
-        let (config, sandbox, sandbox_error) = with_sandbox(config);
+        let (config, sandbox, sandbox_error) = with_sandbox(config, &[]);
         Self::prepared(config, sandbox, sandbox_error)
     }
 
@@ -285,7 +286,11 @@ impl LocalExec {
         };
         // The next call's shell starts while this one runs.
         self.fill_warm_shells();
-        let tree = config.containment.contain(spawned.root.pid(), &marker);
+        let tree = config.containment.contain(
+            spawned.root.pid(),
+            &marker,
+            crate::wrap::adopter(&config.wrappers),
+        );
         let mut guard = KillOnDrop {
             tree: Arc::clone(&tree),
             root: Some(spawned.root),

@@ -1,11 +1,16 @@
 //! The OS sandbox: a [`SpawnWrapper`] that confines every process env-local
-//! starts. Reads anywhere; writes only beneath the writable roots (Landlock);
-//! `.git/hooks`, `.git/config` and bashtool's state read-only even there (a
-//! private mount namespace with read-only binds); the network on or a
-//! private loopback only (a shared network namespace); the system calls that
-//! would undo the rest denied (seccomp); no signal or `ptrace` to processes
-//! outside (Landlock scopes). All of it is inherited by whatever the command
-//! starts, setsid escapees included.
+//! starts. Each sandbox has a realm of its own (`realm.rs`): a pid
+//! namespace with its own `/proc` (bashtool and the rest of the host are
+//! invisible), a mount namespace where `.git/hooks`, `.git/config` and the
+//! files that redirect git are read-only, bashtool's state is hidden, and
+//! `/dev/shm` and the terminals (`devpts`) are private, an IPC namespace,
+//! and with the network off a network namespace with only a loopback.
+//! Reads anywhere; writes only beneath the writable roots (Landlock); the
+//! system calls that would undo the rest denied (seccomp); no signal or
+//! `ptrace` to processes outside (Landlock scopes); root keeps only the
+//! capabilities a build uses. All of it is inherited by whatever the
+//! command starts, setsid escapees included, and everything left in the
+//! realm dies with it.
 //!
 //! Everything is prepared once in [`Sandbox::new`]; the child between fork
 //! and exec only makes system calls on that data. When the kernel cannot
@@ -19,11 +24,13 @@
 
 mod child;
 mod config;
+mod git;
 mod landlock;
 mod mounts;
 mod namespaces;
 mod paths;
 mod probe;
+mod realm;
 mod seccomp;
 
 use std::ffi::OsString;
@@ -37,10 +44,11 @@ use crate::spawner::Spawner;
 use crate::wrap::{Launch, SpawnWrapper, Wrappers};
 use child::ChildSteps;
 pub use config::{NetworkMode, SandboxConfig, SandboxMode};
-use mounts::{MountPlan, SharedMounts, c_path};
-use namespaces::{User, Wanted};
+use mounts::{Cover, Entry, Kept, MountPlan, RealmMounts, c_path};
 use paths::Layout;
+pub use paths::StatePaths;
 pub use probe::{Capabilities, probe};
+use realm::{Realm, RealmSpec};
 
 /// Set in every sandboxed command's environment to the mode's name, so
 /// scripts (and the model) can tell.
@@ -58,14 +66,10 @@ pub struct Sandbox {
     spawners: std::sync::Mutex<Spawners>,
 }
 
-/// The spawner threads: up to one per CPU for each mount namespace
-/// generation (a thread cannot join another after its filter; see
-/// [`pick`]). Those of an older generation stay while a process they made
-/// exists, since that process's parent-death signal is tied to the thread
-/// that made it; then they end.
+/// The spawner threads: up to one per CPU (see [`pick`]).
 #[derive(Debug, Default)]
 struct Spawners {
-    by_generation: Vec<(std::os::fd::RawFd, Arc<Spawner>)>,
+    threads: Vec<Arc<Spawner>>,
     /// A thread could not take the steps (inside another sandbox, say):
     /// every child takes them itself, as strong, only slower.
     unavailable: bool,
@@ -74,11 +78,38 @@ struct Spawners {
 impl Sandbox {
     /// Prepares the sandbox for commands working in `workspace`;
     /// `state_dir` is bashtool's own state (logs, session snapshots, job
-    /// records), created (0700) if missing and kept read-only.
+    /// records), created (0700) if missing and hidden from commands.
     pub fn new(
         config: &SandboxConfig,
         workspace: &Path,
         state_dir: Option<&Path>,
+    ) -> Result<Arc<Self>, Error> {
+        if let Some(state_dir) = state_dir {
+            std::os::unix::fs::DirBuilderExt::mode(
+                std::fs::DirBuilder::new().recursive(true),
+                0o700,
+            )
+            .create(state_dir)
+            .map_err(|source| Error::SandboxSetup {
+                step: format!("creating the state directory `{}`", state_dir.display()),
+                source,
+            })?;
+        }
+        let state = StatePaths {
+            hidden: state_dir.map(Path::to_path_buf).into_iter().collect(),
+            ..StatePaths::default()
+        };
+        Self::with_state(config, workspace, &state, false)
+    }
+
+    /// As [`Sandbox::new`], with bashtool's paths said one by one; `kept`:
+    /// what runs inside may outlive this process (background jobs of a
+    /// `bashtool run`), so the realm lives on until nothing is left in it.
+    pub fn with_state(
+        config: &SandboxConfig,
+        workspace: &Path,
+        state: &StatePaths,
+        kept: bool,
     ) -> Result<Arc<Self>, Error> {
         if config.mode == SandboxMode::Off {
             return Err(Error::SandboxSetting {
@@ -101,59 +132,98 @@ impl Sandbox {
                     .to_owned(),
             });
         }
-        if let Some(state_dir) = state_dir {
-            std::os::unix::fs::DirBuilderExt::mode(
-                std::fs::DirBuilder::new().recursive(true),
-                0o700,
-            )
-            .create(state_dir)
-            .map_err(|source| Error::SandboxSetup {
-                step: format!("creating the state directory `{}`", state_dir.display()),
-                source,
-            })?;
-        }
         let home = std::env::var_os("HOME").map(PathBuf::from);
-        let layout = Layout::new(config, &workspace, state_dir, home.as_deref());
+        let layout = Layout::new(config, &workspace, state, home.as_deref());
         // SAFETY: geteuid cannot fail.
         let root = unsafe { libc::geteuid() } == 0;
-        let network = config.network == NetworkMode::Off;
-        let mounts = layout.needs_mounts();
-        let shared = namespaces::create_shared(Wanted {
-            user: if !root && (network || mounts) {
-                User::Create
-            } else {
-                User::Keep
+        let entries = layout
+            .protected
+            .iter()
+            .map(|(path, protection)| {
+                Ok(Entry {
+                    path: path.clone(),
+                    c_path: c_path(path)?,
+                    protection: *protection,
+                })
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        let covers = layout
+            .covers
+            .iter()
+            .map(|cover| {
+                if cover.keep.len() > mounts::MAX_KEPT {
+                    return Err(Error::SandboxSetting {
+                        setting: "writable",
+                        message: format!(
+                            "more than {} paths to keep visible under `{}`",
+                            mounts::MAX_KEPT,
+                            cover.path.display()
+                        ),
+                    });
+                }
+                Ok(Cover {
+                    path: c_path(&cover.path)?,
+                    options: std::ffi::CString::new(cover.options).map_err(|_| {
+                        Error::SandboxSetting {
+                            setting: "sandbox",
+                            message: "tmpfs options with a NUL byte".to_owned(),
+                        }
+                    })?,
+                    read_only: cover.read_only,
+                    keep: cover
+                        .keep
+                        .iter()
+                        .map(|(path, read_only)| {
+                            Ok(Kept {
+                                path: c_path(path)?,
+                                read_only: *read_only,
+                            })
+                        })
+                        .collect::<Result<Vec<_>, Error>>()?,
+                })
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
+        let shell =
+            crate::program_path::resolve(std::ffi::OsStr::new("bash")).ok_or_else(|| {
+                Error::SandboxUnsupported {
+                    mode: "namespaces".to_owned(),
+                    feature: "bash",
+                    reason: "the sandbox's init runs `bash`, which is not on PATH".to_owned(),
+                }
+            })?;
+        let realm = Realm::create(&RealmSpec {
+            user: !root,
+            network: config.network == NetworkMode::Off,
+            mounts: MountPlan {
+                entries,
+                covers,
+                devpts: true,
+                proc: true,
             },
-            network,
-            mounts: None,
+            kept,
+            shell,
         })?;
-        let mounts = if mounts {
-            let convert = |paths: &[PathBuf]| {
-                paths
-                    .iter()
-                    .map(|path| c_path(path))
-                    .collect::<Result<Vec<_>, _>>()
-            };
-            let plan = MountPlan {
-                anchors: convert(&layout.anchors)?,
-                directories: convert(&layout.directories)?,
-                read_only: convert(&layout.protected)?,
-            };
-            let watched = layout
-                .anchors
-                .iter()
-                .chain(&layout.protected)
-                .cloned()
-                .collect();
-            Some(SharedMounts::new(plan, watched, shared.user.as_ref())?)
-        } else {
-            None
-        };
+        // Landlock's rules for the realm's own directories are made on the
+        // realm's inodes, reached through its init's root.
+        let mut writable = layout.landlock.clone();
+        writable.extend(layout.landlock_inside.iter().map(|path| realm.inside(path)));
+        let ruleset = landlock::build(&writable)?;
+        let protected_entries = layout
+            .protected
+            .iter()
+            .map(|(path, protection)| {
+                Ok(Entry {
+                    path: path.clone(),
+                    c_path: c_path(path)?,
+                    protection: *protection,
+                })
+            })
+            .collect::<Result<Vec<_>, Error>>()?;
         let steps = ChildSteps {
-            shared,
-            mounts,
+            realm,
+            mounts: RealmMounts::new(protected_entries),
             drop_capabilities: root,
-            ruleset: landlock::build(&layout.landlock)?,
+            ruleset,
             filters: seccomp::Filters::build()?,
         };
         Ok(Arc::new(Self {
@@ -182,8 +252,39 @@ impl Sandbox {
     }
 
     /// The paths kept read-only inside the writable roots.
-    pub fn protected(&self) -> &[PathBuf] {
-        &self.layout.protected
+    pub fn protected(&self) -> Vec<PathBuf> {
+        self.layout
+            .protected
+            .iter()
+            .filter(|(_, protection)| *protection != mounts::Protection::Anchor)
+            .map(|(path, _)| path.clone())
+            .collect()
+    }
+
+    /// The pid (on the host) of the realm's init: the parent the kernel
+    /// gives a command's orphans once the command's own process is gone.
+    pub fn realm_init(&self) -> u32 {
+        self.steps.realm.init_pid()
+    }
+
+    /// The pid a host process has inside this sandbox (what commands see:
+    /// `$!`, `ps`, `kill`), from the last field of `NSpid` in its status.
+    pub fn pid_inside(&self, host_pid: u32) -> Option<u32> {
+        let status = std::fs::read_to_string(format!("/proc/{host_pid}/status")).ok()?;
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix("NSpid:"))?
+            .split_whitespace()
+            .last()?
+            .parse()
+            .ok()
+    }
+
+    /// Protects again what changed on the host since the realm protected
+    /// it (a `.git/config` git replaced, a `.git` made by `git init`): a
+    /// session calls it before each call, a launch before each start.
+    pub fn refresh(&self) -> Result<(), Error> {
+        self.steps.mounts.refresh(&self.steps.realm)
     }
 
     /// The effective profile, for `bashtool sandbox` and logs.
@@ -192,12 +293,29 @@ impl Sandbox {
         text.push_str(&format!("workspace: {}\n", self.workspace.display()));
         text.push_str("writable:\n");
         for root in &self.layout.roots {
-            text.push_str(&format!("  {}\n", root.display()));
+            if self.layout.private_tmp && root == Path::new("/tmp") {
+                text.push_str("  /tmp (private to the sandbox, empty at start)\n");
+            } else {
+                text.push_str(&format!("  {}\n", root.display()));
+            }
         }
-        text.push_str("  (and /dev/null, /dev/zero, /dev/tty, /dev/pts, /dev/shm, ...)\n");
+        text.push_str(
+            "  (and /dev/null, /dev/zero, /dev/tty, its own /dev/shm and terminals, ...)\n",
+        );
         text.push_str("read-only even inside writable roots:\n");
-        for path in &self.layout.protected {
+        for path in self.protected() {
             text.push_str(&format!("  {}\n", path.display()));
+        }
+        text.push_str("hidden (an empty private directory in their place):\n");
+        for cover in &self.layout.covers {
+            text.push_str(&format!("  {}\n", cover.path.display()));
+            for (kept, read_only) in &cover.keep {
+                text.push_str(&format!(
+                    "    except {} ({})\n",
+                    kept.display(),
+                    if *read_only { "read-only" } else { "writable" }
+                ));
+            }
         }
         text.push_str(&format!(
             "network: {}\n",
@@ -206,6 +324,11 @@ impl Sandbox {
                 NetworkMode::Off => "off (a private loopback shared by this sandbox's commands)",
             }
         ));
+        text.push_str(
+            "processes: a pid namespace of its own with its own /proc (bashtool and the host's \
+             processes invisible); what is left when a command's tree ends is killed\n",
+        );
+        text.push_str("ipc: a namespace of its own (SysV shared memory, semaphores, queues)\n");
         text.push_str(&format!(
             "signals and ptrace: {}\n",
             if landlock::abi_version() >= 6 {
@@ -216,7 +339,8 @@ impl Sandbox {
         ));
         if self.root {
             text.push_str(
-                "running as root: mount, module, raw I/O, clock and network-admin capabilities dropped\n",
+                "running as root: capabilities kept: chown, dac_override, dac_read_search, fowner, \
+                 fsetid, kill, setgid, setuid, net_bind_service, audit_write; all others dropped\n",
             );
         }
         text
@@ -225,18 +349,29 @@ impl Sandbox {
 
 impl SpawnWrapper for Sandbox {
     fn wrap(&self, launch: &mut Launch) -> Result<(), ExecError> {
-        if let Some(mounts) = &self.steps.mounts {
-            mounts
-                .refresh(self.steps.shared.user.as_ref())
-                .map_err(|error| ExecError::Other {
-                    message: error.to_string(),
-                })?;
+        self.refresh().map_err(|error| ExecError::Other {
+            message: error.to_string(),
+        })?;
+        if !self.steps.realm.is_alive() {
+            return Err(ExecError::Other {
+                message: "the sandbox's process namespace is gone (its init was killed from \
+                          outside); restart bashtool"
+                    .to_owned(),
+            });
         }
         launch.env.retain(|(name, _)| name != SANDBOX_VARIABLE);
         launch.env.push((
             OsString::from(SANDBOX_VARIABLE),
             OsString::from(self.config.mode.name()),
         ));
+        if self.layout.private_tmp {
+            // The host's TMPDIR is read-only here: temp files go to the
+            // sandbox's own /tmp.
+            launch.env.retain(|(name, _)| name != "TMPDIR");
+            launch
+                .env
+                .push((OsString::from("TMPDIR"), OsString::from("/tmp")));
+        }
         Ok(())
     }
 
@@ -248,42 +383,43 @@ impl SpawnWrapper for Sandbox {
         self.steps.apply()
     }
 
+    fn needs_pre_fork(&self) -> bool {
+        true
+    }
+
+    fn pre_fork(&self) -> std::io::Result<()> {
+        self.steps.before_fork()
+    }
+
+    fn adopter(&self) -> Option<u32> {
+        Some(self.realm_init())
+    }
+
     fn spawner(&self) -> Option<Arc<Spawner>> {
-        if self.steps.shared.user.is_some() {
+        if self.steps.realm.user.is_some() {
             return None;
         }
-        // The generation is the mount namespace's descriptor (-1: none).
-        let generation = |mounts: Option<std::os::fd::RawFd>| mounts.unwrap_or(-1);
-        let key = generation(self.steps.mounts.as_ref().map(SharedMounts::current));
         let mut spawners = self.spawners.lock().ok()?;
         if spawners.unavailable {
             return None;
         }
-        let current: Vec<&Arc<Spawner>> = spawners
-            .by_generation
+        spawners.threads.retain(|spawner| spawner.is_alive());
+        let busy: Vec<bool> = spawners
+            .threads
             .iter()
-            .filter(|(made_for, spawner)| *made_for == key && spawner.is_alive())
-            .map(|(_, spawner)| spawner)
+            .map(|spawner| spawner.is_busy())
             .collect();
-        let busy: Vec<bool> = current.iter().map(|spawner| spawner.is_busy()).collect();
-        if let Pick::Existing(index) = pick(&busy, spawners_per_generation()) {
-            return Some(Arc::clone(current[index]));
+        if let Pick::Existing(index) = pick(&busy, spawners_per_sandbox()) {
+            return Some(Arc::clone(&spawners.threads[index]));
         }
-        // This generation needs one more (or its threads died): the
-        // spawners of other generations whose children are all gone can end
-        // (git rewriting `.git/config` makes a generation), and a dead one
-        // makes nothing more.
-        spawners.by_generation.retain(|(made_for, spawner)| {
-            spawner.is_alive() && (*made_for == key || spawner.has_live_children())
-        });
         // A thread's name is 15 bytes at most (what `/proc` shows).
         let started = Spawner::start("bashtool-spawn").and_then(|spawner| {
-            let joined = spawner.run(|| self.steps.apply_to_thread())??;
-            Ok((generation(joined), spawner))
+            spawner.run(|| self.steps.apply_to_thread())??;
+            Ok(spawner)
         });
-        if let Ok((joined, spawner)) = started {
+        if let Ok(spawner) = started {
             let spawner = Arc::new(spawner);
-            spawners.by_generation.push((joined, Arc::clone(&spawner)));
+            spawners.threads.push(Arc::clone(&spawner));
             Some(spawner)
         } else {
             spawners.unavailable = true;
@@ -296,7 +432,7 @@ impl SpawnWrapper for Sandbox {
     }
 }
 
-/// Which spawner a launch takes among those of its generation.
+/// Which spawner a launch takes among the sandbox's.
 #[derive(Debug, PartialEq, Eq)]
 enum Pick {
     Existing(usize),
@@ -318,41 +454,61 @@ fn pick(busy: &[bool], limit: usize) -> Pick {
     }
 }
 
-/// Spawner threads per mount namespace generation at most: one per CPU.
-fn spawners_per_generation() -> usize {
+/// Spawner threads per sandbox at most: one per CPU.
+fn spawners_per_sandbox() -> usize {
     static COUNT: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *COUNT.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
 }
 
 /// The sandbox `config.sandbox` asks for: none when off, else the sandbox
-/// of the working directory, with bashtool's own state protected (the log
-/// directory and the job records).
-pub fn sandbox_for(config: &crate::LocalConfig) -> Result<Option<Arc<Sandbox>>, Error> {
+/// of the working directory. bashtool's own state (the state directory, the
+/// job records) is hidden from commands, with the log directory and the
+/// editors' stand-ins left visible, read-only; `private` (a session's own
+/// directory) stays visible and writable to this sandbox alone.
+pub fn sandbox_for(
+    config: &crate::LocalConfig,
+    private: &[PathBuf],
+) -> Result<Option<Arc<Sandbox>>, Error> {
     if config.sandbox.mode == SandboxMode::Off {
         return Ok(None);
     }
-    let mut sandbox_config = config.sandbox.clone();
-    if let Some(records) = &config.job_records {
-        sandbox_config.protected.push(records.clone());
-    }
-    // A log directory that cannot be made is not written to either (calls
-    // run without logs): nothing to protect then.
-    let log_dir = config
-        .effective_log_dir()
-        .ok()
-        .filter(|dir| crate::state_dir::ensure_private_dir(dir).is_ok());
-    Sandbox::new(
-        &sandbox_config,
+    Sandbox::with_state(
+        &config.sandbox,
         &config.working_directory,
-        log_dir.as_deref(),
+        &state_paths(config, private),
+        config.keep_jobs_on_drop,
     )
     .map(Some)
+}
+
+/// bashtool's paths as the sandbox of `config` treats them.
+fn state_paths(config: &crate::LocalConfig, private: &[PathBuf]) -> StatePaths {
+    let mut hidden = Vec::new();
+    let state_dir = crate::default_state_dir().ok();
+    hidden.extend(state_dir.clone());
+    hidden.extend(config.job_records.clone());
+    // A log directory that cannot be made is not written to either (calls
+    // run without logs): nothing to show then.
+    let mut shown: Vec<PathBuf> = config
+        .effective_log_dir()
+        .ok()
+        .filter(|dir| crate::state_dir::ensure_private_dir(dir).is_ok())
+        .into_iter()
+        .collect();
+    if let Some(state_dir) = state_dir {
+        shown.push(state_dir.join(crate::editor_guards::DIRECTORY_NAME));
+    }
+    StatePaths {
+        hidden,
+        shown,
+        private: private.to_vec(),
+    }
 }
 
 /// The wrappers `config.sandbox` asks for: none when off, else its
 /// sandbox, with bashtool's own state protected.
 pub fn wrappers_for(config: &crate::LocalConfig) -> Result<Wrappers, Error> {
-    Ok(sandbox_for(config)?
+    Ok(sandbox_for(config, &[])?
         .into_iter()
         .map(|sandbox| sandbox as Arc<dyn SpawnWrapper>)
         .collect())
@@ -368,7 +524,7 @@ pub fn sandbox_info(config: &crate::LocalConfig) -> Option<SandboxInfo> {
     let layout = Layout::new(
         &config.sandbox,
         &config.working_directory,
-        None,
+        &StatePaths::default(),
         home.as_deref(),
     );
     Some(SandboxInfo {

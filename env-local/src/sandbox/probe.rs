@@ -8,8 +8,8 @@ use std::fmt;
 use std::path::PathBuf;
 
 use super::landlock::abi_version;
-use super::mounts::MountPlan;
-use super::namespaces::{User, Wanted, create_shared};
+use super::mounts::{Cover, MountPlan};
+use super::realm::{Realm, RealmSpec};
 use super::seccomp::seccomp_available;
 
 /// The kernel features the sandbox uses, as found on this machine.
@@ -20,36 +20,56 @@ pub struct Capabilities {
     pub landlock_abi: i32,
     pub seccomp: bool,
     /// A user namespace could be created (needed by non-root users for
-    /// the network and mount namespaces).
+    /// the other namespaces).
     pub user_namespaces: bool,
-    /// A network namespace could be created (network off).
-    pub network_namespaces: bool,
+    /// A realm could be made: pid, mount, IPC and network namespaces with
+    /// a private `/proc`, `devpts` and `/dev/shm`.
+    pub namespaces: bool,
     pub root: bool,
     /// `bwrap`, if installed (not used: see docs/sandbox.md).
     pub bubblewrap: Option<PathBuf>,
 }
 
-/// Probes the kernel; forks two short-lived helper processes.
+/// Probes the kernel by making two short-lived realms.
 pub fn probe() -> Capabilities {
     // SAFETY: geteuid cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
-    let user_namespaces = create_shared(Wanted {
-        user: User::Create,
-        network: false,
-        mounts: None,
-    })
-    .is_ok();
-    let network_namespaces = create_shared(Wanted {
-        user: if root { User::Keep } else { User::Create },
-        network: true,
-        mounts: Some(&MountPlan::default()),
-    })
-    .is_ok();
+    let shell = crate::program_path::resolve(std::ffi::OsStr::new("bash"));
+    let try_realm = |user: bool, full: bool| {
+        let Some(shell) = shell.clone() else {
+            return false;
+        };
+        let covers = if full {
+            vec![Cover {
+                path: c"/dev/shm".to_owned(),
+                options: c"mode=1777".to_owned(),
+                read_only: false,
+                keep: Vec::new(),
+            }]
+        } else {
+            Vec::new()
+        };
+        Realm::create(&RealmSpec {
+            user,
+            network: full,
+            mounts: MountPlan {
+                entries: Vec::new(),
+                covers,
+                devpts: full,
+                proc: full,
+            },
+            kept: false,
+            shell,
+        })
+        .is_ok()
+    };
+    let user_namespaces = try_realm(true, false);
+    let namespaces = try_realm(!root, true);
     Capabilities {
         landlock_abi: abi_version(),
         seccomp: seccomp_available(),
         user_namespaces,
-        network_namespaces,
+        namespaces,
         root,
         bubblewrap: find_program("bwrap"),
     }
@@ -71,7 +91,7 @@ impl Capabilities {
     pub fn complete(&self) -> bool {
         self.landlock_abi >= 1
             && self.seccomp
-            && self.network_namespaces
+            && self.namespaces
             && (self.root || self.user_namespaces)
     }
 }
@@ -100,8 +120,8 @@ impl fmt::Display for Capabilities {
         )?;
         writeln!(
             formatter,
-            "network and mount namespaces: {}",
-            yes_no(self.network_namespaces)
+            "pid, mount, IPC and network namespaces, private /proc, devpts and /dev/shm: {}",
+            yes_no(self.namespaces)
         )?;
         writeln!(
             formatter,

@@ -82,9 +82,11 @@ impl Session {
         })?;
         // A dropped call (its future cancelled) stops its whole tree,
         // setsid escapees included.
+        let adopter = crate::wrap::adopter(&inner.config.local.wrappers);
         let mut dropped = procs::KillCallOnDrop {
             shell_pid: shell.pid,
             marker: marker.clone(),
+            adopter,
             armed: true,
         };
         let mut ending = send_and_wait(&mut shell, id, &prepared, &mut pipes, options).await;
@@ -117,8 +119,8 @@ impl Session {
                 exit_code = Some(status);
                 state.cwd = cwd;
                 let held = pipes.drain(output);
-                if !jobs.is_empty() || held {
-                    let leftovers = procs::leftovers(shell.pid, &marker);
+                if !jobs.is_empty() || held || procs::shell_has_children(shell.pid) {
+                    let leftovers = procs::leftovers(shell.pid, &marker, adopter);
                     let stopped = procs::stop(&leftovers, grace).await;
                     if stopped > 0 {
                         notes.push(leftover_note(stopped));
@@ -134,7 +136,7 @@ impl Session {
                     signal = status.signal().map(signal_name);
                 }
                 // What the command (or an `exec`ed program) left running.
-                let stopped = procs::stop(&procs::marked(&marker), grace).await;
+                let stopped = procs::stop(&procs::marked(&marker, adopter), grace).await;
                 if stopped > 0 {
                     notes.push(leftover_note(stopped));
                 }
@@ -156,7 +158,7 @@ impl Session {
                 // The command may be a loop inside the shell itself: the
                 // only sure stop is the shell's whole tree. Its EXIT trap
                 // (run on SIGTERM) saves the state it reached.
-                procs::stop_shell_tree(shell.pid, &marker, grace).await;
+                procs::stop_shell_tree(shell.pid, &marker, adopter, grace).await;
                 shell.wait().await;
                 pipes.drain(output);
                 notes.push(

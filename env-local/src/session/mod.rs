@@ -153,17 +153,19 @@ impl Session {
     /// Creates a session. The shell starts with the first call.
     pub fn new(mut config: SessionConfig) -> Result<Self, ExecError> {
         static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-        // One sandbox for the shell and the session's jobs; one the kernel
-        // cannot enforce is an error, never a silent fallback.
-        let (local, sandbox, sandbox_error) = crate::exec::with_sandbox(config.local);
-        if let Some(message) = sandbox_error {
-            return Err(ExecError::Other { message });
-        }
-        config.local = local;
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
         let dir = SessionDir::create(id).map_err(|source| ExecError::Other {
             message: format!("could not create the session directory: {source}"),
         })?;
+        // One sandbox for the shell and the session's jobs, in which the
+        // session's directory is visible and no other session's is; one
+        // the kernel cannot enforce is an error, never a silent fallback.
+        let (local, sandbox, sandbox_error) =
+            crate::exec::with_sandbox(config.local, std::slice::from_ref(&dir.path));
+        if let Some(message) = sandbox_error {
+            return Err(ExecError::Other { message });
+        }
+        config.local = local;
         let cwd = config.local.working_directory.clone();
         // Its foreground calls go to the session's shell: no warm shells.
         let background = LocalExec::prepared(

@@ -20,21 +20,43 @@ use crate::{ProcessInfo, ProcessTree, RunMarker, process_info};
 const KILL_WAIT: Duration = Duration::from_secs(1);
 
 /// The processes of the running shell `shell_pid` other than the shell.
-pub(crate) fn leftovers(shell_pid: u32, marker: &RunMarker) -> Vec<ProcessInfo> {
-    ProcessTree::new(shell_pid, Some(marker.clone())).members(true)
+pub(crate) fn leftovers(
+    shell_pid: u32,
+    marker: &RunMarker,
+    adopter: Option<u32>,
+) -> Vec<ProcessInfo> {
+    ProcessTree::new(shell_pid, Some(marker.clone()))
+        .with_adopter(adopter)
+        .members(true)
+}
+
+/// True when the shell has a child of its own: a command's leftover (a
+/// job, or, in a sandbox where the shell adopts the orphans of its
+/// commands, a `setsid` double fork).
+pub(crate) fn shell_has_children(shell_pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{shell_pid}/task/{shell_pid}/children"))
+        .is_ok_and(|children| !children.trim().is_empty())
 }
 
 /// The processes a call started, once its shell is gone (its pid may
 /// already be reused, so only the marker identifies them).
-pub(crate) fn marked(marker: &RunMarker) -> Vec<ProcessInfo> {
-    ProcessTree::by_marker(marker.clone()).members(true)
+pub(crate) fn marked(marker: &RunMarker, adopter: Option<u32>) -> Vec<ProcessInfo> {
+    ProcessTree::by_marker(marker.clone())
+        .with_adopter(adopter)
+        .members(true)
 }
 
 /// Stops the whole tree of the shell, the shell included: SIGTERM to its
 /// group and every member, a grace, then SIGKILL. The shell must not be
 /// reaped yet (its pid is the group id).
-pub(crate) async fn stop_shell_tree(shell_pid: u32, marker: &RunMarker, grace: Duration) {
+pub(crate) async fn stop_shell_tree(
+    shell_pid: u32,
+    marker: &RunMarker,
+    adopter: Option<u32>,
+    grace: Duration,
+) {
     ProcessTree::new(shell_pid, Some(marker.clone()))
+        .with_adopter(adopter)
         .terminate(grace, true)
         .await;
 }
@@ -137,13 +159,16 @@ pub(crate) fn kill_tree_now(shell_pid: u32) {
 pub(crate) struct KillCallOnDrop {
     pub shell_pid: u32,
     pub marker: RunMarker,
+    pub adopter: Option<u32>,
     pub armed: bool,
 }
 
 impl Drop for KillCallOnDrop {
     fn drop(&mut self) {
         if self.armed {
-            ProcessTree::new(self.shell_pid, Some(self.marker.clone())).kill_now(true);
+            ProcessTree::new(self.shell_pid, Some(self.marker.clone()))
+                .with_adopter(self.adopter)
+                .kill_now(true);
         }
     }
 }

@@ -1,0 +1,451 @@
+//! A realm: the namespaces every command of one sandbox runs in, held by
+//! an init process of ours (pid 1 of the realm's pid namespace).
+//!
+//! One realm per [`super::Sandbox`]: a session has its own (its shell,
+//! its commands and its jobs), an environment's stateless calls share
+//! theirs. A realm has
+//! - its own **pid namespace** with its own `/proc`: bashtool, the other
+//!   realms and every process of the host are invisible, so their
+//!   environment, memory and file descriptors cannot be read or signalled;
+//!   when the init ends, the kernel kills every process left inside;
+//! - its own **mount namespace** (the plan in `mounts.rs`): protected paths
+//!   read-only, a private `/dev/shm`, a private `devpts` (no other
+//!   terminal is visible), bashtool's state directory hidden, a private
+//!   `/tmp` in read-only mode;
+//! - its own **IPC namespace** (SysV shared memory, semaphores and message
+//!   queues of the host are out of reach);
+//! - with the network off, its own **network namespace** (a loopback only);
+//! - for a non-root user, its own **user namespace** mapping the user to
+//!   itself (needed to create the others).
+//!
+//! The init is made with `clone` and these namespace flags (a fork: the
+//! child copies our page tables once), takes the mount steps, then execs a
+//! small `bash` loop that only waits: it reaps the orphans the kernel hands
+//! to it and ends when bashtool closes its end of the hold pipe (bashtool
+//! dropped the sandbox or died). A kept realm (jobs that outlive the
+//! process that started them) lives on after that until nothing else is
+//! left inside. The init is not confined itself: it runs no code of the
+//! commands, and they cannot signal or trace it (Landlock scopes).
+
+// System calls the standard library does not wrap; each block says why it
+// is sound.
+#![allow(unsafe_code)]
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
+
+use super::mounts::MountPlan;
+use super::namespaces::{close_all_except, loopback_up, write_file};
+use crate::error::Error;
+
+/// The init's loop. fd 3 is the hold pipe: EOF when bashtool lets go. A
+/// kept realm then waits until no other process is left (`kill -0 -1`
+/// from pid 1 names every other process of the namespace), checking every
+/// 2 s on a pipe of its own that never has data.
+const HOLD_SCRIPT: &str = "read -r _ <&3";
+const KEPT_SCRIPT: &str =
+    "read -r _ <&3; exec 3<&-; while kill -0 -1 2>/dev/null; do read -r -t 2 _ <&4; done";
+
+/// What the realm is made of; prepared in the parent (the child may not
+/// allocate).
+#[derive(Debug)]
+pub struct RealmSpec {
+    /// A user namespace mapping the user to itself (non-root).
+    pub user: bool,
+    /// A network namespace with only a loopback (network off).
+    pub network: bool,
+    pub mounts: MountPlan,
+    /// Lives on after bashtool lets go, until no process is left inside.
+    pub kept: bool,
+    /// The init's program (`bash`, resolved beforehand).
+    pub shell: PathBuf,
+}
+
+/// A running realm: the init and the namespaces' descriptors, which a
+/// launch joins.
+#[derive(Debug)]
+pub struct Realm {
+    /// The init's pid on the host.
+    init_pid: u32,
+    /// A pidfd of the init (our child).
+    init: OwnedFd,
+    /// Our end of the hold pipe; closing it ends a realm that is not kept.
+    hold: Option<OwnedFd>,
+    kept: bool,
+    pub user: Option<OwnedFd>,
+    pub network: Option<OwnedFd>,
+    pub ipc: OwnedFd,
+    pub mount: OwnedFd,
+    pub pid: OwnedFd,
+}
+
+/// Failure codes the init reports on its pipe before it execs, one byte.
+mod failed {
+    pub const MAPS: u8 = 1;
+    pub const LOOPBACK: u8 = 2;
+    pub const MOUNTS: u8 = 3;
+    pub const PROC: u8 = 4;
+    pub const DEVPTS: u8 = 5;
+    pub const COVERS: u8 = 6;
+    pub const STDIO: u8 = 7;
+    pub const EXEC: u8 = 8;
+}
+
+/// Data the child uses, all allocated before the clone.
+struct Prepared {
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+    shell: CString,
+    argv: [*const libc::c_char; 4],
+    envp: [*const libc::c_char; 2],
+    // Owners of what `argv` and `envp` point to.
+    _strings: [CString; 4],
+}
+
+impl Realm {
+    /// Makes the realm: clones the init into new namespaces, lets it take
+    /// the mount steps and exec its loop, and opens its namespaces.
+    pub fn create(spec: &RealmSpec) -> Result<Self, Error> {
+        let prepared = prepare(spec)?;
+        let (ready_read, ready_write) = pipe("the realm's report pipe")?;
+        let (hold_read, hold_write) = pipe("the realm's hold pipe")?;
+        let mut flags = libc::CLONE_NEWPID | libc::CLONE_NEWNS | libc::CLONE_NEWIPC;
+        if spec.user {
+            flags |= libc::CLONE_NEWUSER;
+        }
+        if spec.network {
+            flags |= libc::CLONE_NEWNET;
+        }
+        crate::exit_statuses::keep_exit_statuses();
+        // SAFETY: a clone without CLONE_VM is a fork into new namespaces:
+        // the child gets a copy of our memory and runs only
+        // async-signal-safe system calls on data prepared above, then
+        // execs or `_exit`s; it never returns into the caller.
+        let pid = unsafe {
+            libc::syscall(
+                libc::SYS_clone,
+                libc::c_long::from(flags | libc::SIGCHLD),
+                0usize,
+                0usize,
+                0usize,
+                0usize,
+            )
+        };
+        if pid < 0 {
+            return Err(unsupported(
+                "namespaces",
+                &format!(
+                    "clone with new pid, mount and IPC namespaces was refused ({})",
+                    std::io::Error::last_os_error()
+                ),
+            ));
+        }
+        if pid == 0 {
+            let code = init_child(
+                spec,
+                &prepared,
+                ready_write.as_raw_fd(),
+                hold_read.as_raw_fd(),
+            );
+            let byte = code;
+            // SAFETY: one byte from the stack; `_exit` skips our destructors.
+            unsafe {
+                libc::write(ready_write.as_raw_fd(), (&raw const byte).cast(), 1);
+                libc::_exit(127);
+            }
+        }
+        let pid = pid as libc::pid_t;
+        drop(ready_write);
+        drop(hold_read);
+        // The report pipe is close-on-exec: EOF once the init exec'd.
+        let report = read_byte(&ready_read);
+        let init = match report {
+            None => crate::kill::open_pidfd(pid as u32).map_err(|source| Error::SandboxSetup {
+                step: "opening a pidfd of the realm's init".to_owned(),
+                source,
+            }),
+            Some(code) => {
+                reap(pid);
+                return Err(init_failure(code, spec));
+            }
+        };
+        let init = match init {
+            Ok(init) => init,
+            Err(error) => {
+                kill_and_reap(pid);
+                return Err(error);
+            }
+        };
+        let open = |name: &str| {
+            std::fs::File::open(format!("/proc/{pid}/ns/{name}"))
+                .map(OwnedFd::from)
+                .map_err(|source| Error::SandboxSetup {
+                    step: format!("opening the realm's {name} namespace"),
+                    source,
+                })
+        };
+        let namespaces = (|| {
+            Ok::<_, Error>((
+                spec.user.then(|| open("user")).transpose()?,
+                spec.network.then(|| open("net")).transpose()?,
+                open("ipc")?,
+                open("mnt")?,
+                open("pid")?,
+            ))
+        })();
+        let (user, network, ipc, mount, pid_namespace) = match namespaces {
+            Ok(namespaces) => namespaces,
+            Err(error) => {
+                kill_and_reap(pid);
+                return Err(error);
+            }
+        };
+        Ok(Self {
+            init_pid: pid as u32,
+            init,
+            hold: Some(hold_write),
+            kept: spec.kept,
+            user,
+            network,
+            ipc,
+            mount,
+            pid: pid_namespace,
+        })
+    }
+
+    /// The init's pid on the host: the parent of every orphan inside.
+    pub fn init_pid(&self) -> u32 {
+        self.init_pid
+    }
+
+    /// A path on the host that resolves inside the realm's mount
+    /// namespace (through `/proc/<init>/root`).
+    pub fn inside(&self, path: &Path) -> PathBuf {
+        let relative = path.strip_prefix("/").unwrap_or(path);
+        PathBuf::from(format!("/proc/{}/root", self.init_pid)).join(relative)
+    }
+
+    /// True while the init runs (a launch into a realm whose init died
+    /// fails: the kernel refuses new processes in its pid namespace).
+    pub fn is_alive(&self) -> bool {
+        let mut poll = libc::pollfd {
+            fd: self.init.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: poll on one pollfd of ours with a zero timeout; a pidfd
+        // is readable once its process exited.
+        let ready = unsafe { libc::poll(&raw mut poll, 1, 0) };
+        ready == 0
+    }
+}
+
+impl Drop for Realm {
+    fn drop(&mut self) {
+        // The init reads EOF and ends; the kernel then kills what is left
+        // inside (unless the realm is kept, when the init waits for it).
+        drop(self.hold.take());
+        if !self.kept {
+            // SAFETY: pidfd_send_signal on our pidfd with no siginfo.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_pidfd_send_signal,
+                    self.init.as_raw_fd(),
+                    libc::SIGKILL,
+                    std::ptr::null::<libc::siginfo_t>(),
+                    0,
+                );
+            }
+        }
+        // Reaping the init waits until every process of its namespace is
+        // gone (or, kept, until it ends by itself): not on this thread.
+        let pid = self.init_pid as libc::pid_t;
+        let _ = std::thread::Builder::new()
+            .name("bashtool-realm".to_owned())
+            .stack_size(64 * 1024)
+            .spawn(move || reap(pid));
+    }
+}
+
+fn prepare(spec: &RealmSpec) -> Result<Prepared, Error> {
+    // SAFETY: getuid/getgid cannot fail.
+    let (uid, gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    let c = |text: &str| CString::new(text).map_err(|_| setting("a NUL byte in a prepared string"));
+    let shell = super::mounts::c_path(&spec.shell)?;
+    let strings = [
+        c("bashtool-realm")?,
+        c("-c")?,
+        c(if spec.kept { KEPT_SCRIPT } else { HOLD_SCRIPT })?,
+        c("LC_ALL=C")?,
+    ];
+    let argv = [
+        strings[0].as_ptr(),
+        strings[1].as_ptr(),
+        strings[2].as_ptr(),
+        std::ptr::null(),
+    ];
+    let envp = [strings[3].as_ptr(), std::ptr::null()];
+    Ok(Prepared {
+        uid_map: format!("{uid} {uid} 1\n").into_bytes(),
+        gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+        shell,
+        argv,
+        envp,
+        _strings: strings,
+    })
+}
+
+/// The init's steps before exec; returns the failure code if one failed
+/// (on success it execs and never returns).
+fn init_child(spec: &RealmSpec, prepared: &Prepared, report: RawFd, hold: RawFd) -> u8 {
+    // Hold nothing of bashtool's but the two pipes (a copy of another
+    // realm's hold pipe would keep that realm alive).
+    close_all_except(&[report, hold]);
+    if spec.user {
+        let maps = write_file(c"/proc/self/setgroups", b"deny")
+            .and_then(|()| write_file(c"/proc/self/uid_map", &prepared.uid_map))
+            .and_then(|()| write_file(c"/proc/self/gid_map", &prepared.gid_map));
+        if maps.is_err() {
+            return failed::MAPS;
+        }
+    }
+    if spec.network && loopback_up().is_err() {
+        return failed::LOOPBACK;
+    }
+    if let Err(step) = spec.mounts.apply_in_new_namespace() {
+        return match step {
+            super::mounts::Step::Binds => failed::MOUNTS,
+            super::mounts::Step::Covers => failed::COVERS,
+            super::mounts::Step::Devpts => failed::DEVPTS,
+            super::mounts::Step::Proc => failed::PROC,
+        };
+    }
+    // The init keeps nothing of bashtool's standard streams (a copy of an
+    // MCP server's stdout would hold its client's pipe open), gets the
+    // hold pipe at 3, and, kept, a pipe of its own at 4 and 5 to wait on.
+    // SAFETY: plain system calls on our own descriptors.
+    unsafe {
+        let null = libc::open(c"/dev/null".as_ptr(), libc::O_RDWR);
+        if null < 0
+            || libc::dup2(null, 0) < 0
+            || libc::dup2(null, 1) < 0
+            || libc::dup2(null, 2) < 0
+            || libc::dup2(hold, 3) < 0
+        {
+            return failed::STDIO;
+        }
+        if spec.kept {
+            let mut idle = [0 as libc::c_int; 2];
+            if libc::pipe(idle.as_mut_ptr()) != 0
+                || libc::dup2(idle[0], 4) < 0
+                || libc::dup2(idle[1], 5) < 0
+            {
+                return failed::STDIO;
+            }
+        }
+        libc::execve(
+            prepared.shell.as_ptr(),
+            prepared.argv.as_ptr(),
+            prepared.envp.as_ptr(),
+        );
+    }
+    failed::EXEC
+}
+
+fn init_failure(code: u8, spec: &RealmSpec) -> Error {
+    match code {
+        failed::MAPS => unsupported(
+            "user namespaces",
+            "writing /proc/self/uid_map or gid_map was refused",
+        ),
+        failed::LOOPBACK => unsupported(
+            "network namespaces",
+            "the loopback interface of the private network could not be brought up",
+        ),
+        failed::MOUNTS => unsupported(
+            "read-only bind mounts",
+            "binding the protected paths read-only was refused",
+        ),
+        failed::COVERS => unsupported(
+            "tmpfs mounts",
+            "mounting the private /dev/shm, /tmp or the cover of bashtool's state was refused",
+        ),
+        failed::DEVPTS => unsupported(
+            "a private devpts",
+            "mounting a new devpts instance on /dev/pts was refused",
+        ),
+        failed::PROC => unsupported(
+            "a private /proc",
+            "mounting /proc for the sandbox's pid namespace was refused (inside a container, \
+             parts of the host's /proc hidden by other mounts forbid it)",
+        ),
+        failed::STDIO => unsupported(
+            "namespaces",
+            "the realm's init could not set up its descriptors",
+        ),
+        _ => unsupported(
+            "namespaces",
+            &format!("the realm's init could not run `{}`", spec.shell.display()),
+        ),
+    }
+}
+
+fn unsupported(feature: &'static str, reason: &str) -> Error {
+    Error::SandboxUnsupported {
+        mode: "namespaces".to_owned(),
+        feature,
+        reason: reason.to_owned(),
+    }
+}
+
+fn setting(message: &str) -> Error {
+    Error::SandboxSetting {
+        setting: "sandbox",
+        message: message.to_owned(),
+    }
+}
+
+fn pipe(what: &str) -> Result<(OwnedFd, OwnedFd), Error> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
+    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
+        return Err(Error::SandboxSetup {
+            step: format!("creating {what}"),
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+fn read_byte(fd: &OwnedFd) -> Option<u8> {
+    let mut byte = 0u8;
+    loop {
+        // SAFETY: reads one byte into the stack.
+        let count = unsafe { libc::read(fd.as_raw_fd(), (&raw mut byte).cast(), 1) };
+        if count == 1 {
+            return Some(byte);
+        }
+        if count < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+            continue;
+        }
+        return None;
+    }
+}
+
+fn reap(pid: libc::pid_t) {
+    loop {
+        // SAFETY: waits for our own child; a null status pointer is allowed.
+        let result = unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
+        if result >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return;
+        }
+    }
+}
+
+fn kill_and_reap(pid: libc::pid_t) {
+    // SAFETY: our own unreaped child: its pid cannot have been reused.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    reap(pid);
+}
