@@ -80,8 +80,12 @@ impl SpawnWrapper for StopWithOwner {
                 return Err(std::io::Error::last_os_error());
             }
             // We may have died between the fork and the prctl: then no
-            // signal comes, so do not start at all.
-            if libc::getppid() != self.parent {
+            // signal comes, so do not start at all. A child already in a
+            // sandbox's pid namespace sees a parent outside it as 0; were
+            // we gone, the sandbox's init would have ended and taken the
+            // whole namespace with it.
+            let parent = libc::getppid();
+            if parent != self.parent && parent != 0 {
                 return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
             }
         }

@@ -64,6 +64,14 @@ pub trait SpawnWrapper: Send + Sync + fmt::Debug {
         Ok(())
     }
 
+    /// Called before each call a long-lived process started through this
+    /// wrapper runs (a session's shell): a sandbox protects again what
+    /// changed on the host since the shell started. An error fails the
+    /// call and nothing runs.
+    fn before_call(&self) -> Result<(), ExecError> {
+        Ok(())
+    }
+
     /// True when [`SpawnWrapper::pre_fork`] must run.
     fn needs_pre_fork(&self) -> bool {
         false
@@ -132,4 +140,9 @@ pub fn need_pre_exec(wrappers: &[Arc<dyn SpawnWrapper>]) -> bool {
 /// The first wrapper's adopter (see [`SpawnWrapper::adopter`]).
 pub fn adopter(wrappers: &[Arc<dyn SpawnWrapper>]) -> Option<u32> {
     wrappers.iter().find_map(|wrapper| wrapper.adopter())
+}
+
+/// Every wrapper's [`SpawnWrapper::before_call`], in order.
+pub fn before_call(wrappers: &[Arc<dyn SpawnWrapper>]) -> Result<(), ExecError> {
+    wrappers.iter().try_for_each(|wrapper| wrapper.before_call())
 }

@@ -375,6 +375,12 @@ impl SpawnWrapper for Sandbox {
         Ok(())
     }
 
+    fn before_call(&self) -> Result<(), ExecError> {
+        self.refresh().map_err(|error| ExecError::Other {
+            message: error.to_string(),
+        })
+    }
+
     fn needs_pre_exec(&self) -> bool {
         true
     }

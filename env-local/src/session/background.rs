@@ -24,7 +24,7 @@ impl Session {
         };
         check_directory(&cwd)?;
         if let Some(shell) = &mut state.shell
-            && shell.send(&driver::save_now()).await.is_ok()
+            && shell.send(&driver::save_now(&inner.dir.key)).await.is_ok()
         {
             let _ = tokio::time::timeout(
                 inner.config.local.kill_grace,

@@ -77,6 +77,9 @@ impl Session {
         let output = &options.output;
         let log = crate::call_log::CallLog::open(&inner.logs, output, command);
 
+        // A repository made or a config replaced since the shell started
+        // is protected before the command runs.
+        crate::wrap::before_call(&inner.config.local.wrappers)?;
         let mut shell = state.shell.take().ok_or_else(|| ExecError::Other {
             message: "the session shell is not running".to_owned(),
         })?;
@@ -233,6 +236,7 @@ impl Session {
             pipes: (pipes.number(Stream::Stdout), pipes.number(Stream::Stderr)),
             marker: marker.value(),
             nonce: &nonce,
+            key: &dir.key,
         });
         Ok(Prepared { request, nonce })
     }

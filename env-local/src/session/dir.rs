@@ -10,6 +10,9 @@ use super::driver;
 /// measured), which would dominate every call. Removed when dropped.
 pub(crate) struct SessionDir {
     pub path: PathBuf,
+    /// The key every request to the session's shell carries (see
+    /// `driver::KEY_DIGITS`).
+    pub key: String,
 }
 
 impl SessionDir {
@@ -24,10 +27,13 @@ impl SessionDir {
         // Left over by an earlier process with our pid.
         let _ = std::fs::remove_dir_all(&path);
         std::fs::DirBuilder::new().mode(0o700).create(&path)?;
-        let dir = Self { path };
+        let dir = Self {
+            path,
+            key: driver::new_key()?,
+        };
         std::fs::write(
             dir.path.join(driver::INIT_NAME),
-            driver::init_script(&dir.path),
+            driver::init_script(&dir.path, &dir.key),
         )?;
         Ok(dir)
     }

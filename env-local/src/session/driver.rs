@@ -45,7 +45,8 @@ pub(crate) const INIT_NAME: &str = "init.sh";
 
 /// `init.sh` for the session directory `dir`: its paths are written into
 /// the script, not kept in variables a command could change.
-pub(crate) fn init_script(dir: &Path) -> String {
+pub(crate) fn init_script(dir: &Path, key: &str) -> String {
+    debug_assert_eq!(key.len(), KEY_DIGITS);
     // The parts first: they hold placeholders of their own.
     INIT_SCRIPT
         .replace("@CALL_LINE@", CALL_LINE.trim_end())
@@ -58,6 +59,9 @@ pub(crate) fn init_script(dir: &Path) -> String {
         .replace("@STDOUT_PIPE@", &request_field(STDOUT_PIPE_AT, PIPE_DIGITS))
         .replace("@STDERR_PIPE@", &request_field(STDERR_PIPE_AT, PIPE_DIGITS))
         .replace("@MARKER@", &request_field(MARKER_AT, MARKER_WIDTH))
+        .replace("@KEY_AT@", &(KEY_AT - KIND_WIDTH).to_string())
+        .replace("@KEY_WIDTH@", &KEY_DIGITS.to_string())
+        .replace("@KEY@", key)
 }
 
 /// The expansion of the request's field at `at`, `width` bytes: a
@@ -80,30 +84,49 @@ pub(crate) const PIPE_DIGITS: usize = 20;
 const STDOUT_PIPE_AT: usize = KIND_WIDTH + 1;
 const STDERR_PIPE_AT: usize = STDOUT_PIPE_AT + PIPE_DIGITS + 1;
 const MARKER_AT: usize = STDERR_PIPE_AT + PIPE_DIGITS + 1;
+const KEY_AT: usize = MARKER_AT + MARKER_WIDTH + 1;
+
+/// Hex digits of a session's key (128 random bits): every request carries
+/// it, and the driver runs only requests that do. It is written into the
+/// session's `init.sh` as a literal, so no variable holds it (a snapshot
+/// dumps the shell's variables), and only the session's own sandbox can
+/// see that directory.
+pub(crate) const KEY_DIGITS: usize = 32;
+
+/// A new session key.
+pub(crate) fn new_key() -> std::io::Result<String> {
+    let mut key = super::nonce::next()?;
+    key.push_str(&super::nonce::next()?);
+    debug_assert_eq!(key.len(), KEY_DIGITS);
+    Ok(key)
+}
 
 /// Bytes of a request line, read with two `read -N` (the kind, then the
 /// rest; see `init.sh` for why two): `<kind> <stdout
-/// pipe> <stderr pipe> <marker>`, each field at a fixed offset and of a
-/// fixed width, then a newline (for whoever reads the FIFO by eye).
-const REQUEST_WIDTH: usize = MARKER_AT + MARKER_WIDTH + 1;
+/// pipe> <stderr pipe> <marker> <key>`, each field at a fixed offset and of
+/// a fixed width, then a newline (for whoever reads the FIFO by eye).
+const REQUEST_WIDTH: usize = KEY_AT + KEY_DIGITS + 1;
 
-/// A request with only a kind (`w1`, `x1`): padded with spaces.
-fn request_line(kind: &str) -> String {
+/// A request with only a kind (`w1`, `x1`) and the key: padded with
+/// spaces between them.
+fn request_line(kind: &str, key: &str) -> String {
     debug_assert_eq!(kind.len(), KIND_WIDTH);
-    let mut line = format!("{kind:<width$}", width = REQUEST_WIDTH - 1);
+    let mut line = format!("{kind:<width$}", width = KEY_AT);
+    line.push_str(key);
     line.push('\n');
+    debug_assert_eq!(line.len(), REQUEST_WIDTH);
     line
 }
 
 /// The request that writes a snapshot now and acknowledges it with a `W`
 /// record.
-pub(crate) fn save_now() -> String {
-    request_line("w1")
+pub(crate) fn save_now(key: &str) -> String {
+    request_line("w1", key)
 }
 
 /// The request that ends the shell; its EXIT trap saves the state.
-pub(crate) fn exit_now() -> String {
-    request_line("x1")
+pub(crate) fn exit_now(key: &str) -> String {
+    request_line("x1", key)
 }
 
 /// `text` as one bash word in single quotes (`'` becomes `'\''`). Any byte
@@ -151,6 +174,8 @@ pub(crate) struct CallRequest<'a> {
     /// Value of [`MARKER_VARIABLE`] for the call's processes.
     pub marker: &'a str,
     pub nonce: &'a str,
+    /// The session's key.
+    pub key: &'a str,
 }
 
 /// What the driver reads for a call: the request line (`c<save>`, or
@@ -175,6 +200,8 @@ pub(crate) fn call_request(call: &CallRequest<'_>) -> String {
     push_decimal(&mut request, call.pipes.1, PIPE_DIGITS);
     request.push(' ');
     request.push_str(call.marker);
+    request.push(' ');
+    request.push_str(call.key);
     request.push('\n');
     push_decimal(&mut request, call.id, 20);
     request.push(' ');
@@ -285,6 +312,28 @@ mod tests {
         );
     }
 
+    const KEY: &str = "00112233445566778899aabbccddeeff";
+
+    #[test]
+    fn a_new_key_is_hex_of_its_width() {
+        let key = new_key().expect("getrandom");
+        assert_eq!(key.len(), KEY_DIGITS);
+        assert!(key.bytes().all(|byte| byte.is_ascii_hexdigit()), "{key}");
+        assert_ne!(key, new_key().expect("getrandom"));
+    }
+
+    #[test]
+    fn init_script_runs_only_requests_with_the_key() {
+        let script = init_script(Path::new("/s"), KEY);
+        let at = KEY_AT - 2;
+        assert!(
+            script.contains(&format!(
+                "[[ ${{__bt_request:{at}:{KEY_DIGITS}}} == {KEY} ]] || {{ __bt_running=; continue; }}"
+            )),
+            "{script}"
+        );
+    }
+
     #[test]
     fn a_call_request_is_fixed_width_fields_then_the_id_and_nonce() {
         let marker = "0000000042-00000000000000000007-0000beef";
@@ -295,11 +344,12 @@ mod tests {
             pipes: (3, 4),
             marker,
             nonce: "0123456789abcdef",
+            key: KEY,
         });
         let (first, second) = request.split_at(REQUEST_WIDTH);
         assert_eq!(
             first,
-            format!("c0 00000000000000000003 00000000000000000004 {marker}\n")
+            format!("c0 00000000000000000003 00000000000000000004 {marker} {KEY}\n")
         );
         assert_eq!(
             &first[STDOUT_PIPE_AT..][..PIPE_DIGITS],
@@ -318,12 +368,16 @@ mod tests {
             pipes: (u64::MAX, u64::MAX),
             marker,
             nonce: "0123456789abcdef",
+            key: KEY,
         });
         assert_eq!(largest.len(), REQUEST_WIDTH + STAMP_WIDTH);
         assert!(largest.starts_with("C1 18446744073709551615 18446744073709551615 "));
-        assert_eq!(save_now(), format!("w1{}\n", " ".repeat(REQUEST_WIDTH - 3)));
-        assert_eq!(exit_now().trim_end(), "x1");
-        assert_eq!(exit_now().len(), REQUEST_WIDTH);
+        assert_eq!(
+            save_now(KEY),
+            format!("w1{}{KEY}\n", " ".repeat(KEY_AT - 2))
+        );
+        assert_eq!(exit_now(KEY).len(), REQUEST_WIDTH);
+        assert_eq!(&exit_now(KEY)[KEY_AT..][..KEY_DIGITS], KEY);
     }
 
     #[test]
@@ -333,7 +387,7 @@ mod tests {
 
     #[test]
     fn init_script_gets_its_directory_width_and_marker_name() {
-        let script = init_script(Path::new("/s d"));
+        let script = init_script(Path::new("/s d"), KEY);
         assert!(!script.contains('@'), "a placeholder is left");
         // The kind and the rest in two reads (see `init.sh`), with the
         // fields' offsets counted after the kind.

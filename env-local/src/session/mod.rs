@@ -238,7 +238,7 @@ impl Session {
         let mut state = self.inner.state.lock().await;
         if let Some(mut shell) = state.shell.take() {
             // `exit` runs the EXIT trap, which saves the final state.
-            let _ = shell.send(&driver::exit_now()).await;
+            let _ = shell.send(&driver::exit_now(&self.inner.dir.key)).await;
             let grace = self.inner.config.local.kill_grace;
             if tokio::time::timeout(grace, shell.wait()).await.is_err() {
                 procs::kill_group_now(shell.pid);

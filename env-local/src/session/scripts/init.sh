@@ -78,7 +78,7 @@
   while :; do
     while :; do
       if [[ -z $__bt_running ]]; then
-        # One fixed-width line, `<kind> <stdout> <stderr> <marker>`, each
+        # One fixed-width line, `<kind> <stdout> <stderr> <marker> <key>`, each
         # field at a fixed offset (read there by substrings: splitting at
         # spaces costs ~6 µs more), in two read(2)s (`-N`; a line would take
         # one per byte): the kind, then the rest. Kinds: `c0`/`c1` run the
@@ -97,6 +97,9 @@
         else
           { TMOUT= builtin read -r -N @KIND_WIDTH@ __bt_running && TMOUT= builtin read -r -N @FIELDS_WIDTH@ __bt_request; } <@DIR@/driver
         fi || [[ ${__bt_broken:?bashtool: the session driver cannot read} ]]
+        # Only bashtool's requests run: each carries the session's key,
+        # written here by Rust (no variable holds it).
+        [[ ${__bt_request:@KEY_AT@:@KEY_WIDTH@} == @KEY@ ]] || { __bt_running=; continue; }
         if [[ $__bt_running == c0 ]]; then
           # The common call, straight through: it can change no state, so
           # there is no snapshot, no repair and no directory to go back to.
