@@ -33,7 +33,8 @@ async fn latency(command: &str, stamp: &Path, runs: usize) -> anyhow::Result<Sam
             &BTreeMap::new(),
             &marker,
         );
-        let mut job = InteractiveJob::start(&launch, &[], marker, InteractiveOptions::default())?;
+        let mut job =
+            InteractiveJob::start(launch.clone(), &[], marker, InteractiveOptions::default())?;
         let snapshot = job.wait_until(tokio::time::Instant::now() + PATIENCE).await;
         let now = SystemTime::now().duration_since(UNIX_EPOCH)?.as_secs_f64();
         job.stop().await;
@@ -62,7 +63,8 @@ async fn flood() -> anyhow::Result<Duration> {
         &marker,
     );
     let start = std::time::Instant::now();
-    let mut job = InteractiveJob::start(&launch, &[], marker, InteractiveOptions::default())?;
+    let mut job =
+        InteractiveJob::start(launch.clone(), &[], marker, InteractiveOptions::default())?;
     let snapshot = job.wait_until(tokio::time::Instant::now() + PATIENCE).await;
     let elapsed = start.elapsed();
     anyhow::ensure!(

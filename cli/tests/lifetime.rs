@@ -7,6 +7,8 @@ use std::io::{BufRead as _, BufReader, Write as _};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use bashtool_tests::pids_in;
+
 fn pid_alive(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
         stat.rsplit_once(") ")
@@ -27,12 +29,6 @@ fn wait_dead(pids: &[u32]) -> Vec<u32> {
         );
     }
     survivors
-}
-
-fn pids_in(text: &str) -> Vec<u32> {
-    text.split(|character: char| !character.is_ascii_alphanumeric() && character != ':')
-        .filter_map(|word| word.strip_prefix("pid:")?.parse().ok())
-        .collect()
 }
 
 fn call(input: &serde_json::Value, state: &std::path::Path) -> serde_json::Value {
@@ -56,7 +52,7 @@ fn call(input: &serde_json::Value, state: &std::path::Path) -> serde_json::Value
 #[test]
 fn a_leftover_that_ignores_sigterm_dies_before_call_exits() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let command = "mkfifo ready; sh -c 'trap \"\" TERM; echo > ready; exec sleep 300' & echo pid:$!; read _ < ready";
+    let command = "mkfifo ready; sh -c 'trap \"\" TERM; echo > ready; exec sleep 300' & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid); read _ < ready";
     let result = call(&serde_json::json!({"command": command}), dir.path());
     let text = result["content"][0]["text"].as_str().expect("text");
     let pids = pids_in(text);
@@ -75,7 +71,7 @@ fn a_leftover_that_ignores_sigterm_dies_before_call_exits() {
 fn a_set_m_job_in_its_own_group_is_stopped() {
     let dir = tempfile::tempdir().expect("temp dir");
     let result = call(
-        &serde_json::json!({"command": "set -m; sleep 300 & echo pid:$!"}),
+        &serde_json::json!({"command": "set -m; sleep 300 & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid)"}),
         dir.path(),
     );
     let text = result["content"][0]["text"].as_str().expect("text");
@@ -94,7 +90,7 @@ fn sigterm_to_run_stops_the_command_tree() {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut run = Command::new(env!("CARGO_BIN_EXE_bashtool"))
             .args(["run", "--"])
-            .arg("sh -c 'echo pid:$$; exec sleep 300' & echo pid:$!; wait")
+            .arg("sh -c 'echo pid:$$@$(stat -Lc %i /proc/$$/ns/pid); exec sleep 300' & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid); wait")
             .env("BASHTOOL_STATE_DIR", dir.path())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())

@@ -547,7 +547,10 @@ async fn a_stateless_server_says_so_and_forgets_the_cwd() {
 async fn a_command_leaving_a_background_process_returns_at_once() {
     let server = start(&[]).await;
     let pids = server.path("pids");
-    let command = format!("sleep 30 & echo $! > {}; echo started", pids.display());
+    let command = format!(
+        "sleep 30 & echo $!@$(stat -Lc %i /proc/$!/ns/pid) > {}; echo started",
+        pids.display()
+    );
     let result = server.call(json!({ "command": command })).await;
     assert!(text(&result).contains("started"), "{}", text(&result));
     // It returned although `sleep` still held stdout; what was left is stopped.

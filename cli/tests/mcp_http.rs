@@ -195,11 +195,13 @@ impl Connection {
 
 /// The shell's pid, from the shell itself.
 async fn shell_pid(connection: &Connection) -> i32 {
-    let result = connection.call(json!({"command": "echo $$"})).await;
+    let result = connection
+        .call(json!({"command": "echo $$@$(stat -Lc %i /proc/$$/ns/pid)"}))
+        .await;
     let text = text(&result);
     text.lines()
         .nth(1)
-        .and_then(|line| line.trim().parse().ok())
+        .and_then(|line| bashtool_tests::parse_pid(line).map(|pid| pid as i32))
         .unwrap_or_else(|| panic!("no pid in {text:?}"))
 }
 

@@ -67,7 +67,7 @@ fn read_pids(path: &Path) -> Vec<u32> {
     std::fs::read_to_string(path)
         .expect("pids")
         .lines()
-        .filter_map(|line| line.trim().parse().ok())
+        .filter_map(bashtool_tests::parse_pid)
         .collect()
 }
 
@@ -76,7 +76,7 @@ fn sighup_stops_the_servers_commands() {
     let dir = tempfile::tempdir().expect("temp dir");
     let pids_file = dir.path().join("pids");
     let command = format!(
-        "echo $$ >> '{file}'; sh -c 'echo $$ >> \"$0\"; exec sleep 300' '{file}' & wait",
+        "echo $$@$(stat -Lc %i /proc/$$/ns/pid) >> '{file}'; sh -c 'echo $$@$(stat -Lc %i /proc/$$/ns/pid) >> \"$0\"; exec sleep 300' '{file}' & wait",
         file = pids_file.display()
     );
     let mut server = server_running(dir.path(), &command, &pids_file);
@@ -97,7 +97,7 @@ fn after_sigkill_nothing_survives_the_next_start() {
     let dir = tempfile::tempdir().expect("temp dir");
     let pids_file = dir.path().join("pids");
     let command = format!(
-        "echo $$ >> '{file}'; sh -c 'echo $$ >> \"$0\"; exec sleep 300' '{file}' & wait",
+        "echo $$@$(stat -Lc %i /proc/$$/ns/pid) >> '{file}'; sh -c 'echo $$@$(stat -Lc %i /proc/$$/ns/pid) >> \"$0\"; exec sleep 300' '{file}' & wait",
         file = pids_file.display()
     );
     let mut server = server_running(dir.path(), &command, &pids_file);

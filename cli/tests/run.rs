@@ -15,7 +15,11 @@ fn pid_alive(pid: i32) -> bool {
 #[test]
 fn ctrl_c_kills_the_command_tree_and_exits_130() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_bashtool"))
-        .args(["run", "--", "sleep 300 & echo child=$!; wait"])
+        .args([
+            "run",
+            "--",
+            "sleep 300 & echo child=$!@$(stat -Lc %i /proc/$!/ns/pid); wait",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -25,9 +29,8 @@ fn ctrl_c_kills_the_command_tree_and_exits_130() {
     let line = lines.next().expect("a line").expect("read");
     let grandchild: i32 = line
         .strip_prefix("child=")
-        .expect("child=PID")
-        .parse()
-        .expect("pid");
+        .and_then(bashtool_tests::parse_pid)
+        .expect("child=PID") as i32;
     assert!(pid_alive(grandchild));
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
@@ -125,7 +128,7 @@ fn a_closed_stdout_stops_the_command_with_status_141() {
             "--timeout",
             "600",
             "--",
-            "echo pid=$$; while :; do echo line; sleep 0.01; done",
+            "echo pid=$$@$(stat -Lc %i /proc/$$/ns/pid); while :; do echo line; sleep 0.01; done",
         ])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -137,9 +140,8 @@ fn a_closed_stdout_stops_the_command_with_status_141() {
         .expect("a line")
         .expect("read")
         .strip_prefix("pid=")
-        .expect("pid=PID")
-        .parse()
-        .expect("pid");
+        .and_then(bashtool_tests::parse_pid)
+        .expect("pid=PID") as i32;
     assert!(pid_alive(pid));
     let mut stderr_pipe = child.stderr.take().expect("stderr");
     drop(lines);

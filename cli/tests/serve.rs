@@ -130,7 +130,7 @@ impl Serve {
     }
 }
 
-const LEAF: &str = "sh -c 'echo pid:$$; exec sleep 300'";
+const LEAF: &str = "sh -c 'echo pid:$$@$(stat -Lc %i /proc/$$/ns/pid); exec sleep 300'";
 
 /// A foreground command and a background job, both running; their pids.
 async fn start_work(serve: &mut Serve) -> Vec<u32> {

@@ -160,6 +160,11 @@ pub struct BackgroundJob {
     pub id: String,
     /// Its root process where the environment runs it, if it has one.
     pub pid: Option<u32>,
+    /// The same process's pid as the environment's commands see it, when
+    /// that differs (a sandbox's pid namespace numbers its own processes):
+    /// what the model is told to `kill`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub pid_in_sandbox: Option<u32>,
     /// Where the environment keeps its full output (a path on its host).
     pub output_file: Option<PathBuf>,
 }

@@ -112,7 +112,9 @@ pub(crate) fn command_section(
 /// pid); without it, to shell commands that run in the job's environment.
 pub(crate) fn background_text(job: &BackgroundJob, config: &ToolConfig) -> String {
     let mut text = format!("Started in the background as job {}.\n", job.id);
-    if let Some(pid) = job.pid {
+    // The pid the commands see: the model stops the job with a command.
+    let pid = job.pid_in_sandbox.or(job.pid);
+    if let Some(pid) = pid {
         let _ = writeln!(text, "<pid>{pid}</pid>");
     }
     if let Some(file) = &job.output_file {
@@ -125,7 +127,7 @@ pub(crate) fn background_text(job: &BackgroundJob, config: &ToolConfig) -> Strin
              stop it (and everything it started) with action \"stop\".</reminder>",
             id = job.id
         );
-    } else if let (Some(pid), Some(file)) = (job.pid, &job.output_file) {
+    } else if let (Some(pid), Some(file)) = (pid, &job.output_file) {
         let _ = write!(
             text,
             "<reminder>Read its output with: tail -n 50 {file}. When it ends, its exit status is appended to that file. \
@@ -230,6 +232,10 @@ pub(crate) fn command_details(
         total_bytes: result.output.total_bytes(),
         timeout_seconds: if result.timed_out { timeout_secs } else { None },
         pid: result.background.as_ref().and_then(|job| job.pid),
+        pid_in_sandbox: result
+            .background
+            .as_ref()
+            .and_then(|job| job.pid_in_sandbox),
         output_file: result
             .background
             .as_ref()

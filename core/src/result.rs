@@ -95,6 +95,10 @@ pub struct Details {
     /// The root process of a background job.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub pid: Option<u32>,
+    /// That process's pid as the commands see it, when a sandbox numbers
+    /// its processes in a pid namespace of their own.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub pid_in_sandbox: Option<u32>,
     /// The output file of a background job.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub output_file: Option<String>,

@@ -595,6 +595,12 @@ unsafe fn child(arguments: &ChildArguments<'_>) -> ! {
                 fail(last_errno());
             }
         }
+        // The terminal on 0 becomes the controlling terminal of the new
+        // session: Ctrl-C, job control and `/dev/tty` (sudo and ssh prompt
+        // there) work.
+        if fds.controlling_terminal && libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
+            fail(last_errno());
+        }
         // After the steps: in a sandbox's mount namespace, the directory
         // is the one seen there.
         if libc::chdir(launch.cwd.as_ptr()) < 0 {

@@ -40,6 +40,9 @@ pub(crate) struct ChildFds {
     pub stdout: RawFd,
     pub stderr: RawFd,
     pub extra: Vec<(RawFd, RawFd)>,
+    /// stdin is a terminal that becomes the child's controlling terminal
+    /// (the clone child only: `posix_spawn` cannot).
+    pub controlling_terminal: bool,
 }
 
 fn c_string(text: &OsStr) -> io::Result<CString> {

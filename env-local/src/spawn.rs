@@ -60,6 +60,10 @@ pub struct ChildIo {
     /// Descriptors the child gets at fixed numbers (a session's control
     /// pipe at 3): `(descriptor, number)`.
     pub extra: Vec<(OwnedFd, RawFd)>,
+    /// A terminal (a pseudo-terminal's slave) that becomes the child's
+    /// stdin, stdout, stderr and controlling terminal; `stdin_pipe`,
+    /// `stdout` and `stderr` are then not used.
+    pub terminal: Option<OwnedFd>,
 }
 
 impl ChildIo {
@@ -70,6 +74,7 @@ impl ChildIo {
                 stdout: Sink::Pipe,
                 stderr: Sink::Pipe,
                 extra: Vec::new(),
+                terminal: None,
             },
             Output::File(file) => {
                 let second = file.try_clone()?;
@@ -78,6 +83,7 @@ impl ChildIo {
                     stdout: Sink::Fd(OwnedFd::from(file)),
                     stderr: Sink::Fd(OwnedFd::from(second)),
                     extra: Vec::new(),
+                    terminal: None,
                 }
             }
         })
@@ -275,11 +281,21 @@ pub fn launch(
     // Pipes are close-on-exec: only the copies made in the child survive.
     let new_pipe =
         || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(std::io::Error::from);
-    let (stdin_read, stdin_write) = if io.stdin_pipe {
+    let controlling_terminal = io.terminal.is_some();
+    let (stdin_read, stdin_write) = if let Some(terminal) = &io.terminal {
+        (Some(terminal.try_clone().map_err(&spawn_error)?), None)
+    } else if io.stdin_pipe {
         let (read, write) = new_pipe().map_err(&spawn_error)?;
         (Some(read), Some(write))
     } else {
         (None, None)
+    };
+    let (stdout_sink, stderr_sink) = match &io.terminal {
+        Some(terminal) => (
+            Sink::Fd(terminal.try_clone().map_err(&spawn_error)?),
+            Sink::Fd(terminal.try_clone().map_err(&spawn_error)?),
+        ),
+        None => (io.stdout, io.stderr),
     };
     let null = || {
         std::fs::OpenOptions::new()
@@ -289,7 +305,7 @@ pub fn launch(
     };
     let mut reads: [Option<OwnedFd>; 2] = [None, None];
     let mut writes: Vec<OwnedFd> = Vec::with_capacity(2);
-    for (index, sink) in [io.stdout, io.stderr].into_iter().enumerate() {
+    for (index, sink) in [stdout_sink, stderr_sink].into_iter().enumerate() {
         let fd = match sink {
             Sink::Pipe => {
                 let (read, write) = new_pipe().map_err(&spawn_error)?;
@@ -332,12 +348,13 @@ pub fn launch(
             .iter()
             .map(|(fd, target)| (fd.as_raw_fd(), *target))
             .collect(),
+        controlling_terminal,
     };
     // The clone child also when no step asks for it, where the kernel
     // resets our signal handlers for it: glibc's `posix_spawn` child asks
     // about every signal, ~125 system calls while this thread waits.
     let start = |c_launch: &CLaunch| {
-        if need_pre_exec(wrappers) || clone_exec::may_clear_handlers() {
+        if need_pre_exec(wrappers) || controlling_terminal || clone_exec::may_clear_handlers() {
             clone_exec::spawn(c_launch, &fds, wrappers)
         } else {
             posix_spawn::spawn(c_launch, &fds)
@@ -483,6 +500,14 @@ impl RootProcess {
         let _ = waitid(Id::Pid(Pid::from_raw(self.pid as i32)), flags);
         self.reaped.store(true, Ordering::Release);
         true
+    }
+
+    /// Gives the process up to another handle that reaps it: this one
+    /// will neither reap nor wait for it.
+    pub(crate) fn release(self) -> u32 {
+        self.reaped
+            .store(true, std::sync::atomic::Ordering::Release);
+        self.pid
     }
 
     /// Reaps the process if it has exited; returns whether it did.

@@ -72,6 +72,28 @@ pub trait SpawnWrapper: Send + Sync + fmt::Debug {
         Ok(())
     }
 
+    /// The pseudo-terminal multiplexer a command's terminal must come from
+    /// (a sandbox's own `ptmx`): `None` for the host's `/dev/ptmx`.
+    fn terminal_multiplexer(&self) -> Option<PathBuf> {
+        None
+    }
+
+    /// The pid the process `host_pid` has for the commands launched
+    /// through this wrapper (a sandbox's pid namespace numbers its own
+    /// processes): `None` when it is the same.
+    fn inner_pid(&self, host_pid: u32) -> Option<u32> {
+        let _ = host_pid;
+        None
+    }
+
+    /// Called after each call of a command launched through this wrapper
+    /// (a stateless call, a session's call): notes for the call's result
+    /// (a sandbox names the git files the command wrote that it had to
+    /// check, and what it moved aside).
+    fn after_call(&self) -> Vec<String> {
+        Vec::new()
+    }
+
     /// True when [`SpawnWrapper::pre_fork`] must run.
     fn needs_pre_fork(&self) -> bool {
         false
@@ -144,5 +166,30 @@ pub fn adopter(wrappers: &[Arc<dyn SpawnWrapper>]) -> Option<u32> {
 
 /// Every wrapper's [`SpawnWrapper::before_call`], in order.
 pub fn before_call(wrappers: &[Arc<dyn SpawnWrapper>]) -> Result<(), ExecError> {
-    wrappers.iter().try_for_each(|wrapper| wrapper.before_call())
+    wrappers
+        .iter()
+        .try_for_each(|wrapper| wrapper.before_call())
+}
+
+/// The first wrapper's terminal multiplexer (see
+/// [`SpawnWrapper::terminal_multiplexer`]).
+pub fn terminal_multiplexer(wrappers: &[Arc<dyn SpawnWrapper>]) -> Option<PathBuf> {
+    wrappers
+        .iter()
+        .find_map(|wrapper| wrapper.terminal_multiplexer())
+}
+
+/// The first wrapper's [`SpawnWrapper::inner_pid`] of `host_pid`.
+pub fn inner_pid(wrappers: &[Arc<dyn SpawnWrapper>], host_pid: u32) -> Option<u32> {
+    wrappers
+        .iter()
+        .find_map(|wrapper| wrapper.inner_pid(host_pid))
+}
+
+/// Every wrapper's [`SpawnWrapper::after_call`] notes, in order.
+pub fn after_call(wrappers: &[Arc<dyn SpawnWrapper>]) -> Vec<String> {
+    wrappers
+        .iter()
+        .flat_map(|wrapper| wrapper.after_call())
+        .collect()
 }

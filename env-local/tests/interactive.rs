@@ -530,15 +530,14 @@ async fn the_wrappers_apply_to_interactive_jobs() {
     let wrappers: Vec<std::sync::Arc<dyn bashtool_env_local::SpawnWrapper>> =
         vec![std::sync::Arc::new(UmaskWrapper)];
     let marker = RunMarker::new();
-    let mut launch = interactive_launch(
+    let launch = interactive_launch(
         &LocalConfig::default(),
         "echo \"wrapped=$WRAPPED umask=$(umask)\"; [ -t 0 ] && echo terminal",
         Path::new("/tmp"),
         &BTreeMap::new(),
         &marker,
     );
-    bashtool_env_local::apply_wrappers(&wrappers, &mut launch).expect("wrapped");
-    let mut job = InteractiveJob::start(&launch, &wrappers, marker, InteractiveOptions::default())
+    let mut job = InteractiveJob::start(launch, &wrappers, marker, InteractiveOptions::default())
         .expect("starts");
     let end = job.wait_until(soon()).await;
     assert!(exited_with(&end, 0), "{end:?}");

@@ -114,6 +114,7 @@ impl Reply {
         self.background = Some(BackgroundJob {
             id: id.to_owned(),
             pid: Some(pid),
+            pid_in_sandbox: None,
             output_file: Some(output_file.into()),
         });
         self

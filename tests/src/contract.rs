@@ -14,7 +14,7 @@ use bashtool_core::{
 };
 use tokio_util::sync::CancellationToken;
 
-use crate::{grandchildren_script, kill_all, pids_in, process_alive, survivors_after};
+use crate::{echo_pid, escapee, grandchildren_script, kill_all, pids_in, survivors_after};
 
 /// What the suite runs against: an environment, its jobs, and a directory
 /// it may use (the environment's working directory).
@@ -199,10 +199,7 @@ pub async fn huge_output_is_bounded(subject: Subject) {
 
 /// A timeout stops the whole tree: grandchildren and setsid escapees.
 pub async fn timeout_stops_the_tree(subject: Subject) {
-    let script = format!(
-        "{}setsid sh -c 'echo pid:$$; exec sleep 300' &\nsleep 300",
-        grandchildren_script(2)
-    );
+    let script = format!("{}{}\nsleep 300", grandchildren_script(2), escapee());
     let result = run(
         &subject,
         &script,
@@ -224,10 +221,7 @@ pub async fn cancel_stops_the_tree(subject: Subject) {
         .timeout(SAFETY)
         .cancel(cancel.clone())
         .on_output(pid_watch(3, cancel));
-    let script = format!(
-        "{}setsid sh -c 'echo pid:$$; exec sleep 300' &\nsleep 300",
-        grandchildren_script(2)
-    );
+    let script = format!("{}{}\nsleep 300", grandchildren_script(2), escapee());
     let result = run(&subject, &script, options).await;
     assert!(result.cancelled);
     assert!(!result.timed_out);
@@ -251,10 +245,7 @@ pub async fn drop_stops_the_tree(subject: Subject) {
             trigger.cancel();
         }
     });
-    let script = format!(
-        "{}setsid sh -c 'echo pid:$$; exec sleep 300' &\nsleep 300",
-        grandchildren_script(1)
-    );
+    let script = format!("{}{}\nsleep 300", grandchildren_script(1), escapee());
     let call = subject.exec.spawn(
         &script,
         SpawnOptions::default().timeout(SAFETY).on_output(sink),
@@ -275,7 +266,10 @@ pub async fn drop_stops_the_tree(subject: Subject) {
 pub async fn no_hang_on_a_leftover(subject: Subject) {
     let result = run(
         &subject,
-        "sh -c 'echo pid:$$; exec sleep 300' & sleep 0.2; echo started",
+        &format!(
+            "sh -c '{}; exec sleep 300' & sleep 0.2; echo started",
+            echo_pid("$$")
+        ),
         SpawnOptions::default().timeout(SAFETY),
     )
     .await;
@@ -395,13 +389,20 @@ pub async fn background_job_lifecycle(subject: Subject) {
 
 /// Stopping a job stops its whole tree.
 pub async fn background_job_stop(subject: Subject) {
-    let script = format!("{}sleep 300", grandchildren_script(2));
+    // The job's root (the shell that runs the command's shell) prints its
+    // own pid too: a sandbox numbers its processes in a pid namespace of
+    // their own, and the test decides from the host.
+    let script = format!(
+        "{}; {}sleep 300",
+        echo_pid("$PPID"),
+        grandchildren_script(2)
+    );
     let result = run(&subject, &script, background()).await;
     let job = result.background.expect("a background job");
-    let pid = job.pid.expect("a local job has a pid");
+    assert!(job.pid.is_some(), "a local job has a pid");
     let mut pids = Vec::new();
     let deadline = tokio::time::Instant::now() + SAFETY;
-    while pids.len() < 2 && tokio::time::Instant::now() < deadline {
+    while pids.len() < 3 && tokio::time::Instant::now() < deadline {
         let output = subject
             .jobs
             .read(&job.id, ReadFrom::Cursor(0), 100_000)
@@ -410,14 +411,16 @@ pub async fn background_job_stop(subject: Subject) {
         pids = pids_in(&output.text);
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    assert_eq!(pids.len(), 2, "the job printed its grandchildren");
+    assert_eq!(
+        pids.len(),
+        3,
+        "the job printed its root and its grandchildren"
+    );
     let info = subject.jobs.stop(&job.id).await.expect("known job");
     assert!(!info.state.is_running(), "{info:?}");
-    pids.push(pid);
     let survivors = survivors_after(&pids, DEATH_LIMIT).await;
     kill_all(&survivors);
     assert_eq!(survivors, Vec::<u32>::new());
-    assert!(!process_alive(pid));
     let unknown = subject.jobs.stop("no-such-job").await;
     assert!(matches!(
         unknown,

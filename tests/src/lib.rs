@@ -83,28 +83,93 @@ pub fn pid_alive(pid: u32) -> bool {
     process_alive(pid)
 }
 
+/// The shell expression `pid` (`$$`, `$!`) followed by `@` and the inode
+/// of that process's pid namespace: a sandboxed command sees the pids of
+/// its own pid namespace, and the namespace tells [`parse_pid`] which
+/// process on the host it is.
+pub fn qualified_pid(pid: &str) -> String {
+    format!("{pid}@$(stat -Lc %i /proc/{pid}/ns/pid)")
+}
+
+/// A shell snippet that prints `pid:<pid>@<namespace>` (see
+/// [`qualified_pid`]).
+pub fn echo_pid(pid: &str) -> String {
+    format!("echo pid:{}", qualified_pid(pid))
+}
+
+/// A pid as printed by a command, `<n>` or `<n>@<namespace>` (see
+/// [`qualified_pid`]), as a pid on the host. A process of another
+/// namespace that is gone has no host pid: it gets a number no process can
+/// have, so it still counts, as dead.
+pub fn parse_pid(text: &str) -> Option<u32> {
+    match text.trim().split_once('@') {
+        None => text.trim().parse().ok(),
+        Some((pid, namespace)) => {
+            let pid: u32 = pid.parse().ok()?;
+            let namespace: u64 = namespace.parse().ok()?;
+            Some(host_pid(pid, namespace).unwrap_or(NO_PROCESS + pid))
+        }
+    }
+}
+
 /// A script that starts `count` grandchildren (`sh` that execs `sleep 300`,
 /// inside a background subshell) and prints `pid:<n>` for each.
 pub fn grandchildren_script(count: usize) -> String {
-    "( sh -c 'echo pid:$$; exec sleep 300' & wait ) &\n".repeat(count)
+    format!("( sh -c '{}; exec sleep 300' & wait ) &\n", echo_pid("$$")).repeat(count)
 }
 
 /// A script line that starts a process that leaves the session with
 /// `setsid` and prints `pid:<n>`.
-pub const ESCAPEE: &str = "setsid sh -c 'echo pid:$$; exec sleep 300' &";
+pub fn escapee() -> String {
+    format!("setsid sh -c '{}; exec sleep 300' &", echo_pid("$$"))
+}
 
-/// The pids printed as `pid:<n>` or `pid <n>` (`echo pid $!`) in `text`.
+/// The pids printed as `pid:<n>` or `pid <n>` (`echo pid $!`) in `text`,
+/// as pids on the host: `<n>@<inode>` (see [`echo_pid`]) names pid `n` of
+/// the pid namespace with that inode. A process of another namespace that
+/// is gone has no host pid: it gets a number no process can have, so it
+/// still counts, and as dead.
 pub fn pids_in(text: &str) -> Vec<u32> {
     text.lines()
         .filter_map(|line| {
             let line = line.trim();
-            line.strip_prefix("pid:")
-                .or_else(|| line.strip_prefix("pid "))?
-                .trim()
-                .parse()
-                .ok()
+            parse_pid(
+                line.strip_prefix("pid:")
+                    .or_else(|| line.strip_prefix("pid "))?,
+            )
         })
         .collect()
+}
+
+/// Above the kernel's highest pid (`pid_max` is at most 2^22).
+const NO_PROCESS: u32 = 1 << 30;
+
+/// The host pid of the process that is `pid` in the pid namespace whose
+/// inode is `namespace` (the last `NSpid` field is the innermost pid).
+pub fn host_pid(pid: u32, namespace: u64) -> Option<u32> {
+    use std::os::unix::fs::MetadataExt as _;
+    let own = std::fs::metadata("/proc/self/ns/pid").ok()?.ino();
+    if own == namespace {
+        return Some(pid);
+    }
+    std::fs::read_dir("/proc")
+        .ok()?
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse::<u32>().ok())
+        .find(|candidate| {
+            std::fs::metadata(format!("/proc/{candidate}/ns/pid"))
+                .is_ok_and(|metadata| metadata.ino() == namespace)
+                && std::fs::read_to_string(format!("/proc/{candidate}/status")).is_ok_and(
+                    |status| {
+                        status
+                            .lines()
+                            .find_map(|line| line.strip_prefix("NSpid:"))
+                            .and_then(|pids| pids.split_whitespace().last())
+                            .and_then(|last| last.parse::<u32>().ok())
+                            == Some(pid)
+                    },
+                )
+        })
 }
 
 /// Polls `condition` every 10 ms until it holds or `limit` passes.

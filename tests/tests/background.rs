@@ -133,10 +133,12 @@ async fn the_model_is_pointed_to_the_jobs_tool_and_it_works() {
     assert!(!result.is_error);
     let id = result.details.job.clone().expect("job id");
     let pid = result.details.pid.expect("pid");
+    // The model is shown the pid its commands see (the sandbox's).
+    let shown = result.details.pid_in_sandbox.unwrap_or(pid);
     let text = result.text();
     assert!(
         text.starts_with(&format!(
-            "Started in the background as job {id}.\n<pid>{pid}</pid>\n"
+            "Started in the background as job {id}.\n<pid>{shown}</pid>\n"
         )),
         "{text}"
     );
@@ -170,16 +172,15 @@ async fn without_the_jobs_tool_the_reminder_is_a_shell_command_that_works() {
         .call(serde_json::json!({"command": "sleep 300", "mode": "background"}))
         .await;
     let pid = result.details.pid.expect("pid");
+    let shown = result.details.pid_in_sandbox.unwrap_or(pid);
     let text = result.text();
-    assert!(text.contains(&format!("kill -TERM -- -{pid}")), "{text}");
-    // The model runs the reminder after reading the result, when the command
-    // runs (see `sleep_started`).
+    let reminder = format!("kill -TERM -- -{shown}");
+    assert!(text.contains(&reminder), "{text}");
+    // The model runs the reminder through the tool after reading the
+    // result, when the command runs (see `sleep_started`).
     assert!(sleep_started(pid).await, "sleep never started");
-    let status = std::process::Command::new("kill")
-        .args(["-TERM", "--", &format!("-{pid}")])
-        .status()
-        .expect("kill runs");
-    assert!(status.success());
+    let killed = tool.call(serde_json::json!({ "command": reminder })).await;
+    assert!(!killed.is_error, "{}", killed.text());
     let survivors = survivors_after(&[pid], WAIT).await;
     kill_all(&survivors);
     assert_eq!(survivors, Vec::<u32>::new());

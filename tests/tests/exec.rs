@@ -312,6 +312,7 @@ async fn a_sandboxed_launch_whose_descriptors_take_low_numbers_is_still_sandboxe
             stdout: bashtool_env_local::Sink::Pipe,
             stderr: bashtool_env_local::Sink::Null,
             extra,
+            terminal: None,
         },
         None,
     )

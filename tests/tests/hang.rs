@@ -14,7 +14,7 @@ async fn leftovers_are_stopped_and_counted() {
     let dir = temp_dir();
     let exec = local_exec(dir.path());
     // `$!` is known to the parent at once: no race with the children.
-    let script = "for i in 1 2 3; do sleep 300 & echo pid:$!; done";
+    let script = "for i in 1 2 3; do sleep 300 & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid); done";
     let result = run(&exec, script).await;
     assert!(!result.timed_out);
     let pids = pids_in(&text(&result));
@@ -35,7 +35,7 @@ async fn leftovers_that_ignore_sigterm_are_killed_after_the_grace() {
     let exec = local_exec(dir.path());
     // The child says it ignores SIGTERM (through a FIFO) before the
     // command exits: the handshake, instead of a sleep.
-    let script = "mkfifo ready; sh -c 'trap \"\" TERM; echo > ready; while :; do sleep 1; done' & echo pid:$!; read _ < ready";
+    let script = "mkfifo ready; sh -c 'trap \"\" TERM; echo > ready; while :; do sleep 1; done' & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid); read _ < ready";
     let result = run(&exec, script).await;
     assert!(!result.timed_out);
     let pids = pids_in(&text(&result));
@@ -50,7 +50,11 @@ async fn leftovers_that_ignore_sigterm_are_killed_after_the_grace() {
 async fn an_escapee_holding_the_pipe_does_not_hold_the_call() {
     let dir = temp_dir();
     let exec = local_exec(dir.path());
-    let result = run(&exec, "setsid sleep 300 & echo pid:$!; echo done").await;
+    let result = run(
+        &exec,
+        "setsid sleep 300 & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid); echo done",
+    )
+    .await;
     assert!(!result.timed_out);
     let pids = pids_in(&text(&result));
     assert_eq!(pids.len(), 1);

@@ -71,7 +71,7 @@ async fn keys_are_validated_and_stop_ends_the_tree() {
     let dir = temp_dir();
     let (bash, jobs, _exec) = tools(dir.path());
     let started = bash
-        .call(json!({"command": "echo pid:$$; cat", "mode": "interactive"}))
+        .call(json!({"command": "echo pid:$$@$(stat -Lc %i /proc/$$/ns/pid); cat", "mode": "interactive"}))
         .await;
     let id = started.details.job.clone().expect("job id");
     let pid = started.details.pid;

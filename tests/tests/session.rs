@@ -176,7 +176,7 @@ async fn timeout_kills_the_tree_and_the_next_call_has_the_earlier_state() {
     let timed_out = call(
         &tool,
         json!({
-            "command": "sleep 300 & echo pid $!; bash -c 'sleep 300 & echo pid $!; setsid sleep 300 & echo pid $!; wait' & echo pid $!; wait",
+            "command": "sleep 300 & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid); bash -c 'sleep 300 & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid); setsid sleep 300 & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid); wait' & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid); wait",
             "timeout": 1
         }),
     )
@@ -228,7 +228,7 @@ async fn cancel_stops_the_running_command() {
     let context = cancel_when_output_contains("started");
     let result = tool
         .call_with(
-            &json!({"command": "echo pid $$; sleep 300 & echo pid $!; echo started; wait"}),
+            &json!({"command": "echo pid:$$@$(stat -Lc %i /proc/$$/ns/pid); sleep 300 & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid); echo started; wait"}),
             context,
         )
         .await;
@@ -481,7 +481,7 @@ async fn leftover_background_processes_are_stopped_and_their_output_does_not_lea
     let tool = session_tool(&session);
     let result = run(
         &tool,
-        "(while :; do echo tick; sleep 0.01; done) & echo pid $!; sleep 300 >/dev/null 2>&1 & echo pid $!",
+        "(while :; do echo tick; sleep 0.01; done) & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid); sleep 300 >/dev/null 2>&1 & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid)",
     )
     .await;
     let text = result.text();
@@ -599,7 +599,7 @@ async fn dropping_the_session_kills_its_shell() {
     // outlive the session.
     let started = run(
         &tool,
-        "sleep 300 >/dev/null 2>&1 & echo pid $!; disown; (sleep 300 >/dev/null 2>&1 & echo pid $!); echo started",
+        "sleep 300 >/dev/null 2>&1 & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid); disown; (sleep 300 >/dev/null 2>&1 & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid)); echo started",
     )
     .await;
     let mut pids = pids_in(&started.text());
@@ -739,13 +739,13 @@ async fn dropping_a_call_stops_its_command_and_the_session_goes_on() {
     let tool = session_tool(&session);
     run(&tool, "export KEPT=1").await;
     let pid_file = root.join("pid");
-    let command = format!("sleep 300 & echo $! > {}; wait", pid_file.display());
+    let command = format!(
+        "sleep 300 & echo $!@$(stat -Lc %i /proc/$!/ns/pid) > {}; wait",
+        pid_file.display()
+    );
     let abandoned = tokio::time::timeout(Duration::from_secs(1), run(&tool, &command)).await;
     assert!(abandoned.is_err(), "the call should still be running");
-    let pid: u32 = std::fs::read_to_string(&pid_file)
-        .expect("pid file")
-        .trim()
-        .parse()
+    let pid = bashtool_tests::parse_pid(&std::fs::read_to_string(&pid_file).expect("pid file"))
         .expect("pid");
     assert!(wait_gone(&[pid]).await);
     let next = run(&tool, "echo $KEPT").await;

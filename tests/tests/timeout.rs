@@ -30,8 +30,7 @@ async fn timeout_keeps_the_partial_output() {
 async fn timeout_kills_what_ignores_sigterm_after_the_grace() {
     let dir = temp_dir();
     let exec = local_exec(dir.path());
-    let script =
-        "trap '' TERM; sh -c 'trap \"\" TERM; echo pid:$$; while :; do sleep 1; done' & sleep 300";
+    let script = "trap '' TERM; sh -c 'trap \"\" TERM; echo pid:$$@$(stat -Lc %i /proc/$$/ns/pid); while :; do sleep 1; done' & sleep 300";
     let result = run_with(
         &exec,
         script,

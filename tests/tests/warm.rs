@@ -45,6 +45,18 @@ fn waiting_shells(dir: &Path) -> Vec<u32> {
         .collect()
 }
 
+/// The pid `host_pid` has in its own pid namespace (the last `NSpid`).
+fn pid_inside(host_pid: u32) -> Option<u32> {
+    std::fs::read_to_string(format!("/proc/{host_pid}/status"))
+        .ok()?
+        .lines()
+        .find_map(|line| line.strip_prefix("NSpid:"))?
+        .split_whitespace()
+        .last()?
+        .parse()
+        .ok()
+}
+
 /// This process's children, their state, directory and command line.
 fn children_for_diagnosis() -> Vec<String> {
     let own = std::process::id();
@@ -174,7 +186,7 @@ async fn calls_in_another_directory_or_with_variables_start_their_own_shell() {
     let waiting = a_waiting_shell(dir.path()).await;
     let elsewhere = warm
         .spawn(
-            "echo pid:$$; echo $PWD",
+            "echo pid:$$@$(stat -Lc %i /proc/$$/ns/pid); echo $PWD",
             SpawnOptions::default().current_dir(dir.path().join("sub")),
         )
         .await
@@ -184,7 +196,7 @@ async fn calls_in_another_directory_or_with_variables_start_their_own_shell() {
     assert!(text(&elsewhere).ends_with("/sub"), "{}", text(&elsewhere));
     let with_variables = warm
         .spawn(
-            "echo pid:$$; echo $ONLY_HERE",
+            "echo pid:$$@$(stat -Lc %i /proc/$$/ns/pid); echo $ONLY_HERE",
             SpawnOptions::default().env("ONLY_HERE", "yes"),
         )
         .await
@@ -207,7 +219,11 @@ async fn a_waiting_shell_that_died_is_replaced_by_a_fresh_one() {
             .all(|&pid| !pid_alive(pid)))
         .await
     );
-    let result = run(&warm, "echo pid:$$; echo still works").await;
+    let result = run(
+        &warm,
+        "echo pid:$$@$(stat -Lc %i /proc/$$/ns/pid); echo still works",
+    )
+    .await;
     let output = text(&result);
     assert!(!waiting.contains(&pids_in(&output)[0]));
     assert!(output.ends_with("\nstill works"), "{output}");
@@ -221,16 +237,25 @@ async fn a_warm_shell_that_times_out_is_stopped_with_its_children() {
     let dir = temp_dir();
     let warm = exec_with(dir.path(), 1);
     let waiting = a_waiting_shell(dir.path()).await;
+    // The shells' pids as they see them (a sandbox's pid namespace has
+    // its own numbers), to tell which shell ran the call.
+    let waiting_inside: Vec<u32> = waiting.iter().filter_map(|&pid| pid_inside(pid)).collect();
     let result = warm
         .spawn(
-            "echo pid:$$; sleep 300 & echo pid:$!; wait",
+            "echo pid:$$@$(stat -Lc %i /proc/$$/ns/pid); sleep 300 & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid); wait",
             SpawnOptions::default().timeout(Duration::from_millis(500)),
         )
         .await
         .expect("runs");
     assert!(result.timed_out);
-    let pids = pids_in(&text(&result));
-    assert!(waiting.contains(&pids[0]));
+    let output = text(&result);
+    let shell_inside: u32 = output
+        .lines()
+        .find_map(|line| line.strip_prefix("pid:")?.split('@').next()?.parse().ok())
+        .expect("the shell's pid");
+    assert!(waiting_inside.contains(&shell_inside), "{output}");
+    let mut pids = pids_in(&output);
+    pids.extend(&waiting);
     let gone = wait_until(Duration::from_secs(10), || {
         pids.iter().all(|&pid| !pid_alive(pid))
     })

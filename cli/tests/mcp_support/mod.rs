@@ -65,7 +65,7 @@ pub async fn read_pids(file: &Path, count: usize) -> Vec<i32> {
         if let Ok(text) = std::fs::read_to_string(file) {
             let pids: Vec<i32> = text
                 .lines()
-                .filter_map(|line| line.trim().parse().ok())
+                .filter_map(|line| bashtool_tests::parse_pid(line).map(|pid| pid as i32))
                 .collect();
             if pids.len() >= count {
                 return pids;
@@ -80,7 +80,7 @@ pub async fn read_pids(file: &Path, count: usize) -> Vec<i32> {
 /// `started` and then waits.
 pub fn tree_script(file: &Path) -> String {
     format!(
-        "sleep 300 & echo $! > {file}; echo $$ >> {file}; echo started; wait",
+        "sleep 300 & echo $!@$(stat -Lc %i /proc/$!/ns/pid) > {file}; echo $$@$(stat -Lc %i /proc/$$/ns/pid) >> {file}; echo started; wait",
         file = file.display()
     )
 }

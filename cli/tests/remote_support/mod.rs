@@ -13,7 +13,7 @@ use bashtool_core::{
     CommandExec, CommandResult, ExecMode, Jobs, OutputChunk, ReadFrom, SpawnOptions,
 };
 use bashtool_env_remote::{RemoteConfig, RemoteExec, SessionRequest};
-use bashtool_tests::{ESCAPEE, grandchildren_script, pids_in};
+use bashtool_tests::{escapee, grandchildren_script, pids_in};
 use tokio_util::sync::CancellationToken;
 
 /// How long stopped processes may take to disappear.
@@ -127,7 +127,7 @@ pub async fn exit_codes_and_streaming(target: &Target) {
     let (_, sink) = pid_watch(1, printed.clone());
     let result = run(
         &exec,
-        "echo pid:$$; sleep 300",
+        "echo pid:$$@$(stat -Lc %i /proc/$$/ns/pid); sleep 300",
         SpawnOptions::default()
             .timeout(SAFETY)
             .cancel(printed)
@@ -142,7 +142,7 @@ pub async fn exit_codes_and_streaming(target: &Target) {
 }
 
 fn tree_script() -> String {
-    format!("{}{ESCAPEE}\nsleep 300", grandchildren_script(2))
+    format!("{}{}\nsleep 300", grandchildren_script(2), escapee())
 }
 
 /// The remote side enforces the timeout on the whole tree.
@@ -194,7 +194,7 @@ pub async fn background_jobs(target: &Target) {
     let exec = target.exec(RemoteConfig::default());
     let result = run(
         &exec,
-        "echo started; sh -c 'echo pid:$$; exec sleep 300' & wait",
+        "echo started; sh -c 'echo pid:$$@$(stat -Lc %i /proc/$$/ns/pid); exec sleep 300' & wait",
         SpawnOptions::default().mode(ExecMode::Background),
     )
     .await;
@@ -257,7 +257,10 @@ pub async fn session_survives_reconnect(target: &Target) {
 /// the next call reconnects.
 pub async fn killing_the_local_client_stops_the_remote_processes(target: &Target) {
     let pid_file = target.pid_file.display().to_string();
-    let line = format!("echo $$ > '{pid_file}'; exec {}", target.line);
+    let line = format!(
+        "echo $$@$(stat -Lc %i /proc/$$/ns/pid) > '{pid_file}'; exec {}",
+        target.line
+    );
     let exec = RemoteExec::command(
         line,
         RemoteConfig {
@@ -268,7 +271,7 @@ pub async fn killing_the_local_client_stops_the_remote_processes(target: &Target
     let printed = CancellationToken::new();
     let (seen, sink) = pid_watch(1, printed.clone());
     let call = exec.spawn(
-        "sh -c 'echo pid:$$; exec sleep 300' & wait",
+        "sh -c 'echo pid:$$@$(stat -Lc %i /proc/$$/ns/pid); exec sleep 300' & wait",
         SpawnOptions::default().timeout(SAFETY).on_output(sink),
     );
     tokio::pin!(call);
@@ -276,11 +279,9 @@ pub async fn killing_the_local_client_stops_the_remote_processes(target: &Target
         () = printed.cancelled() => {}
         _ = &mut call => panic!("the call ended by itself"),
     }
-    let transport: i32 = std::fs::read_to_string(&target.pid_file)
-        .expect("pid file")
-        .trim()
-        .parse()
-        .expect("a pid");
+    let transport =
+        bashtool_tests::parse_pid(&std::fs::read_to_string(&target.pid_file).expect("pid file"))
+            .expect("a pid") as i32;
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(transport),
         nix::sys::signal::Signal::SIGKILL,

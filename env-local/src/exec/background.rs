@@ -74,6 +74,7 @@ impl LocalExec {
                 stdout: Sink::Fd(file.into()),
                 stderr: Sink::Fd(second.into()),
                 extra: Vec::new(),
+                terminal: None,
             },
             Some(&marker),
         );
@@ -110,6 +111,9 @@ impl LocalExec {
             background: Some(BackgroundJob {
                 id,
                 pid: Some(pid),
+                // A sandbox's pid namespace has its own numbers: the model
+                // stops the job from inside.
+                pid_in_sandbox: crate::wrap::inner_pid(&config.wrappers, pid),
                 output_file: Some(output_file),
             }),
             interactive: None,

@@ -25,14 +25,13 @@ impl LocalExec {
         let config = &self.inner.config;
         let cwd = spawn::resolve_cwd(&config.working_directory, options.cwd.as_deref())?;
         let marker = RunMarker::new();
-        let mut launch = interactive_launch(config, command, &cwd, &options.env, &marker);
-        crate::wrap::apply_wrappers(&config.wrappers, &mut launch)?;
+        let launch = interactive_launch(config, command, &cwd, &options.env, &marker);
         let (log_file, file) = match self.inner.logs.create_job_output(command) {
             Ok((path, file)) => (Some(path), Some(file)),
             Err(_) => (None, None),
         };
         let mut job = InteractiveJob::start(
-            &launch,
+            launch,
             &config.wrappers,
             marker,
             InteractiveOptions {

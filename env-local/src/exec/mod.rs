@@ -369,6 +369,7 @@ impl LocalExec {
                     .to_owned(),
             );
         }
+        notes.extend(crate::wrap::after_call(&config.wrappers));
         let log_file = finish_log(&self.inner.logs, &log, &output, &mut notes);
         Ok(CommandResult {
             exit_code: match status {

@@ -288,6 +288,7 @@ fn start_spare(config: &LocalConfig) -> Result<Spare, bashtool_core::ExecError> 
             stdout: Sink::Pipe,
             stderr: Sink::Pipe,
             extra: vec![(read_end, 3)],
+            terminal: None,
         },
         Some(&marker),
     )?;

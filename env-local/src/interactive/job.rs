@@ -77,12 +77,13 @@ pub struct InteractiveJob {
 }
 
 impl InteractiveJob {
-    /// Starts `launch` (already rewritten by [`crate::apply_wrappers`]) in
-    /// a new terminal; runs each wrapper's step in the child. `marker` must
-    /// be in `launch.env` (see [`super::interactive_launch`]): it finds the
-    /// processes that leave the session, to stop them too.
+    /// Starts `launch` in a new terminal through the one launch path (the
+    /// wrappers applied; under a sandbox, the terminal is the sandbox's
+    /// own). `marker` must be in `launch.env` (see
+    /// [`super::interactive_launch`]): it finds the processes that leave
+    /// the session, to stop them too.
     pub fn start(
-        launch: &Launch,
+        launch: Launch,
         wrappers: &[Arc<dyn SpawnWrapper>],
         marker: RunMarker,
         options: InteractiveOptions,
@@ -97,11 +98,12 @@ impl InteractiveJob {
             source,
         };
         let size = options.size.clamped();
-        let pty = Pty::open(size).map_err(io_error)?;
+        let ptmx = crate::wrap::terminal_multiplexer(wrappers);
+        let pty = Pty::open(size, ptmx.as_deref()).map_err(io_error)?;
         let detector = Detector::new(pty.device);
-        let pid = spawn_on(&pty, launch, wrappers)?;
+        let pid = spawn_on(&pty, launch, wrappers, &marker)?;
         let child = Arc::new(ChildProcess::new(pid));
-        let tree = ProcessTree::new(pid, Some(marker));
+        let tree = ProcessTree::new(pid, Some(marker)).with_adopter(crate::wrap::adopter(wrappers));
         // SAFETY: the `Pty` (and its master fd) moves into the `AsyncFd`,
         // which keeps it open and unchanged until it is dropped.
         #[allow(unsafe_code)]

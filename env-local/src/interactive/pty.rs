@@ -2,10 +2,11 @@
 //! slave side as the leader of a new session with the terminal as its
 //! controlling terminal, and the few ioctls the job needs.
 //!
-//! Both ends are opened close-on-exec from the start (`posix_openpt` with
-//! `O_CLOEXEC`, the slave with `O_CLOEXEC`), so a process started meanwhile
-//! by another thread cannot inherit them; the child gets the slave on
-//! 0/1/2 by `dup2`, which clears the flag on the copies.
+//! Both ends are opened close-on-exec from the start, so a process started
+//! meanwhile by another thread cannot inherit them; the child gets the
+//! slave on 0/1/2 by `dup2`, which clears the flag on the copies. Under a
+//! sandbox the pair comes from the sandbox's own `devpts`: its commands see
+//! this terminal and no terminal of the host.
 //!
 //! The parent keeps its copy of the slave open: the master then never reads
 //! EIO when the last program closes the terminal (the job learns of the end
@@ -14,9 +15,6 @@
 //! check needs.
 
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::os::unix::fs::MetadataExt as _;
-use std::os::unix::process::CommandExt as _;
-use std::process::Stdio;
 use std::sync::Arc;
 
 use bashtool_core::ExecError;
@@ -24,7 +22,6 @@ use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
 use nix::sys::termios::{LocalFlags, tcgetattr};
 
-use crate::posix_spawn::DEFAULT_SIGNALS;
 use crate::wrap::{Launch, SpawnWrapper};
 
 /// Default terminal width, in columns.
@@ -76,19 +73,44 @@ pub(crate) struct Pty {
 }
 
 impl Pty {
-    pub fn open(size: TerminalSize) -> std::io::Result<Self> {
-        let master = nix::pty::posix_openpt(OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC)?;
-        nix::pty::grantpt(&master)?;
-        nix::pty::unlockpt(&master)?;
-        let name = nix::pty::ptsname_r(&master)?;
-        let slave = nix::fcntl::open(
-            name.as_str(),
+    /// Opens a pair from the multiplexer `ptmx` (a sandbox's own, whose
+    /// terminals only its commands see), or the host's `/dev/ptmx`. The
+    /// slave is opened from the master (`TIOCGPTPEER`), not by its path,
+    /// which names it only in its own `devpts`.
+    pub fn open(size: TerminalSize, ptmx: Option<&std::path::Path>) -> std::io::Result<Self> {
+        let master = nix::fcntl::open(
+            ptmx.unwrap_or(std::path::Path::new("/dev/ptmx")),
             OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC,
             Mode::empty(),
         )?;
-        let device = std::fs::metadata(&name)?.rdev();
+        // SAFETY: TIOCSPTLCK reads one int (0: unlock) from the pointer.
+        #[allow(unsafe_code)]
+        let unlocked = unsafe {
+            let unlock: libc::c_int = 0;
+            libc::ioctl(master.as_raw_fd(), libc::TIOCSPTLCK, &raw const unlock)
+        };
+        if unlocked < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: TIOCGPTPEER opens the slave of this master with the given
+        // flags and returns a new descriptor that we own.
+        #[allow(unsafe_code)]
+        let slave = unsafe {
+            libc::ioctl(
+                master.as_raw_fd(),
+                libc::TIOCGPTPEER,
+                libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC,
+            )
+        };
+        if slave < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: a new descriptor from the kernel, owned by nobody else.
+        #[allow(unsafe_code)]
+        let slave = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(slave) };
+        let device = nix::sys::stat::fstat(&slave)?.st_rdev;
         let pty = Self {
-            master: OwnedFd::from(master),
+            master,
             slave,
             device,
         };
@@ -193,82 +215,36 @@ fn queued(fd: &OwnedFd, request: libc::Ioctl) -> usize {
     }
 }
 
-/// Starts `launch` (already rewritten by the wrappers) on the terminal's
-/// slave: a new session, the slave as controlling terminal and as 0/1/2,
-/// then every wrapper's step in the child. Returns the child's pid.
+/// Starts `launch` through the one launch path (the wrappers applied) on
+/// the terminal's slave: a new session with the slave as its controlling
+/// terminal and as 0/1/2. Returns the child's pid; the caller reaps it.
 pub(crate) fn spawn_on(
     pty: &Pty,
-    launch: &Launch,
+    launch: Launch,
     wrappers: &[Arc<dyn SpawnWrapper>],
+    marker: &crate::kill::RunMarker,
 ) -> Result<u32, ExecError> {
-    let Some((program, arguments)) = launch.argv.split_first() else {
-        return Err(ExecError::Other {
-            message: "the program line to launch is empty".to_owned(),
-        });
-    };
-    let display = program.to_string_lossy().into_owned();
-    let spawn_error = |source: std::io::Error| {
-        if source.kind() == std::io::ErrorKind::NotFound {
-            ExecError::ShellNotFound {
-                program: display.clone(),
-            }
-        } else {
-            ExecError::Spawn {
-                program: display.clone(),
-                source,
-            }
-        }
-    };
-    crate::exit_statuses::keep_exit_statuses();
-    let stdio = || pty.slave.try_clone().map(Stdio::from);
-    let mut command = std::process::Command::new(program);
-    command
-        .args(arguments)
-        .env_clear()
-        .envs(
-            launch
-                .env
-                .iter()
-                .map(|(key, value)| (key.as_os_str(), value.as_os_str())),
-        )
-        .current_dir(&launch.cwd)
-        .stdin(stdio().map_err(&spawn_error)?)
-        .stdout(stdio().map_err(&spawn_error)?)
-        .stderr(stdio().map_err(&spawn_error)?);
-    let wrappers: Vec<Arc<dyn SpawnWrapper>> = wrappers.to_vec();
-    // SAFETY: the closure runs in the child between fork and exec, after std
-    // has put the slave on 0/1/2. It makes only async-signal-safe system
-    // calls (setsid, ioctl, signal) and the wrappers' steps, whose contract is to be
-    // async-signal-safe too; `last_os_error` reads errno without allocating.
-    #[allow(unsafe_code)]
-    unsafe {
-        command.pre_exec(move || {
-            // A new session without a controlling terminal, then the slave
-            // (our stdin) becomes its controlling terminal: Ctrl-C, job
-            // control and `/dev/tty` (sudo and ssh prompt there) all work.
-            if libc::setsid() < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            if libc::ioctl(0, libc::TIOCSCTTY, 0) < 0 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // std resets the mask and SIGPIPE, not what the host ignores:
-            // Ctrl-C must interrupt even under a server started with
-            // SIGINT ignored (an ignored signal is inherited across exec,
-            // and bash passes it on to what it runs).
-            for signal in DEFAULT_SIGNALS {
-                libc::signal(signal, libc::SIG_DFL);
-            }
-            for wrapper in &wrappers {
-                wrapper.pre_exec()?;
-            }
-            Ok(())
-        });
-    }
-    let child = command.spawn().map_err(&spawn_error)?;
-    // Dropping `Child` neither waits nor kills: the job watches and reaps
-    // the process through its pid (see `RootProcess`).
-    Ok(child.id())
+    let terminal = pty.slave.try_clone().map_err(|source| ExecError::Spawn {
+        program: launch
+            .argv
+            .first()
+            .map(|program| program.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        source,
+    })?;
+    let spawned = crate::spawn::launch(
+        launch,
+        wrappers,
+        crate::spawn::ChildIo {
+            stdin_pipe: false,
+            stdout: crate::spawn::Sink::Null,
+            stderr: crate::spawn::Sink::Null,
+            extra: Vec::new(),
+            terminal: Some(terminal),
+        },
+        Some(marker),
+    )?;
+    Ok(spawned.root.release())
 }
 
 #[cfg(test)]

@@ -50,7 +50,7 @@ pub const KEPT_CAPABILITIES: &[u32] = &[
 #[derive(Debug)]
 pub struct ChildSteps {
     pub realm: Realm,
-    pub mounts: RealmMounts,
+    pub mounts: std::sync::Arc<RealmMounts>,
     pub drop_capabilities: bool,
     pub ruleset: OwnedFd,
     pub filters: Filters,

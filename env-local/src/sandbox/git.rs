@@ -39,7 +39,49 @@ pub fn protected_paths(workspace: &Path) -> Vec<(PathBuf, Protection)> {
     }
     paths.push((dot_git.clone(), Protection::Anchor));
     push_git_dir(&mut paths, &dot_git, true);
+    // The `.git` files of its linked worktrees and submodules that lie in
+    // the workspace: each names the git directory it uses.
+    for checkout in checkouts(workspace, &dot_git) {
+        paths.push((checkout, Protection::ReadOnly));
+    }
     paths
+}
+
+/// The `.git` files in `workspace` of the linked worktrees of `git_dir`
+/// (each `worktrees/<name>/gitdir` names one) and of the submodules that
+/// `.gitmodules` lists.
+fn checkouts(workspace: &Path, git_dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(git_dir.join("worktrees")) {
+        for entry in entries.flatten() {
+            if let Ok(text) = std::fs::read_to_string(entry.path().join("gitdir")) {
+                let path = PathBuf::from(text.trim());
+                if path.is_absolute() && path.starts_with(workspace) {
+                    found.push(path);
+                }
+            }
+        }
+    }
+    if let Ok(text) = std::fs::read_to_string(workspace.join(".gitmodules")) {
+        for line in text.lines() {
+            let Some((key, value)) = line.split_once('=') else {
+                continue;
+            };
+            if key.trim().eq_ignore_ascii_case("path") {
+                let relative = Path::new(value.trim());
+                if relative.is_relative()
+                    && !relative
+                        .components()
+                        .any(|part| matches!(part, std::path::Component::ParentDir))
+                {
+                    found.push(workspace.join(relative).join(".git"));
+                }
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
+    found
 }
 
 /// A git directory's hooks and control files, then, recursively, those of

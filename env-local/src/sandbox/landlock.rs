@@ -1,7 +1,13 @@
 //! The Landlock ruleset: read and execute everywhere, write only beneath
-//! the writable roots, no signals to processes outside the sandbox. Built
-//! once in the parent; the child only calls `landlock_restrict_self` on the
-//! ruleset's file descriptor.
+//! the writable roots. Built once in the parent; the child only calls
+//! `landlock_restrict_self` on the ruleset's file descriptor.
+//!
+//! Signals are not scoped by Landlock: every launch makes a domain of its
+//! own, and a scope would stop a call from signalling the background job
+//! an earlier call started (`kill -TERM -- -PID`, what the model is told).
+//! The realm's pid namespace is what keeps signals in: no process outside
+//! it has a pid a command can name, and its init ignores what it has no
+//! handler for.
 
 // System calls the standard library does not wrap; each block says why it
 // is sound.
@@ -12,7 +18,7 @@ use std::path::PathBuf;
 
 use landlock::{
     ABI, Access, AccessFs, BitFlags, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
-    Scope, path_beneath_rules,
+    path_beneath_rules,
 };
 
 use crate::error::Error;
@@ -69,7 +75,6 @@ pub fn build(writable: &[PathBuf]) -> Result<OwnedFd, Error> {
     let root = PathFd::new("/").map_err(|error| setup(&error))?;
     let created = Ruleset::default()
         .handle_access(AccessFs::from_all(TARGET_ABI))
-        .and_then(|ruleset| ruleset.scope(Scope::Signal))
         .and_then(Ruleset::create)
         .and_then(|ruleset| ruleset.add_rule(PathBeneath::new(root, read_access())))
         .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(writable, write_access())))

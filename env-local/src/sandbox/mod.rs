@@ -7,7 +7,8 @@
 //! and with the network off a network namespace with only a loopback.
 //! Reads anywhere; writes only beneath the writable roots (Landlock); the
 //! system calls that would undo the rest denied (seccomp); no signal or
-//! `ptrace` to processes outside (Landlock scopes); root keeps only the
+//! `ptrace` to processes outside (none has a pid a command can name); root
+//! keeps only the
 //! capabilities a build uses. All of it is inherited by whatever the
 //! command starts, setsid escapees included, and everything left in the
 //! realm dies with it.
@@ -25,6 +26,7 @@
 mod child;
 mod config;
 mod git;
+mod git_audit;
 mod landlock;
 mod mounts;
 mod namespaces;
@@ -32,6 +34,7 @@ mod paths;
 mod probe;
 mod realm;
 mod seccomp;
+mod watch;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -64,6 +67,9 @@ pub struct Sandbox {
     steps: ChildSteps,
     root: bool,
     spawners: std::sync::Mutex<Spawners>,
+    /// What commands write in the workspace that the mounts could not
+    /// protect in advance (workspace-write only).
+    watch: Option<Arc<watch::Watcher>>,
 }
 
 /// The spawner threads: up to one per CPU (see [`pick`]).
@@ -219,9 +225,30 @@ impl Sandbox {
                 })
             })
             .collect::<Result<Vec<_>, Error>>()?;
+        let listed: Box<dyn Fn() -> Vec<(PathBuf, mounts::Protection)> + Send + Sync> =
+            if config.mode == SandboxMode::WorkspaceWrite {
+                let workspace = workspace.clone();
+                let extra = layout.extra_protected.clone();
+                Box::new(move || {
+                    let mut paths = vec![(workspace.clone(), mounts::Protection::Anchor)];
+                    paths.extend(git::protected_paths(&workspace));
+                    paths.extend(extra.iter().cloned());
+                    paths
+                })
+            } else {
+                Box::new(Vec::new)
+            };
+        let mounts = Arc::new(RealmMounts::new(protected_entries, listed));
+        let watch = (config.mode == SandboxMode::WorkspaceWrite).then(|| {
+            let mounts = Arc::clone(&mounts);
+            watch::Watcher::start(
+                &workspace,
+                Arc::new(move |path: &Path| mounts.is_protected(path)),
+            )
+        });
         let steps = ChildSteps {
             realm,
-            mounts: RealmMounts::new(protected_entries),
+            mounts,
             drop_capabilities: root,
             ruleset,
             filters: seccomp::Filters::build()?,
@@ -233,6 +260,7 @@ impl Sandbox {
             steps,
             root,
             spawners: std::sync::Mutex::default(),
+            watch,
         }))
     }
 
@@ -329,14 +357,10 @@ impl Sandbox {
              processes invisible); what is left when a command's tree ends is killed\n",
         );
         text.push_str("ipc: a namespace of its own (SysV shared memory, semaphores, queues)\n");
-        text.push_str(&format!(
-            "signals and ptrace: {}\n",
-            if landlock::abi_version() >= 6 {
-                "only to processes inside the sandbox"
-            } else {
-                "kill of outside processes NOT blocked (Landlock ABI < 6)"
-            }
-        ));
+        text.push_str(
+            "signals and ptrace: only to the sandbox's own processes (the pid namespace); \
+             ptrace only within one command's tree (Landlock)\n",
+        );
         if self.root {
             text.push_str(
                 "running as root: capabilities kept: chown, dac_override, dac_read_search, fowner, \
@@ -375,6 +399,20 @@ impl SpawnWrapper for Sandbox {
         Ok(())
     }
 
+    fn after_call(&self) -> Vec<String> {
+        // What a command may have made that must be protected from now on
+        // (a repository it created), then what it wrote that the mounts
+        // could not cover in advance.
+        let mut notes = Vec::new();
+        if let Err(error) = self.refresh() {
+            notes.push(format!("sandbox: {error}"));
+        }
+        if let Some(watch) = &self.watch {
+            notes.extend(watch.take_notes());
+        }
+        notes
+    }
+
     fn before_call(&self) -> Result<(), ExecError> {
         self.refresh().map_err(|error| ExecError::Other {
             message: error.to_string(),
@@ -399,6 +437,14 @@ impl SpawnWrapper for Sandbox {
 
     fn adopter(&self) -> Option<u32> {
         Some(self.realm_init())
+    }
+
+    fn inner_pid(&self, host_pid: u32) -> Option<u32> {
+        self.pid_inside(host_pid)
+    }
+
+    fn terminal_multiplexer(&self) -> Option<PathBuf> {
+        Some(self.steps.realm.inside(Path::new("/dev/pts/ptmx")))
     }
 
     fn spawner(&self) -> Option<Arc<Spawner>> {

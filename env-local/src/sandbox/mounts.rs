@@ -364,73 +364,138 @@ fn identity(path: &Path) -> Identity {
 
 /// The protected paths of a realm and the identities they were protected
 /// with.
-#[derive(Debug)]
 pub struct RealmMounts {
-    entries: Vec<Entry>,
-    protected: Mutex<Vec<Identity>>,
+    /// What to protect now: called at each refresh (a repository's
+    /// worktrees, submodules and checkouts come and go).
+    paths: Box<dyn Fn() -> Vec<(PathBuf, Protection)> + Send + Sync>,
+    protected: Mutex<Protected>,
+}
+
+impl std::fmt::Debug for RealmMounts {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("RealmMounts")
+            .finish_non_exhaustive()
+    }
+}
+
+/// Each protected path and its identity when it was last protected.
+#[derive(Debug, Default)]
+struct Protected {
+    entries: Vec<(Entry, Identity)>,
 }
 
 impl RealmMounts {
-    /// `entries` as the init protected them when the realm was made.
-    pub fn new(entries: Vec<Entry>) -> Self {
-        let protected = entries.iter().map(|entry| identity(&entry.path)).collect();
+    /// `entries` as the init protected them when the realm was made;
+    /// `paths` lists what to protect at each refresh.
+    pub fn new(
+        entries: Vec<Entry>,
+        paths: Box<dyn Fn() -> Vec<(PathBuf, Protection)> + Send + Sync>,
+    ) -> Self {
+        let entries = entries
+            .into_iter()
+            .map(|entry| {
+                let identity = identity(&entry.path);
+                (entry, identity)
+            })
+            .collect();
         Self {
-            entries,
-            protected: Mutex::new(protected),
+            paths,
+            protected: Mutex::new(Protected { entries }),
         }
     }
 
+    /// True when `path` is protected in the realm now: then no command
+    /// wrote it, and a change comes from outside (the user's own git).
+    pub fn is_protected(&self, path: &Path) -> bool {
+        self.protected.lock().is_ok_and(|protected| {
+            protected
+                .entries
+                .iter()
+                .any(|(entry, identity)| entry.path == path && identity.is_some())
+        })
+    }
+
     /// Protects again, in the realm, every path that was replaced, created
-    /// or removed on the host since it was protected (see the module
-    /// documentation). Cheap when nothing changed: one `lstat` per path.
+    /// or removed on the host since it was protected, and every path newly
+    /// listed (see the module documentation). Cheap when nothing changed:
+    /// one `lstat` per path.
     pub fn refresh(&self, realm: &Realm) -> Result<(), Error> {
-        let now: Vec<Identity> = self
-            .entries
-            .iter()
-            .map(|entry| identity(&entry.path))
-            .collect();
+        let listed = (self.paths)();
         let mut protected = self.protected.lock().map_err(|_| Error::SandboxSetup {
             step: "refreshing the sandbox's protected paths".to_owned(),
             source: std::io::Error::other("a launch panicked while holding the lock"),
         })?;
-        if *protected == now {
+        let unchanged = listed.len() == protected.entries.len()
+            && listed.iter().zip(&protected.entries).all(
+                |((path, protection), (entry, before))| {
+                    *path == entry.path
+                        && *protection == entry.protection
+                        && identity(path) == *before
+                },
+            );
+        if unchanged {
             return Ok(());
         }
-        // The changed entries, and everything inside an anchor made again
-        // (a `.git` replaced: what was bound inside the old one is gone).
-        let renewed: Vec<&Path> = self
-            .entries
+        let mut entries = Vec::with_capacity(listed.len());
+        for (path, protection) in listed {
+            let before = protected
+                .entries
+                .iter()
+                .find(|(entry, _)| entry.path == path)
+                .map(|(_, identity)| *identity);
+            entries.push((
+                Entry {
+                    c_path: c_path(&path)?,
+                    path,
+                    protection,
+                },
+                before.flatten(),
+            ));
+        }
+        // The changed entries (and new ones), and everything inside an
+        // anchor made again (a `.git` replaced: what was bound inside the
+        // old one is gone).
+        let now: Vec<Identity> = entries
             .iter()
-            .zip(protected.iter().zip(&now))
-            .filter(|(entry, (before, after))| {
-                entry.protection == Protection::Anchor && before != after
-            })
-            .map(|(entry, _)| entry.path.as_path())
+            .map(|(entry, _)| identity(&entry.path))
             .collect();
-        let changed: Vec<&Entry> = self
-            .entries
+        let renewed: Vec<PathBuf> = entries
             .iter()
-            .zip(protected.iter().zip(&now))
-            .filter(|(entry, (before, after))| {
-                before != after || renewed.iter().any(|anchor| entry.path.starts_with(anchor))
+            .zip(&now)
+            .filter(|((entry, before), after)| {
+                entry.protection == Protection::Anchor && before != *after
             })
-            .map(|(entry, _)| entry)
-            .filter(|entry| entry.path.exists())
+            .map(|((entry, _), _)| entry.path.clone())
             .collect();
-        in_namespaces(realm.user.as_ref(), &realm.mount, || {
-            for entry in &changed {
-                protect(entry)?;
-            }
-            Ok(())
-        })
-        .map_err(|source| Error::SandboxSetup {
-            step: "protecting paths that changed in the sandbox".to_owned(),
-            source,
-        })?;
-        *protected = self
-            .entries
+        let changed: Vec<&Entry> = entries
             .iter()
-            .map(|entry| identity(&entry.path))
+            .zip(&now)
+            .filter(|((entry, before), after)| {
+                after.is_some()
+                    && (before != *after
+                        || renewed.iter().any(|anchor| entry.path.starts_with(anchor)))
+            })
+            .map(|((entry, _), _)| entry)
+            .collect();
+        if !changed.is_empty() {
+            in_namespaces(realm.user.as_ref(), &realm.mount, || {
+                for entry in &changed {
+                    protect(entry)?;
+                }
+                Ok(())
+            })
+            .map_err(|source| Error::SandboxSetup {
+                step: "protecting paths that changed in the sandbox".to_owned(),
+                source,
+            })?;
+        }
+        protected.entries = entries
+            .into_iter()
+            .map(|(entry, _)| {
+                let identity = identity(&entry.path);
+                (entry, identity)
+            })
             .collect();
         Ok(())
     }

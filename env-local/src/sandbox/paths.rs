@@ -63,6 +63,8 @@ pub struct Layout {
     pub landlock_inside: Vec<PathBuf>,
     /// Protected paths, in order (anchors before what lies inside).
     pub protected: Vec<(PathBuf, Protection)>,
+    /// The configured extra protected paths (part of `protected`).
+    pub extra_protected: Vec<(PathBuf, Protection)>,
     /// Private tmpfs covers, outermost first.
     pub covers: Vec<CoverLayout>,
     /// `/tmp` is the realm's own (read-only mode).
@@ -192,11 +194,13 @@ impl Layout {
         }
         // The extra protected paths matter only where something is
         // writable; elsewhere Landlock already refuses.
+        let mut extra_protected = Vec::new();
         for path in config.protected.iter().map(|path| canonical(path)) {
             if roots.iter().any(|root| path.starts_with(root))
                 && !protected.iter().any(|(known, _)| *known == path)
             {
-                protected.push((path, Protection::ReadOnly));
+                protected.push((path.clone(), Protection::ReadOnly));
+                extra_protected.push((path, Protection::ReadOnly));
             }
         }
         let covers = covers(&workspace, &roots, state, private_tmp);
@@ -205,6 +209,7 @@ impl Layout {
             landlock,
             landlock_inside,
             protected,
+            extra_protected,
             covers,
             private_tmp,
         }

@@ -25,7 +25,9 @@
 //! dropped the sandbox or died). A kept realm (jobs that outlive the
 //! process that started them) lives on after that until nothing else is
 //! left inside. The init is not confined itself: it runs no code of the
-//! commands, and they cannot signal or trace it (Landlock scopes).
+//! commands; they cannot trace it (Landlock allows `ptrace` only within a
+//! command's own domain), and as pid 1 it ignores every signal sent from
+//! inside that it has no handler for (SIGKILL included).
 
 // System calls the standard library does not wrap; each block says why it
 // is sound.

@@ -3,9 +3,10 @@
 //! fail with `EPERM`. Assembled once in the parent; the child installs it
 //! with one system call.
 //!
-//! `ptrace` and `kill` are left to Landlock, which scopes them to the
-//! sandbox (a debugger inside works on its own children; nothing outside
-//! can be traced or signalled).
+//! `ptrace` and `kill` are left to the realm's pid namespace (nothing
+//! outside has a pid a command can name) and to Landlock, which keeps
+//! `ptrace` within a command's own tree (a debugger inside works on its own
+//! children).
 //!
 //! The program is written by hand rather than generated (seccompiler): the
 //! kernel caches the verdict of every system call whose path through the

@@ -172,6 +172,7 @@ impl Session {
         }
         CallPipes::finish(output);
         let output = output.finish();
+        notes.extend(crate::wrap::after_call(&inner.config.local.wrappers));
         notes.extend(log.truncation_note());
         state.pipes = Some(pipes);
         let state = &mut *state;

@@ -111,7 +111,7 @@ const REQUEST_WIDTH: usize = KEY_AT + KEY_DIGITS + 1;
 /// spaces between them.
 fn request_line(kind: &str, key: &str) -> String {
     debug_assert_eq!(kind.len(), KIND_WIDTH);
-    let mut line = format!("{kind:<width$}", width = KEY_AT);
+    let mut line = format!("{kind:<KEY_AT$}");
     line.push_str(key);
     line.push('\n');
     debug_assert_eq!(line.len(), REQUEST_WIDTH);

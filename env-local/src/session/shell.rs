@@ -110,6 +110,7 @@ impl Shell {
                 stdout: Sink::Null,
                 stderr: Sink::Null,
                 extra: Vec::new(),
+                terminal: None,
             },
             None,
         )

@@ -26,5 +26,5 @@ pub fn start_job(
         &call_env,
         &marker,
     );
-    InteractiveJob::start(&launch, &[], marker, options).expect("job starts")
+    InteractiveJob::start(launch, &[], marker, options).expect("job starts")
 }

@@ -1,0 +1,433 @@
+//! Watching the workspace for what a sandboxed command writes that the
+//! read-only mounts cannot cover in advance (see `git_audit.rs`): new
+//! repositories, new git control files, and writes to files with several
+//! hard links.
+//!
+//! One inotify instance per sandbox watches every directory of the
+//! workspace (but the big generated ones: `node_modules`, `target`,
+//! virtual environments, caches; and inside a git directory only the
+//! directory itself, `hooks/`, `worktrees/` and `modules/`). A thread of
+//! its own handles events as they come, so a dangerous file is moved aside
+//! within milliseconds, also when a background job writes it; a call takes
+//! what was found meanwhile into its notes ([`Watcher::take_notes`]), after
+//! handling whatever is still queued. When the kernel's queue overflows, or
+//! no inotify instance can be had, the whole tree is checked instead.
+
+use std::collections::HashMap;
+use std::os::fd::{AsFd as _, AsRawFd as _};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
+
+use super::git::looks_like_git_dir;
+use super::git_audit::{Finding, QUARANTINE_SUFFIX, audit, control_files};
+
+/// Directories not descended into: generated trees, often huge, that no
+/// one runs git in (a repository planted there is not checked).
+const SKIPPED: &[&str] = &[
+    "node_modules",
+    "target",
+    ".venv",
+    "venv",
+    "__pycache__",
+    ".tox",
+    ".mypy_cache",
+    ".pytest_cache",
+    ".gradle",
+];
+
+/// Inside a git directory, only these are watched.
+const GIT_DIR_PARTS: &[&str] = &["hooks", "worktrees", "modules"];
+
+/// Directories watched per workspace at most; beyond, the rest of the tree
+/// is checked only when the queue overflows.
+const MAX_WATCHES: usize = 50_000;
+
+/// Whether a path is one the sandbox protects already (then changes to it
+/// come from outside, the user's own git, and are not audited).
+pub type Protected = Arc<dyn Fn(&Path) -> bool + Send + Sync>;
+
+/// The watcher of one workspace.
+pub struct Watcher {
+    workspace: PathBuf,
+    inotify: Option<Inotify>,
+    state: Mutex<State>,
+    protected: Protected,
+    stop: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for Watcher {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Watcher")
+            .field("workspace", &self.workspace)
+            .field("inotify", &self.inotify.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Default)]
+struct State {
+    dirs: HashMap<WatchDescriptor, PathBuf>,
+    notes: Vec<String>,
+    /// Some directory was left unwatched (the cap): check the tree at each
+    /// call's end.
+    incomplete: bool,
+}
+
+impl Watcher {
+    /// Starts watching `workspace`; `protected` tells which paths the
+    /// sandbox keeps read-only already.
+    pub fn start(workspace: &Path, protected: Protected) -> Arc<Self> {
+        let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok();
+        let watcher = Arc::new(Self {
+            workspace: workspace.to_path_buf(),
+            inotify,
+            state: Mutex::new(State::default()),
+            protected,
+            stop: Arc::new(AtomicBool::new(false)),
+        });
+        {
+            let mut state = watcher.lock();
+            if watcher.inotify.is_some() {
+                watcher.add_tree(&mut state, workspace, false);
+            } else {
+                state.incomplete = true;
+            }
+        }
+        if watcher.inotify.is_some() {
+            let weak = Arc::downgrade(&watcher);
+            let stop = Arc::clone(&watcher.stop);
+            let _ = std::thread::Builder::new()
+                .name("bashtool-watch".to_owned())
+                .stack_size(256 * 1024)
+                .spawn(move || watch_loop(&weak, &stop));
+        }
+        watcher
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Handles what is queued, then returns the notes found since the last
+    /// call took them (and clears them).
+    pub fn take_notes(&self) -> Vec<String> {
+        let mut state = self.lock();
+        self.drain(&mut state);
+        if state.incomplete {
+            self.check_tree(&mut state);
+        }
+        std::mem::take(&mut state.notes)
+    }
+
+    /// Reads and handles every queued event (non-blocking).
+    fn drain(&self, state: &mut State) {
+        let Some(inotify) = &self.inotify else {
+            return;
+        };
+        loop {
+            let events = match inotify.read_events() {
+                Ok(events) if !events.is_empty() => events,
+                _ => return,
+            };
+            for event in events {
+                if event.mask.contains(AddWatchFlags::IN_Q_OVERFLOW) {
+                    self.check_tree(state);
+                    continue;
+                }
+                if event.mask.contains(AddWatchFlags::IN_IGNORED) {
+                    state.dirs.remove(&event.wd);
+                    continue;
+                }
+                let (Some(dir), Some(name)) = (state.dirs.get(&event.wd).cloned(), event.name)
+                else {
+                    continue;
+                };
+                let path = dir.join(&name);
+                self.handle(state, &dir, &path, event.mask);
+            }
+        }
+    }
+
+    fn handle(&self, state: &mut State, dir: &Path, path: &Path, mask: AddWatchFlags) {
+        let name = path
+            .file_name()
+            .and_then(|name| name.to_str())
+            .unwrap_or("");
+        if name.ends_with(QUARANTINE_SUFFIX) {
+            return;
+        }
+        let arrived = mask.intersects(AddWatchFlags::IN_CREATE | AddWatchFlags::IN_MOVED_TO);
+        let written = mask.intersects(AddWatchFlags::IN_CLOSE_WRITE | AddWatchFlags::IN_MOVED_TO);
+        if mask.contains(AddWatchFlags::IN_ISDIR) {
+            let watched =
+                !SKIPPED.contains(&name) && (!is_git_dir(dir) || GIT_DIR_PARTS.contains(&name));
+            if arrived && watched {
+                // A directory made or moved in: watch it, and check what
+                // it brought (a repository moved in whole).
+                self.add_tree(state, path, true);
+            }
+            return;
+        }
+        let in_git_dir = is_git_dir(dir);
+        let in_hooks = dir.file_name().and_then(|name| name.to_str()) == Some("hooks")
+            && dir.parent().is_some_and(is_git_dir);
+        let control = (in_git_dir && matches!(name, "config" | "config.worktree" | "commondir"))
+            || (in_hooks && (arrived || written))
+            || name == ".git";
+        if control && (arrived || written) {
+            self.audit_one(state, path);
+            return;
+        }
+        if mask.contains(AddWatchFlags::IN_CLOSE_WRITE) {
+            note_hard_links(state, path);
+        }
+    }
+
+    fn audit_one(&self, state: &mut State, path: &Path) {
+        if (self.protected)(path) {
+            return;
+        }
+        match audit(path, &self.workspace) {
+            // git's own sample hooks, which it never runs: not worth a note.
+            Some(Finding::Harmless { path })
+                if path.extension().and_then(|extension| extension.to_str()) == Some("sample") => {}
+            Some(finding) => state.notes.push(finding.note(&self.workspace)),
+            None => {}
+        }
+    }
+
+    /// Watches `root` and the directories below it; with `check`, also
+    /// audits the git files found there (a tree that arrived whole).
+    fn add_tree(&self, state: &mut State, root: &Path, check: bool) {
+        let Some(inotify) = &self.inotify else {
+            return;
+        };
+        let flags = AddWatchFlags::IN_CREATE
+            | AddWatchFlags::IN_MOVED_TO
+            | AddWatchFlags::IN_CLOSE_WRITE
+            | AddWatchFlags::IN_ONLYDIR
+            | AddWatchFlags::IN_DONT_FOLLOW;
+        let mut pending = vec![root.to_path_buf()];
+        while let Some(dir) = pending.pop() {
+            if state.dirs.len() >= MAX_WATCHES {
+                state.incomplete = true;
+                return;
+            }
+            // Watch first, then list: what arrives in between is seen
+            // twice at worst, never missed.
+            if let Ok(descriptor) = inotify.add_watch(&dir, flags) {
+                state.dirs.insert(descriptor, dir.clone());
+            }
+            let git_dir = is_git_dir(&dir);
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                let path = entry.path();
+                if check
+                    && (name == ".git"
+                        || (git_dir
+                            && matches!(&*name, "config" | "config.worktree" | "commondir"))
+                        || dir.file_name().and_then(|name| name.to_str()) == Some("hooks"))
+                {
+                    if name == ".git" && kind.is_dir() {
+                        for file in control_files(&path) {
+                            self.audit_one(state, &file);
+                        }
+                    } else if !kind.is_dir() {
+                        self.audit_one(state, &path);
+                    }
+                }
+                if !kind.is_dir() || SKIPPED.contains(&&*name) {
+                    continue;
+                }
+                if git_dir && !GIT_DIR_PARTS.contains(&&*name) {
+                    continue;
+                }
+                pending.push(path);
+            }
+        }
+    }
+
+    /// Checks every git file of the tree (the queue overflowed, or not
+    /// every directory could be watched): what is dangerous is moved aside.
+    fn check_tree(&self, state: &mut State) {
+        let mut pending = vec![self.workspace.clone()];
+        let mut seen = 0usize;
+        while let Some(dir) = pending.pop() {
+            seen += 1;
+            if seen > MAX_WATCHES * 4 {
+                break;
+            }
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                let path = entry.path();
+                if name == ".git" {
+                    let files = if kind.is_dir() {
+                        control_files(&path)
+                    } else {
+                        vec![path.clone()]
+                    };
+                    for file in files {
+                        if (self.protected)(&file) {
+                            continue;
+                        }
+                        // Harmless files are not named: this is not one
+                        // call's doing.
+                        if let Some(finding) = audit(&file, &self.workspace)
+                            && !matches!(finding, Finding::Harmless { .. })
+                        {
+                            state.notes.push(finding.note(&self.workspace));
+                        }
+                    }
+                    continue;
+                }
+                if kind.is_dir() && !SKIPPED.contains(&&*name) {
+                    pending.push(path);
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Watcher {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+    }
+}
+
+/// A git directory: named `.git`, or one git accepts (HEAD and objects),
+/// or a linked worktree's or submodule's (under `worktrees/` or
+/// `modules/` of one).
+fn is_git_dir(dir: &Path) -> bool {
+    dir.file_name().and_then(|name| name.to_str()) == Some(".git")
+        || looks_like_git_dir(dir)
+        || dir
+            .ancestors()
+            .skip(1)
+            .any(|ancestor| ancestor.file_name().and_then(|name| name.to_str()) == Some(".git"))
+            && dir
+                .parent()
+                .and_then(|parent| parent.file_name())
+                .and_then(|name| name.to_str())
+                .is_some_and(|name| name == "worktrees" || name == "modules")
+}
+
+/// A file written through one of several names: the write changed the file
+/// under every name, which may lie outside the writable roots.
+fn note_hard_links(state: &mut State, path: &Path) {
+    use std::os::unix::fs::MetadataExt as _;
+    let Ok(metadata) = std::fs::symlink_metadata(path) else {
+        return;
+    };
+    if metadata.is_file() && metadata.nlink() > 1 {
+        state.notes.push(format!(
+            "sandbox: the command wrote {}, a file with {} hard links: the same file under its \
+             other names changed too, and they may lie outside the writable directories (package \
+             stores such as pnpm's and uv's link files so)",
+            path.display(),
+            metadata.nlink()
+        ));
+    }
+}
+
+/// The watcher's thread: waits for events, then handles them under the
+/// lock; ends when the watcher is dropped.
+fn watch_loop(watcher: &std::sync::Weak<Watcher>, stop: &AtomicBool) {
+    loop {
+        if stop.load(Ordering::Acquire) {
+            return;
+        }
+        let Some(strong) = watcher.upgrade() else {
+            return;
+        };
+        let Some(inotify) = &strong.inotify else {
+            return;
+        };
+        let mut poll = libc::pollfd {
+            fd: inotify.as_fd().as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        drop(strong);
+        // A timeout so that a dropped watcher is noticed.
+        // SAFETY: poll on one pollfd on the stack; the descriptor stays
+        // open while the watcher lives, and a closed one makes poll return.
+        #[allow(unsafe_code)]
+        let ready = unsafe { libc::poll(&raw mut poll, 1, 500) };
+        if ready > 0
+            && let Some(strong) = watcher.upgrade()
+        {
+            let mut state = strong.lock();
+            strong.drain(&mut state);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn never_protected() -> Protected {
+        Arc::new(|_: &Path| false)
+    }
+
+    #[test]
+    fn a_repository_made_after_the_start_has_its_dangerous_config_moved_aside() {
+        let root = tempfile::tempdir().expect("temp dir");
+        let workspace = root.path().canonicalize().expect("canonical");
+        let watcher = Watcher::start(&workspace, never_protected());
+        let git = workspace.join("deep/er/sub/.git");
+        std::fs::create_dir_all(git.join("hooks")).expect("hooks");
+        std::fs::create_dir_all(git.join("objects")).expect("objects");
+        std::fs::write(git.join("HEAD"), "ref: refs/heads/main\n").expect("HEAD");
+        std::fs::write(git.join("config"), "[core]\n\tfsmonitor = evil\n").expect("config");
+        let notes = watcher.take_notes();
+        assert!(!git.join("config").exists(), "{notes:?}");
+        assert!(git.join("config.bashtool-quarantine").exists());
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].contains("deep/er/sub/.git/config (it sets core.fsmonitor)"),
+            "{notes:?}"
+        );
+        assert!(watcher.take_notes().is_empty());
+    }
+
+    #[test]
+    fn a_write_to_a_file_with_two_names_is_noted() {
+        let root = tempfile::tempdir().expect("temp dir");
+        let workspace = root.path().canonicalize().expect("canonical");
+        let other = root.path().join("other-name");
+        std::fs::write(&other, "a").expect("file");
+        let inside = workspace.join("inside");
+        std::fs::create_dir(&inside).expect("dir");
+        std::fs::hard_link(&other, inside.join("linked")).expect("link");
+        let watcher = Watcher::start(&inside, never_protected());
+        std::fs::write(inside.join("linked"), "b").expect("write");
+        std::fs::write(inside.join("single"), "c").expect("write");
+        let notes = watcher.take_notes();
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].contains("linked, a file with 2 hard links"),
+            "{notes:?}"
+        );
+    }
+}
