@@ -24,7 +24,7 @@ const CONTAINER: &str = "bashtool-remote-test";
 /// Programs the scenarios use, as busybox applets.
 const APPLETS: &[&str] = &[
     "sh", "sleep", "cat", "seq", "setsid", "kill", "mkdir", "echo", "printf", "true", "false",
-    "ls", "test", "tail",
+    "ls", "test", "tail", "stat",
 ];
 
 /// The daemon and its temp dir: stopped, unmounted and removed on drop.

@@ -174,12 +174,9 @@ impl Watcher {
             }
             return;
         }
-        let in_git_dir = is_git_dir(dir);
         let in_hooks = dir.file_name().and_then(|name| name.to_str()) == Some("hooks")
             && dir.parent().is_some_and(is_git_dir);
-        let control = (in_git_dir && matches!(name, "config" | "config.worktree" | "commondir"))
-            || (in_hooks && (arrived || written))
-            || name == ".git";
+        let control = is_control_file(dir, name) || in_hooks || name == ".git";
         if control && (arrived || written) {
             self.audit_one(state, path);
             return;
@@ -237,8 +234,7 @@ impl Watcher {
                 let path = entry.path();
                 if check
                     && (name == ".git"
-                        || (git_dir
-                            && matches!(&*name, "config" | "config.worktree" | "commondir"))
+                        || is_control_file(&dir, &name)
                         || dir.file_name().and_then(|name| name.to_str()) == Some("hooks"))
                 {
                     if name == ".git" && kind.is_dir() {
@@ -314,21 +310,31 @@ impl Drop for Watcher {
     }
 }
 
-/// A git directory: named `.git`, or one git accepts (HEAD and objects),
-/// or a linked worktree's or submodule's (under `worktrees/` or
-/// `modules/` of one).
+/// A git directory: named `.git`, one git accepts (HEAD and objects), or
+/// a linked worktree's (`worktrees/<name>` of one).
 fn is_git_dir(dir: &Path) -> bool {
-    dir.file_name().and_then(|name| name.to_str()) == Some(".git")
+    let name_of = |path: &Path| {
+        path.file_name()
+            .and_then(|name| name.to_str())
+            .map(str::to_owned)
+    };
+    name_of(dir).as_deref() == Some(".git")
         || looks_like_git_dir(dir)
-        || dir
-            .ancestors()
-            .skip(1)
-            .any(|ancestor| ancestor.file_name().and_then(|name| name.to_str()) == Some(".git"))
-            && dir
-                .parent()
-                .and_then(|parent| parent.file_name())
-                .and_then(|name| name.to_str())
-                .is_some_and(|name| name == "worktrees" || name == "modules")
+        || dir.parent().is_some_and(|parent| {
+            name_of(parent).as_deref() == Some("worktrees")
+                && parent.parent().is_some_and(is_git_dir)
+        })
+}
+
+/// A file that can redirect git or set what it runs: a `config`,
+/// `config.worktree` or `commondir` in a git directory, or below a `.git`
+/// (a submodule's git directory under `modules/` before its `HEAD` exists).
+fn is_control_file(dir: &Path, name: &str) -> bool {
+    matches!(name, "config" | "config.worktree" | "commondir")
+        && (is_git_dir(dir)
+            || dir.ancestors().any(|ancestor| {
+                ancestor.file_name().and_then(|name| name.to_str()) == Some(".git")
+            }))
 }
 
 /// A file written through one of several names: the write changed the file
