@@ -15,11 +15,16 @@
 //! Layout: `plain` passes a plain simple command without parsing; `guard`
 //! bounds nesting and runs the parser where the stack is large enough;
 //! `script` parses a script and walks its AST; `words` decodes a word into
-//! literal and expanded segments; `command` sees through wrappers and
-//! interpreters; `options` skips a program's own options; `rules` holds one
+//! literal and expanded segments (and the values a parameter's default
+//! may give it); `command` dispatches one simple command to interpreters,
+//! `wrappers` (which see through `sudo`, `flock`, `xargs`, ...), `find`
+//! (what `-exec` and `-delete` reach) and the rules; `options` skips a
+//! program's own options; `glob` matches shell patterns; `rules` holds one
 //! module per rule.
 
 mod command;
+mod find;
+mod glob;
 mod guard;
 mod nested;
 mod options;
@@ -27,6 +32,7 @@ mod plain;
 mod rules;
 mod script;
 mod words;
+mod wrappers;
 
 use serde::{Deserialize, Serialize};
 
