@@ -7,7 +7,7 @@ mod instructions;
 mod order;
 mod progress;
 mod server;
-mod stdio;
+pub mod stdio;
 pub mod tools;
 
 use std::path::PathBuf;
