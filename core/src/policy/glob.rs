@@ -2,7 +2,8 @@
 //! bracket expressions (`[.]`, `[!a]`, `[a-z]`, `[[:alpha:]]`) and, where
 //! the shell could have `extglob` on, `@(…)`, `?(…)`, `*(…)`, `+(…)` and
 //! `!(…)`. The rules ask whether a pattern can match a protected name
-//! (`.git`, `.`, `..`) or every name of a directory.
+//! (`.git`, `.`, `..`) or every name of a directory. Brace expansion
+//! (`{a,b}`), which comes before, is here too.
 
 use std::cell::Cell;
 
@@ -168,6 +169,66 @@ pub(crate) const ROOT_NAMES: &[&str] = &[
     "bin", "boot", "dev", "etc", "home", "lib", "lib64", "media", "mnt", "opt", "proc", "root",
     "run", "sbin", "srv", "sys", "tmp", "usr", "var",
 ];
+
+/// The words bash makes of unquoted `{a,b}` alternatives, in order; the word
+/// itself when it has none. Sequences (`{1..3}`) are left as they are.
+/// Past `limit` words, the rest stay unexpanded.
+pub(crate) fn brace_expansions(characters: &[PatternChar], limit: usize) -> Vec<Vec<PatternChar>> {
+    let mut done = Vec::new();
+    let mut pending = vec![characters.to_vec()];
+    while let Some(word) = pending.pop() {
+        if done.len() + pending.len() >= limit {
+            done.push(word);
+            continue;
+        }
+        match first_brace(&word) {
+            Some((open, commas, close)) => {
+                let mut bounds = vec![open];
+                bounds.extend(commas);
+                bounds.push(close);
+                // Pushed in reverse, so that they pop in order.
+                for pair in bounds.windows(2).rev() {
+                    let mut expanded = word[..open].to_vec();
+                    expanded.extend_from_slice(&word[pair[0] + 1..pair[1]]);
+                    expanded.extend_from_slice(&word[close + 1..]);
+                    pending.push(expanded);
+                }
+            }
+            None => done.push(word),
+        }
+    }
+    done
+}
+
+/// The first unquoted `{` whose matching `}` encloses at least one comma at
+/// its own level: its index, the commas' and the `}`'s.
+fn first_brace(word: &[PatternChar]) -> Option<(usize, Vec<usize>, usize)> {
+    for open in 0..word.len() {
+        if !word[open].unquoted || word[open].value != '{' {
+            continue;
+        }
+        let mut depth = 0;
+        let mut commas = Vec::new();
+        for (index, character) in word.iter().enumerate().skip(open + 1) {
+            if !character.unquoted {
+                continue;
+            }
+            match character.value {
+                '{' => depth += 1,
+                '}' if depth == 0 => {
+                    if commas.is_empty() {
+                        break;
+                    }
+                    return Some((open, commas, index));
+                }
+                '}' => depth -= 1,
+                ',' if depth == 0 => commas.push(index),
+                _ => {}
+            }
+        }
+    }
+    None
+}
 
 struct Parser<'a> {
     characters: &'a [PatternChar],

@@ -374,6 +374,9 @@ impl Decoder<'_> {
                 let raw = self.source(piece);
                 if prints_working_directory(code) {
                     self.segments.push(Segment::WorkingDir { raw });
+                } else if prints_git_directory(code) {
+                    // Its output is `.git`, or a path that ends in it.
+                    self.push_literal(".git", true);
                 } else {
                     self.segments.push(Segment::Dynamic { raw });
                 }
@@ -439,6 +442,19 @@ fn prints_working_directory(code: &str) -> bool {
         ["git", "rev-parse", "--show-toplevel"] => true,
         _ => false,
     }
+}
+
+/// `git rev-parse --git-dir` (or `--absolute-git-dir`, `--git-common-dir`):
+/// code whose output is the repository's `.git`.
+fn prints_git_directory(code: &str) -> bool {
+    matches!(
+        code.split_whitespace().collect::<Vec<_>>().as_slice(),
+        [
+            "git",
+            "rev-parse",
+            "--git-dir" | "--absolute-git-dir" | "--git-common-dir"
+        ]
+    )
 }
 
 /// The word a parameter expansion may use instead of the variable's value.

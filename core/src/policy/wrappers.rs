@@ -50,7 +50,14 @@ pub(crate) fn peel<'a>(name: &str, rest: &'a [Word], stdin: &Stdin) -> Option<Pe
         }
         "builtin" | "nohup" | "setsid" | "eatmydata" | "nocache" | "catchsegv" | "chronic"
         | "unbuffer" | "torsocks" | "valgrind" | "firejail" | "dbus-run-session" | "linux32"
-        | "linux64" => Command(options::parse(rest, &NO_VALUES).operands),
+        | "linux64" | "noglob" | "nocorrect" => Command(options::parse(rest, &NO_VALUES).operands),
+        "caffeinate" => Command(options::parse(rest, &CAFFEINATE).operands),
+        "cpulimit" => Command(options::parse(rest, &CPULIMIT).operands),
+        "tini" => Command(options::parse(rest, &TINI).operands),
+        "dumb-init" => Command(options::parse(rest, &DUMB_INIT).operands),
+        "chpst" => Command(options::parse(rest, &CHPST).operands),
+        // The first operand is a user, a directory or a time.
+        "gosu" | "su-exec" | "setuidgid" | "envdir" => after(rest, 1),
         "exec" => Command(options::parse(rest, &EXEC).operands),
         "nice" => Command(options::parse(rest, &NICE).operands),
         "ionice" => Command(options::parse(rest, &IONICE).operands),
@@ -227,6 +234,11 @@ const XVFB_RUN: OptionSpec = spec(
     ],
 );
 const PROXYCHAINS: OptionSpec = spec("f", &[]);
+const CAFFEINATE: OptionSpec = spec("tw", &[]);
+const CPULIMIT: OptionSpec = spec("lpe", &["limit", "pid", "exe", "cpu"]);
+const TINI: OptionSpec = spec("pe", &[]);
+const DUMB_INIT: OptionSpec = spec("r", &["rewrite"]);
+const CHPST: OptionSpec = spec("uUe/nlLmdofpcrt", &[]);
 const CGEXEC: OptionSpec = spec("g", &[]);
 const NUMACTL: OptionSpec = spec(
     "impNCP",
@@ -350,7 +362,7 @@ const XARGS: OptionSpec = spec(
     ],
 );
 const PARALLEL: OptionSpec = spec(
-    "jPSaIdEnNLCsX",
+    "jPSaIdEnNLCs",
     &[
         "jobs",
         "sshlogin",

@@ -1,13 +1,14 @@
 //! Blind `git add`: pathspecs that stage everything.
 
-use super::super::glob::{Glob, MatchOptions, PatternChar};
+use super::super::glob::{Glob, MatchOptions, PatternChar, brace_expansions};
 use super::super::words::{Segment, Word};
 
 /// `-A`/`--all` (alone or in a bundle such as `-Af`) with no pathspec, or
 /// any pathspec that may name the whole tree: `.`, `./`, `:/`, `:`, `*`,
-/// quoted or not (git expands pathspec globs itself), once `..` is
-/// resolved (`src/..`, `../*`), through a parameter's default
-/// (`${DIR:-.}`), or as the current directory (`$PWD`, `~+`).
+/// quoted or not (git expands pathspec globs itself), once braces are
+/// expanded (`{src,.}`) and `..` is resolved (`src/..`, `../*`), through a
+/// parameter's default (`${DIR:-.}`), or as the current directory (`$PWD`,
+/// `~+`).
 pub(crate) fn is_blind(args: &[Word]) -> bool {
     let mut all = false;
     let mut pathspecs = Vec::new();
@@ -35,13 +36,18 @@ pub(crate) fn is_blind(args: &[Word]) -> bool {
         pathspecs.push(arg);
     }
     let whole_tree = pathspecs.iter().any(|pathspec| {
-        pathspec
-            .alternatives()
-            .iter()
-            .any(|value| names_whole_tree(&characters(value)))
+        pathspec.alternatives().iter().any(|value| {
+            brace_expansions(&characters(value), MAX_BRACE_WORDS)
+                .iter()
+                .any(|expanded| names_whole_tree(expanded))
+        })
     });
     whole_tree || (all && pathspecs.is_empty())
 }
+
+/// Most words the brace expansion of one pathspec may produce before the
+/// rest is left unexpanded.
+const MAX_BRACE_WORDS: usize = 64;
 
 /// Stands for an expansion whose value is unknown.
 const PLACEHOLDER: char = '\u{1}';

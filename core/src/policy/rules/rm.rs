@@ -6,7 +6,9 @@
 //! it), `..` resolved (`./x/../..`), and each pattern (`.[g]it`, `*`)
 //! against what it could match.
 
-use super::super::glob::{Glob, Globbing, MatchOptions, ORDINARY_NAMES, PatternChar, ROOT_NAMES};
+use super::super::glob::{
+    Glob, Globbing, MatchOptions, ORDINARY_NAMES, PatternChar, ROOT_NAMES, brace_expansions,
+};
 use super::super::words::{Segment, Word};
 use super::super::{PolicyConfig, Rule, Violation};
 
@@ -65,6 +67,11 @@ pub(crate) fn is_critical_target(word: &Word, globbing: Globbing) -> bool {
         .any(|word| is_critical_value(word, globbing, brace_words))
 }
 
+/// Most words the brace expansions of one word may produce, over all its
+/// alternatives, before the rest is left unexpanded (`{a,b}{c,d}...` grows
+/// exponentially).
+const MAX_BRACE_WORDS: usize = 256;
+
 fn is_critical_value(word: &Word, globbing: Globbing, brace_words: usize) -> bool {
     if starts_at_home(word) {
         return true;
@@ -85,71 +92,6 @@ fn is_critical_value(word: &Word, globbing: Globbing, brace_words: usize) -> boo
     })
 }
 
-/// Most words the brace expansions of one word may produce, over all its
-/// alternatives, before the rest is left unexpanded (`{a,b}{c,d}...` grows
-/// exponentially).
-const MAX_BRACE_WORDS: usize = 256;
-
-/// The words bash makes of unquoted `{a,b}` alternatives, in order; the word
-/// itself when it has none. Sequences (`{1..3}`) are left as they are.
-/// Past `limit` words, the rest stay unexpanded.
-fn brace_expansions(characters: &[Character], limit: usize) -> Vec<Vec<Character>> {
-    let mut done = Vec::new();
-    let mut pending = vec![characters.to_vec()];
-    while let Some(word) = pending.pop() {
-        if done.len() + pending.len() >= limit {
-            done.push(word);
-            continue;
-        }
-        match first_brace(&word) {
-            Some((open, commas, close)) => {
-                let mut bounds = vec![open];
-                bounds.extend(commas);
-                bounds.push(close);
-                // Pushed in reverse, so that they pop in order.
-                for pair in bounds.windows(2).rev() {
-                    let mut expanded = word[..open].to_vec();
-                    expanded.extend_from_slice(&word[pair[0] + 1..pair[1]]);
-                    expanded.extend_from_slice(&word[close + 1..]);
-                    pending.push(expanded);
-                }
-            }
-            None => done.push(word),
-        }
-    }
-    done
-}
-
-/// The first unquoted `{` whose matching `}` encloses at least one comma at
-/// its own level: its index, the commas' and the `}`'s.
-fn first_brace(word: &[Character]) -> Option<(usize, Vec<usize>, usize)> {
-    for open in 0..word.len() {
-        if !word[open].unquoted || word[open].value != '{' {
-            continue;
-        }
-        let mut depth = 0;
-        let mut commas = Vec::new();
-        for (index, character) in word.iter().enumerate().skip(open + 1) {
-            if !character.unquoted {
-                continue;
-            }
-            match character.value {
-                '{' => depth += 1,
-                '}' if depth == 0 => {
-                    if commas.is_empty() {
-                        break;
-                    }
-                    return Some((open, commas, index));
-                }
-                '}' => depth -= 1,
-                ',' if depth == 0 => commas.push(index),
-                _ => {}
-            }
-        }
-    }
-    None
-}
-
 /// `~`, `~user`, `~/x`, `$HOME`, `${HOME}/x`, `"$HOME"`.
 fn starts_at_home(word: &Word) -> bool {
     match first_meaningful(word).map(|index| &word.segments[index]) {
@@ -167,31 +109,23 @@ fn first_meaningful(word: &Word) -> Option<usize> {
         .position(|segment| !matches!(segment, Segment::Literal { text, .. } if text.is_empty()))
 }
 
-/// One character of a word, and whether it was outside quotes (patterns
-/// and braces work only there).
-#[derive(Clone, Copy)]
-struct Character {
-    value: char,
-    unquoted: bool,
-}
-
 /// Stands for an expansion whose value is unknown.
 const PLACEHOLDER: char = '\u{1}';
 
 /// The word's characters with every expansion replaced: unguarded
 /// parameters by nothing (as if empty) when asked, the current directory
 /// at the start by `.`, anything else by a placeholder.
-fn characters(word: &Word, empty_parameters: bool) -> Vec<Character> {
+fn characters(word: &Word, empty_parameters: bool) -> Vec<PatternChar> {
     let first = first_meaningful(word);
     let mut characters = Vec::new();
     for (index, segment) in word.segments.iter().enumerate() {
-        let known = |value| Character {
+        let known = |value| PatternChar {
             value,
             unquoted: false,
         };
         match segment {
             Segment::Literal { text, quoted } => {
-                characters.extend(text.chars().map(|value| Character {
+                characters.extend(text.chars().map(|value| PatternChar {
                     value,
                     unquoted: !quoted,
                 }));
@@ -208,23 +142,16 @@ fn characters(word: &Word, empty_parameters: bool) -> Vec<Character> {
 }
 
 /// Path components, split on `/`.
-fn components(characters: &[Character]) -> Vec<&[Character]> {
+fn components(characters: &[PatternChar]) -> Vec<&[PatternChar]> {
     characters
         .split(|character| character.value == '/')
         .collect()
 }
 
-fn pattern(component: &[Character]) -> Glob {
-    let characters: Vec<PatternChar> = component
-        .iter()
-        .map(|character| PatternChar {
-            value: character.value,
-            unquoted: character.unquoted,
-        })
-        .collect();
+fn pattern(component: &[PatternChar]) -> Glob {
     // extglob may be on: `@(.git)` then matches `.git`; off, bash refuses
     // the word as a syntax error, so reading it as a pattern costs nothing.
-    Glob::parse(&characters, true)
+    Glob::parse(component, true)
 }
 
 fn options(globbing: Globbing) -> MatchOptions {
@@ -237,7 +164,7 @@ fn options(globbing: Globbing) -> MatchOptions {
 
 /// A component that is, or is a pattern that could match, `.git`: `.git`,
 /// `x/.git`, `.git/objects`, `.g*`, `.[g]it`, `[.]git`, `@(.git)`.
-fn has_git_component(characters: &[Character], globbing: Globbing) -> bool {
+fn has_git_component(characters: &[PatternChar], globbing: Globbing) -> bool {
     components(characters)
         .into_iter()
         .any(|component| pattern(component).matches(".git", options(globbing)))
@@ -253,7 +180,7 @@ enum Step {
     Down,
 }
 
-fn step(component: &[Character]) -> Step {
+fn step(component: &[PatternChar]) -> Step {
     let glob = pattern(component);
     let options = MatchOptions {
         explicit_leading_dot: true,
@@ -271,12 +198,12 @@ fn step(component: &[Character]) -> Step {
 /// The path, once `.` and `..` are resolved, is `/`, the current
 /// directory or one above it, or everything in one of them (`/*`, `*`,
 /// `../*`, `x/../..`, `./*/..`).
-fn is_critical_directory(characters: &[Character], globbing: Globbing) -> bool {
+fn is_critical_directory(characters: &[PatternChar], globbing: Globbing) -> bool {
     if characters.is_empty() {
         return false;
     }
     let absolute = characters[0].value == '/';
-    let mut kept: Vec<&[Character]> = Vec::new();
+    let mut kept: Vec<&[PatternChar]> = Vec::new();
     for component in components(characters) {
         match step(component) {
             Step::Stay => {}
