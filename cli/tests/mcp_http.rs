@@ -272,6 +272,8 @@ async fn requests_without_the_token_or_from_a_foreign_origin_are_refused() {
         missing.headers()["www-authenticate"],
         "Bearer realm=\"bashtool\""
     );
+    // A refused peer keeps no connection open.
+    assert_eq!(missing.headers()["connection"], "close");
     let wrong = server
         .post(&[("authorization", "Bearer 0000000000000000000000000000000000")])
         .await;
@@ -457,4 +459,201 @@ async fn hundred_concurrent_calls(flags: &[&str]) {
             text(result)
         );
     }
+}
+
+impl HttpServer {
+    /// The address the server listens on.
+    fn address(&self) -> std::net::SocketAddr {
+        self.url
+            .strip_prefix("http://")
+            .and_then(|rest| rest.strip_suffix("/mcp"))
+            .and_then(|address| address.parse().ok())
+            .unwrap_or_else(|| panic!("an address in {}", self.url))
+    }
+
+    /// How many descriptors the server has open.
+    fn open_descriptors(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.pid()))
+            .expect("the server's descriptors")
+            .count()
+    }
+
+    /// Waits until the server has at most `most` descriptors open.
+    async fn descriptors_fall_to(&self, most: usize) {
+        let deadline = Instant::now() + DEADLINE;
+        loop {
+            let open = self.open_descriptors();
+            if open <= most {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the server still has {open} descriptors open, more than {most}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// A connection that sends the start of a request and never the rest.
+async fn partial_request(address: std::net::SocketAddr) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt as _;
+    let mut stream = tokio::net::TcpStream::connect(address)
+        .await
+        .expect("connect");
+    stream
+        .write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n")
+        .await
+        .expect("write");
+    stream
+}
+
+/// Resolves when the server closes `stream` (whatever it writes first).
+async fn closed_by_server(mut stream: tokio::net::TcpStream) {
+    use tokio::io::AsyncReadExt as _;
+    let mut buffer = [0_u8; 1024];
+    while let Ok(read) = stream.read(&mut buffer).await {
+        if read == 0 {
+            return;
+        }
+    }
+}
+
+/// Each of `streams` watched for the server closing it; the instant it
+/// did arrives on the channel.
+fn watch_closing(streams: Vec<tokio::net::TcpStream>) -> mpsc::UnboundedReceiver<Instant> {
+    let (closed, closings) = mpsc::unbounded_channel();
+    for stream in streams {
+        let closed = closed.clone();
+        tokio::spawn(async move {
+            closed_by_server(stream).await;
+            let _ = closed.send(Instant::now());
+        });
+    }
+    closings
+}
+
+/// Waits for `count` closings; fails the test after [`DEADLINE`].
+async fn closings(receiver: &mut mpsc::UnboundedReceiver<Instant>, count: usize) -> Vec<Instant> {
+    let deadline = Instant::now() + DEADLINE;
+    let mut instants = Vec::with_capacity(count);
+    while instants.len() < count {
+        let instant = tokio::time::timeout_at(deadline, receiver.recv())
+            .await
+            .unwrap_or_else(|_| {
+                panic!(
+                    "only {} of {count} connections were closed by the server in time",
+                    instants.len()
+                )
+            })
+            .expect("watchers running");
+        instants.push(instant);
+    }
+    instants
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partial_requests_are_closed_once_the_header_timeout_passes() {
+    let server = start(&["--http-header-timeout", "2"]).await;
+    let baseline = server.open_descriptors();
+    let opened = Instant::now();
+    let mut partials = Vec::new();
+    for _ in 0..100 {
+        partials.push(partial_request(server.address()).await);
+    }
+    let mut closing = watch_closing(partials);
+    for closed in closings(&mut closing, 100).await {
+        assert!(
+            closed.duration_since(opened) >= std::time::Duration::from_secs(2),
+            "closed after {:?}, before the timeout",
+            closed.duration_since(opened)
+        );
+    }
+    server.descriptors_fall_to(baseline).await;
+    // The server still serves.
+    let connection = server.connect().await;
+    let result = connection.call(json!({"command": "echo served"})).await;
+    assert_eq!(
+        text(&result),
+        "stdout:\nserved\nexit code 0\n[cwd: /tmp]"
+            .replace("/tmp", &server.dir.path().display().to_string())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_partial_requests_stays_under_the_cap_and_never_locks_out_a_client() {
+    const CAP: usize = 50;
+    const FLOOD: usize = 400;
+    let server = start(&[
+        "--http-max-connections",
+        "50",
+        "--http-header-timeout",
+        "60",
+    ])
+    .await;
+    let baseline = server.open_descriptors();
+    let mut partials = Vec::new();
+    for _ in 0..FLOOD {
+        partials.push(partial_request(server.address()).await);
+    }
+    // Each connection beyond the cap closed the oldest partial one.
+    let mut closing = watch_closing(partials);
+    closings(&mut closing, FLOOD - CAP).await;
+    server.descriptors_fall_to(baseline + CAP).await;
+    // The cap is reached by connections without the token, which have 60 s
+    // left: a client with the token is served now, not in a minute.
+    let connection = server.connect().await;
+    let result = connection.call(json!({"command": "echo while-full"})).await;
+    assert!(
+        text(&result).starts_with("stdout:\nwhile-full\nexit code 0"),
+        "{}",
+        text(&result)
+    );
+    // Its connections took the room of more partial requests.
+    closings(&mut closing, 1).await;
+    // And after: a second client, and the first one again.
+    let second = server.connect().await;
+    let result = second.call(json!({"command": "echo after"})).await;
+    assert!(text(&result).starts_with("stdout:\nafter\nexit code 0"));
+    let result = connection.call(json!({"command": "echo again"})).await;
+    assert!(text(&result).starts_with("stdout:\nagain\nexit code 0"));
+}
+
+#[tokio::test]
+async fn a_server_full_of_clients_with_the_token_turns_a_new_connection_away_at_once() {
+    use tokio::io::AsyncReadExt as _;
+    let server = start(&["--http-max-connections", "1"]).await;
+    // A client with the token holds the only connection (kept alive).
+    let client = reqwest::Client::new();
+    let response = timeout(
+        DEADLINE,
+        client
+            .post(&server.url)
+            .header("authorization", format!("Bearer {}", server.token))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(INITIALIZE)
+            .send(),
+    )
+    .await
+    .expect("answer in time")
+    .expect("HTTP answer");
+    assert_eq!(response.status(), 200);
+    let _ = response.bytes().await;
+    let mut turned_away = tokio::net::TcpStream::connect(server.address())
+        .await
+        .expect("connect");
+    let mut answer = Vec::new();
+    timeout(DEADLINE, turned_away.read_to_end(&mut answer))
+        .await
+        .expect("closed in time")
+        .expect("read");
+    assert_eq!(
+        String::from_utf8_lossy(&answer),
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n\
+         connection: close\r\nretry-after: 1\r\ncontent-length: 73\r\n\r\n\
+         service unavailable: this server has as many connections as it takes now\n"
+    );
+    // Held to here, so that its connection stayed open throughout.
+    drop(client);
 }

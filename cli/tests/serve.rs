@@ -21,7 +21,7 @@ struct Serve {
     stdout: Lines<BufReader<ChildStdout>>,
     /// Raw output bytes seen so far, by request id.
     seen: std::collections::HashMap<u64, Vec<u8>>,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Serve {
@@ -45,7 +45,7 @@ impl Serve {
             stdin,
             stdout,
             seen: std::collections::HashMap::new(),
-            _dir: dir,
+            dir,
         };
         serve
             .request(
@@ -116,6 +116,11 @@ impl Serve {
             }
             self.message().await.expect("more output");
         }
+    }
+
+    /// The directory the server runs in (the test's own).
+    fn dir(&self) -> &std::path::Path {
+        self.dir.path()
     }
 
     /// Reads stdout to its end (each line still a protocol message) and
@@ -227,6 +232,75 @@ async fn unknown_methods_missing_directories_and_a_second_initialize_are_clear_e
         .await;
     let answer = serve.answer(4).await;
     assert_eq!(answer["error"]["code"], -32002, "{answer}");
+    drop(serve.stdin.take());
+    serve.wait_exit().await;
+}
+
+/// The most memory the process has held resident, in KiB (`VmHWM`).
+fn peak_resident_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("status");
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|value| value.trim().strip_suffix("kB"))
+        .and_then(|value| value.trim().parse().ok())
+        .expect("VmHWM in /proc/PID/status")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_line_over_32_mib_is_answered_with_an_error_without_being_kept_and_the_connection_goes_on()
+ {
+    const SIZE: usize = 100 * 1000 * 1000;
+    let mut serve = Serve::start(&[]).await;
+    let pid = serve.child.id().expect("pid");
+    let marker = serve.dir().join("ran");
+    // A spawn of 100 MB whose command would leave a mark if it ran; the id
+    // is at the start, where the server finds it without keeping the line.
+    let head = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"spawn","params":{{"command":"touch {} # "#,
+        marker.display()
+    );
+    let tail = "\"}}\n";
+    let filler = SIZE - head.len() - tail.len();
+    let stdin = serve.stdin.as_mut().expect("stdin open");
+    stdin.write_all(head.as_bytes()).await.expect("write");
+    let chunk = vec![b'x'; 1 << 20];
+    let mut left = filler;
+    while left > 0 {
+        let now = left.min(chunk.len());
+        stdin.write_all(&chunk[..now]).await.expect("write");
+        left -= now;
+    }
+    stdin.write_all(tail.as_bytes()).await.expect("write");
+    stdin.flush().await.expect("flush");
+    let answer = serve.answer(2).await;
+    assert_eq!(
+        answer,
+        json!({
+            "jsonrpc": "2.0",
+            "id": 2,
+            "error": {
+                "code": -32700,
+                "message": format!("message of {SIZE} bytes is larger than the limit of 32 MiB"),
+            },
+        })
+    );
+    // The connection goes on: the next request runs.
+    serve
+        .request(3, "spawn", json!({"command": "echo still here"}))
+        .await;
+    let answer = serve.answer(3).await;
+    assert_eq!(answer["result"]["exit_code"], 0, "{answer}");
+    assert_eq!(
+        String::from_utf8_lossy(&serve.seen[&3]),
+        "still here\n",
+        "{answer}"
+    );
+    // Nothing ran for the refused line.
+    assert!(!marker.exists());
+    // At most one capped line (32 MiB) in memory, never the 100 MB.
+    let peak = peak_resident_kib(pid);
+    assert!(peak < 100 * 1024, "peak resident memory {peak} KiB");
     drop(serve.stdin.take());
     serve.wait_exit().await;
 }

@@ -11,9 +11,10 @@
 //! tools never wait in that queue, so they are not recorded: an entry no
 //! handler claims would hold up the next call.
 //!
-//! Lines are read with a hard cap ([`MAX_LINE_BYTES`]) that rmcp is told to
-//! accept too, so every line either reaches rmcp or gets an error here; the
-//! rest of an oversized line is skipped without being kept in memory.
+//! Lines are read with a hard cap ([`MAX_LINE_BYTES`], shared with `bashtool
+//! serve` through [`super::stdio::read_line`]) that rmcp is told to accept
+//! too, so every line either reaches rmcp or gets an error here; the rest
+//! of an oversized line is skipped without being kept in memory.
 //!
 //! Everything written to stdout, rmcp's messages and the gate's errors, goes
 //! through one writer task as whole lines, so the two never interleave.
@@ -22,20 +23,14 @@ use rmcp::RoleServer;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use serde_json::{Value, json};
 use tokio::io::{
-    AsyncBufReadExt as _, AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _, BufReader,
-    DuplexStream,
+    AsyncBufReadExt as _, AsyncRead, AsyncWrite, AsyncWriteExt as _, BufReader, DuplexStream,
 };
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::order::ArrivalOrder;
-
-/// Largest message accepted, newline included: a batch of 64 commands of
-/// 256 KiB, plus room. rmcp is given the same cap (its own default is 16 MiB,
-/// and a line it drops is never answered).
-pub const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;
-/// How much of each end of an oversized line is kept to find its id.
-const ID_WINDOW_BYTES: usize = 256;
+pub use super::stdio::MAX_LINE_BYTES;
+use super::stdio::{self, Line};
 
 /// The transport rmcp serves on.
 pub type Transport = AsyncRwTransport<RoleServer, DuplexStream, DuplexStream>;
@@ -140,41 +135,18 @@ async fn read_input<I: AsyncRead + Unpin>(
     let mut reader = BufReader::new(input);
     let mut line = Vec::new();
     loop {
-        line.clear();
-        match (&mut reader)
-            .take(MAX_LINE_BYTES as u64 + 1)
-            .read_until(b'\n', &mut line)
-            .await
-        {
-            Ok(0) => break,
-            Ok(_) => {}
+        match stdio::read_line(&mut reader, &mut line).await {
+            Ok(Line::End) => break,
+            Ok(Line::Complete) => {}
+            Ok(Line::Oversized { size, id }) => {
+                tracing::warn!(size, "message over the size limit; answered with an error");
+                let _ = errors.send(error_answer(&id, &stdio::oversized_message(size)));
+                continue;
+            }
             Err(error) => {
                 tracing::error!(%error, "reading stdin");
                 break;
             }
-        }
-        if line.len() > MAX_LINE_BYTES {
-            let size = if line.ends_with(b"\n") {
-                line.len() as u64
-            } else {
-                match skip_line(&mut reader, &mut line).await {
-                    Ok(size) => size,
-                    Err(error) => {
-                        tracing::error!(%error, "reading stdin");
-                        break;
-                    }
-                }
-            };
-            tracing::warn!(size, "message over the size limit; answered with an error");
-            let id = oversized_id(&line[..ID_WINDOW_BYTES.min(line.len())], tail(&line));
-            let _ = errors.send(error_answer(
-                &id,
-                &format!(
-                    "message of {size} bytes is larger than the limit of {} MiB",
-                    MAX_LINE_BYTES / (1024 * 1024)
-                ),
-            ));
-            continue;
         }
         let text = line.trim_ascii();
         if text.is_empty() {
@@ -206,90 +178,6 @@ async fn read_input<I: AsyncRead + Unpin>(
         }
     }
     // Dropping `to_rmcp` is rmcp's end of input.
-}
-
-/// Reads and drops the rest of an oversized line in buffer-sized pieces,
-/// keeping only the first [`ID_WINDOW_BYTES`] of `line` and its last
-/// [`ID_WINDOW_BYTES`] (where clients often put the id). Returns the
-/// line's whole size.
-async fn skip_line<R: AsyncRead + Unpin>(
-    reader: &mut BufReader<R>,
-    line: &mut Vec<u8>,
-) -> std::io::Result<u64> {
-    let mut size = line.len() as u64;
-    let mut last = tail(line).to_vec();
-    line.truncate(ID_WINDOW_BYTES);
-    loop {
-        let (consumed, done) = {
-            let available = reader.fill_buf().await?;
-            if available.is_empty() {
-                break;
-            }
-            let newline = memchr_newline(available);
-            let take = newline.map_or(available.len(), |index| index + 1);
-            last.extend_from_slice(&available[..take]);
-            let excess = last.len().saturating_sub(ID_WINDOW_BYTES);
-            last.drain(..excess);
-            (take, newline.is_some())
-        };
-        reader.consume(consumed);
-        size += consumed as u64;
-        if done {
-            break;
-        }
-    }
-    line.extend_from_slice(&last);
-    Ok(size)
-}
-
-fn memchr_newline(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|byte| *byte == b'\n')
-}
-
-fn tail(line: &[u8]) -> &[u8] {
-    &line[line.len().saturating_sub(ID_WINDOW_BYTES)..]
-}
-
-/// The id of an oversized request, when one of its ends shows it at the top
-/// level of the object: `{"jsonrpc":"2.0","id":7,...` or `...},"id":7}`.
-/// Best effort: without it the error goes out with a null id.
-fn oversized_id(head: &[u8], tail: &[u8]) -> Value {
-    let head = String::from_utf8_lossy(head);
-    let tail = String::from_utf8_lossy(tail);
-    // Before the first nested value, everything is at the top level.
-    let head_top = head
-        .trim_start()
-        .strip_prefix('{')
-        .map(|rest| rest.split(['{', '[']).next().unwrap_or_default());
-    // After the last nested value closes, likewise.
-    let tail_top = tail
-        .trim_end()
-        .strip_suffix('}')
-        .map(|rest| rest.rsplit(['}', ']']).next().unwrap_or_default());
-    [head_top, tail_top]
-        .into_iter()
-        .flatten()
-        .find_map(id_in)
-        .unwrap_or(Value::Null)
-}
-
-/// The value of `"id":` in a run of top-level members, if it is whole.
-fn id_in(members: &str) -> Option<Value> {
-    let start = members.find("\"id\"")? + 4;
-    let value = members[start..]
-        .trim_start()
-        .strip_prefix(':')?
-        .trim_start();
-    let end = match value.strip_prefix('"') {
-        Some(quoted) => quoted.find('"')? + 2,
-        None => value
-            .find(|character: char| {
-                !(character.is_ascii_alphanumeric() || "-+.".contains(character))
-            })
-            .unwrap_or(value.len()),
-    };
-    let id: Value = serde_json::from_str(&value[..end]).ok()?;
-    (id.is_number() || id.is_string()).then_some(id)
 }
 
 async fn write_output<O: AsyncWrite + Unpin>(
@@ -387,34 +275,5 @@ mod tests {
         let started = tokio::time::Instant::now();
         let _next = order.turn("10").await;
         assert_eq!(started.elapsed(), std::time::Duration::ZERO);
-    }
-
-    #[test]
-    fn finds_the_id_of_an_oversized_request_at_either_end() {
-        let head = br#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"#;
-        assert_eq!(oversized_id(head, b"xx\"}}}"), json!(12));
-        let tail = br#"aaaa"}},"jsonrpc":"2.0","id":"req-9"}"#;
-        assert_eq!(
-            oversized_id(br#"{"method":"tools/call","params":{"#, tail),
-            json!("req-9")
-        );
-        // An "id" inside the arguments is not the request's.
-        let nested = br#"{"method":"tools/call","params":{"arguments":{"id":3,"#;
-        assert_eq!(oversized_id(nested, b"aaaa"), Value::Null);
-        assert_eq!(oversized_id(b"garbage", b"garbage"), Value::Null);
-    }
-
-    #[tokio::test]
-    async fn skips_an_oversized_line_keeping_only_its_ends() {
-        let mut line = vec![b'a'; 1000];
-        let rest = [vec![b'b'; 5000], b"end\nnext\n".to_vec()].concat();
-        let mut reader = BufReader::with_capacity(64, rest.as_slice());
-        let size = skip_line(&mut reader, &mut line).await.expect("read");
-        assert_eq!(size, 1000 + 5000 + 4);
-        assert_eq!(line.len(), 2 * ID_WINDOW_BYTES);
-        assert!(line.ends_with(b"bend\n"));
-        let mut next = String::new();
-        reader.read_to_string(&mut next).await.expect("read");
-        assert_eq!(next, "next\n");
     }
 }

@@ -7,7 +7,7 @@ mod instructions;
 mod order;
 mod progress;
 mod server;
-mod stdio;
+pub mod stdio;
 pub mod tools;
 
 use std::path::PathBuf;
@@ -90,6 +90,12 @@ pub struct McpArgs {
     /// With --http: the bearer token is in FILE (yours, not readable by group or others) [default: a random token, printed once on stderr and written 0600 to the state directory]
     #[arg(long, value_name = "FILE", requires = "http")]
     pub token_file: Option<PathBuf>,
+    /// With --http: close a connection whose request headers take longer than SECONDS to arrive, or that sits idle that long between requests [default: 10]
+    #[arg(long, value_name = "SECONDS", requires = "http")]
+    pub http_header_timeout: Option<u64>,
+    /// With --http: most connections open at once; when full, the oldest one that has not presented the token is closed to make room, and if all have, a new one gets 503 [default: 256]
+    #[arg(long, value_name = "N", requires = "http")]
+    pub http_max_connections: Option<usize>,
     /// How much the tools' output schema spells out: `compact` (an object whose description names the fields; cheap for clients that check the schema on every call, like the Python SDK 1.x) or `full` (every field with its type)
     #[arg(long, value_enum, default_value_t = tools::OutputSchema::Compact)]
     pub output_schema: tools::OutputSchema,
@@ -149,6 +155,7 @@ struct Settings {
     /// `--http`: where to serve MCP over HTTP instead of stdio.
     http: Option<std::net::SocketAddr>,
     token_file: Option<PathBuf>,
+    http_limits: http::Limits,
     output_schema: tools::OutputSchema,
 }
 
@@ -217,6 +224,8 @@ fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
         "--env, [env] and --log-dir configure local commands; with --remote, set them where `bashtool serve` runs (e.g. 'ssh devbox env K=V bashtool serve')"
     );
     let http = args.http.as_deref().map(http::parse_address).transpose()?;
+    let http_limits =
+        http::Limits::from_flags(args.http_header_timeout, args.http_max_connections)?;
     anyhow::ensure!(
         http.is_none() || remote.is_none(),
         "--http with --remote is not supported: each HTTP session would need its own connection; \
@@ -288,6 +297,7 @@ fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
         session_name: args.tool.session.clone(),
         http,
         token_file: args.token_file.clone(),
+        http_limits,
         output_schema: args.output_schema,
     })
 }
@@ -323,7 +333,8 @@ pub fn run(args: &McpArgs) -> anyhow::Result<ExitCode> {
     let outcome = match settings.http {
         Some(address) => {
             let token_file = settings.token_file.clone();
-            runtime.block_on(http::serve(settings, address, token_file))
+            let limits = settings.http_limits;
+            runtime.block_on(http::serve(settings, address, token_file, limits))
         }
         None => runtime.block_on(serve(settings)),
     };

@@ -14,6 +14,12 @@
 //! `O_NONBLOCK` is ours alone; a socket is never switched to non-blocking,
 //! each `recv`/`send` asks not to wait (`MSG_DONTWAIT`). Anything else (a
 //! terminal, a file, no `/proc`) keeps tokio's blocking-pool streams.
+//!
+//! Messages arrive one per line, read with a hard cap ([`read_line`],
+//! [`MAX_LINE_BYTES`]) by both servers that read lines from a client, MCP
+//! over stdio and `bashtool serve`: the rest of an oversized line is
+//! skipped without being kept in memory, and the caller answers it with an
+//! error carrying the request's id when either end of the line shows it.
 
 use std::io;
 use std::os::fd::{AsFd, AsRawFd as _, BorrowedFd, OwnedFd};
@@ -22,9 +28,153 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use nix::sys::socket::{MsgFlags, SockType, getsockopt, recv, send, sockopt};
+use serde_json::Value;
 use tokio::io::unix::AsyncFd;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{
+    AsyncBufReadExt as _, AsyncRead, AsyncReadExt as _, AsyncWrite, BufReader, ReadBuf,
+};
 use tokio::net::unix::pipe;
+
+/// Largest message accepted, newline included: a batch of 64 commands of
+/// 256 KiB, plus room. rmcp is given the same cap (its own default is 16 MiB,
+/// and a line it drops is never answered).
+pub const MAX_LINE_BYTES: usize = 32 * 1024 * 1024;
+/// How much of each end of an oversized line is kept to find its id.
+const ID_WINDOW_BYTES: usize = 256;
+/// What the line buffer keeps of its capacity after an oversized line, so
+/// that one such line does not hold 32 MiB for the rest of the connection.
+const KEPT_CAPACITY: usize = 64 * 1024;
+
+/// What [`read_line`] read.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Line {
+    /// The input ended; nothing was read.
+    End,
+    /// A line is in the buffer (with its newline, unless the input ended
+    /// first).
+    Complete,
+    /// A line over [`MAX_LINE_BYTES`]: read to its end and dropped. `id`
+    /// is the request's id if either end of the line shows it, else null.
+    Oversized { size: u64, id: Value },
+}
+
+/// Reads one line into `line` (cleared first), never keeping more than
+/// [`MAX_LINE_BYTES`] of it. Not cancel safe: a caller that stops waiting
+/// for it must stop reading `reader`.
+pub async fn read_line<R: AsyncRead + Unpin>(
+    reader: &mut BufReader<R>,
+    line: &mut Vec<u8>,
+) -> io::Result<Line> {
+    line.clear();
+    if (&mut *reader)
+        .take(MAX_LINE_BYTES as u64 + 1)
+        .read_until(b'\n', line)
+        .await?
+        == 0
+    {
+        return Ok(Line::End);
+    }
+    if line.len() <= MAX_LINE_BYTES {
+        return Ok(Line::Complete);
+    }
+    let size = if line.ends_with(b"\n") {
+        line.len() as u64
+    } else {
+        skip_line(reader, line).await?
+    };
+    let id = oversized_id(&line[..ID_WINDOW_BYTES.min(line.len())], tail(line));
+    line.clear();
+    line.shrink_to(KEPT_CAPACITY);
+    Ok(Line::Oversized { size, id })
+}
+
+/// The error text for an oversized line of `size` bytes.
+pub fn oversized_message(size: u64) -> String {
+    format!(
+        "message of {size} bytes is larger than the limit of {} MiB",
+        MAX_LINE_BYTES / (1024 * 1024)
+    )
+}
+
+/// Reads and drops the rest of an oversized line in buffer-sized pieces,
+/// keeping only the first [`ID_WINDOW_BYTES`] of `line` and its last
+/// [`ID_WINDOW_BYTES`] (where clients often put the id). Returns the
+/// line's whole size.
+async fn skip_line<R: AsyncRead + Unpin>(
+    reader: &mut BufReader<R>,
+    line: &mut Vec<u8>,
+) -> io::Result<u64> {
+    let mut size = line.len() as u64;
+    let mut last = tail(line).to_vec();
+    line.truncate(ID_WINDOW_BYTES);
+    loop {
+        let (consumed, done) = {
+            let available = reader.fill_buf().await?;
+            if available.is_empty() {
+                break;
+            }
+            let newline = available.iter().position(|byte| *byte == b'\n');
+            let take = newline.map_or(available.len(), |index| index + 1);
+            last.extend_from_slice(&available[..take]);
+            let excess = last.len().saturating_sub(ID_WINDOW_BYTES);
+            last.drain(..excess);
+            (take, newline.is_some())
+        };
+        reader.consume(consumed);
+        size += consumed as u64;
+        if done {
+            break;
+        }
+    }
+    line.extend_from_slice(&last);
+    Ok(size)
+}
+
+fn tail(line: &[u8]) -> &[u8] {
+    &line[line.len().saturating_sub(ID_WINDOW_BYTES)..]
+}
+
+/// The id of an oversized request, when one of its ends shows it at the top
+/// level of the object: `{"jsonrpc":"2.0","id":7,...` or `...},"id":7}`.
+/// Best effort: without it the error goes out with a null id.
+fn oversized_id(head: &[u8], tail: &[u8]) -> Value {
+    let head = String::from_utf8_lossy(head);
+    let tail = String::from_utf8_lossy(tail);
+    // Before the first nested value, everything is at the top level.
+    let head_top = head
+        .trim_start()
+        .strip_prefix('{')
+        .map(|rest| rest.split(['{', '[']).next().unwrap_or_default());
+    // After the last nested value closes, likewise.
+    let tail_top = tail
+        .trim_end()
+        .strip_suffix('}')
+        .map(|rest| rest.rsplit(['}', ']']).next().unwrap_or_default());
+    [head_top, tail_top]
+        .into_iter()
+        .flatten()
+        .find_map(id_in)
+        .unwrap_or(Value::Null)
+}
+
+/// The value of `"id":` in a run of top-level members, if it is whole.
+fn id_in(members: &str) -> Option<Value> {
+    let start = members.find("\"id\"")? + 4;
+    let value = members[start..]
+        .trim_start()
+        .strip_prefix(':')?
+        .trim_start();
+    let end = match value.strip_prefix('"') {
+        Some(quoted) => quoted.find('"')? + 2,
+        None => value
+            .find(|character: char| {
+                !(character.is_ascii_alphanumeric() || "-+.".contains(character))
+            })
+            .unwrap_or(value.len()),
+    };
+    let id: Value = serde_json::from_str(&value[..end]).ok()?;
+    (id.is_number() || id.is_string()).then_some(id)
+}
 
 /// What the server reads its messages from.
 pub type Input = Box<dyn AsyncRead + Unpin + Send>;
@@ -181,6 +331,7 @@ mod tests {
     use std::os::unix::net::UnixStream;
 
     use nix::fcntl::{FcntlArg, OFlag, fcntl};
+    use serde_json::json;
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
     use super::*;
@@ -258,6 +409,77 @@ mod tests {
         assert!(rest.is_empty());
         assert!(writer.write_all(b"late\n").await.is_err());
         assert!(!is_nonblocking(ours.as_fd()));
+    }
+
+    #[test]
+    fn finds_the_id_of_an_oversized_request_at_either_end() {
+        let head = br#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"#;
+        assert_eq!(oversized_id(head, b"xx\"}}}"), json!(12));
+        let tail = br#"aaaa"}},"jsonrpc":"2.0","id":"req-9"}"#;
+        assert_eq!(
+            oversized_id(br#"{"method":"tools/call","params":{"#, tail),
+            json!("req-9")
+        );
+        // An "id" inside the arguments is not the request's.
+        let nested = br#"{"method":"tools/call","params":{"arguments":{"id":3,"#;
+        assert_eq!(oversized_id(nested, b"aaaa"), Value::Null);
+        assert_eq!(oversized_id(b"garbage", b"garbage"), Value::Null);
+    }
+
+    #[tokio::test]
+    async fn skips_an_oversized_line_keeping_only_its_ends() {
+        let mut line = vec![b'a'; 1000];
+        let rest = [vec![b'b'; 5000], b"end\nnext\n".to_vec()].concat();
+        let mut reader = BufReader::with_capacity(64, rest.as_slice());
+        let size = skip_line(&mut reader, &mut line).await.expect("read");
+        assert_eq!(size, 1000 + 5000 + 4);
+        assert_eq!(line.len(), 2 * ID_WINDOW_BYTES);
+        assert!(line.ends_with(b"bend\n"));
+        let mut next = String::new();
+        reader.read_to_string(&mut next).await.expect("read");
+        assert_eq!(next, "next\n");
+    }
+
+    #[tokio::test]
+    async fn reads_lines_up_to_the_cap_and_reports_the_ones_over_it() {
+        let big = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":4,\"params\":\"{}\"}}\n",
+            "x".repeat(MAX_LINE_BYTES)
+        );
+        let input = format!("{{\"id\":1}}\n{big}{{\"id\":2}}\nlast");
+        let mut reader = BufReader::new(input.as_bytes());
+        let mut line = Vec::new();
+        let mut read = Vec::new();
+        loop {
+            let outcome = read_line(&mut reader, &mut line).await.expect("read");
+            if outcome == Line::End {
+                break;
+            }
+            read.push((outcome, String::from_utf8_lossy(&line).into_owned()));
+        }
+        assert_eq!(
+            read,
+            vec![
+                (Line::Complete, "{\"id\":1}\n".to_owned()),
+                (
+                    Line::Oversized {
+                        size: big.len() as u64,
+                        id: json!(4)
+                    },
+                    String::new()
+                ),
+                (Line::Complete, "{\"id\":2}\n".to_owned()),
+                (Line::Complete, "last".to_owned()),
+            ]
+        );
+        assert!(line.capacity() <= KEPT_CAPACITY.max(4));
+        assert_eq!(
+            oversized_message(big.len() as u64),
+            format!(
+                "message of {} bytes is larger than the limit of 32 MiB",
+                big.len()
+            )
+        );
     }
 
     #[test]

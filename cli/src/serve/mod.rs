@@ -19,12 +19,13 @@ use bashtool_env_remote::protocol::{
 };
 use clap::Args;
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt as _, BufReader};
+use tokio::io::BufReader;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::mcp::stdio::{self, Line};
 use crate::options::ToolArgs;
 use dispatch::Request;
 use environment::{Environment, Settings};
@@ -37,7 +38,9 @@ const CLOSE_MARGIN: Duration = Duration::from_secs(2);
 ///
 /// Meant to be started by a transport: `bashtool run --remote 'ssh devbox
 /// bashtool serve' -- make`, or `docker exec -i box bashtool serve`. Stdout
-/// carries only protocol messages; logs go to stderr. Without --session,
+/// carries only protocol messages; logs go to stderr. A message may have 32
+/// MiB; a longer line is dropped unkept, nothing runs for it, and it is
+/// answered with an error. Without --session,
 /// each call runs in a fresh shell unless the client asks for a session. On
 /// stdin EOF, a closed stdout, SIGTERM or SIGHUP it stops every command and
 /// job it started (jobs only without --keep-jobs) and exits. The protocol
@@ -226,16 +229,18 @@ async fn serve(
     let mut interrupt = signal(SignalKind::interrupt()).context("installing a SIGINT handler")?;
     let mut lines = BufReader::new(tokio::fs::File::from_std(input));
     let mut line = Vec::new();
+    // Every branch but the read ends the loop, so a read cut short by
+    // another branch is never resumed: `read_line` need not be cancel safe.
     let reason = loop {
-        line.clear();
         tokio::select! {
-            read = lines.read_until(b'\n', &mut line) => match read {
-                Ok(0) => break "stdin closed",
+            read = stdio::read_line(&mut lines, &mut line) => match read {
+                Ok(Line::End) => break "stdin closed",
                 Err(error) => {
                     tracing::info!(%error, "reading stdin failed");
                     break "stdin failed";
                 }
-                Ok(_) => server.handle(&line),
+                Ok(Line::Complete) => server.handle(&line),
+                Ok(Line::Oversized { size, id }) => server.refuse_oversized(size, id),
             },
             () = broken.cancelled() => break "stdout closed",
             _ = terminate.recv() => break "SIGTERM",
@@ -251,6 +256,15 @@ async fn serve(
 impl Server {
     fn reply(&self, id: Value, outcome: Result<Value, RpcError>) {
         self.outbox.send(Message::response(id, outcome).to_line());
+    }
+
+    /// A line over the cap was read and dropped: nothing runs for it; the
+    /// client gets an error, with the request's id when the line showed
+    /// it, and the connection goes on, as MCP over stdio does.
+    fn refuse_oversized(&self, size: u64, id: Value) {
+        tracing::warn!(size, "message over the size limit; answered with an error");
+        let error = RpcError::new(code::PARSE_ERROR, stdio::oversized_message(size));
+        self.reply(id, Err(error));
     }
 
     fn handle(&mut self, line: &[u8]) {

@@ -15,11 +15,16 @@
 //! Layout: `plain` passes a plain simple command without parsing; `guard`
 //! bounds nesting and runs the parser where the stack is large enough;
 //! `script` parses a script and walks its AST; `words` decodes a word into
-//! literal and expanded segments; `command` sees through wrappers and
-//! interpreters; `options` skips a program's own options; `rules` holds one
+//! literal and expanded segments (and the values a parameter's default
+//! may give it); `command` dispatches one simple command to interpreters,
+//! `wrappers` (which see through `sudo`, `flock`, `xargs`, ...), `find`
+//! (what `-exec` and `-delete` reach) and the rules; `options` skips a
+//! program's own options; `glob` matches shell patterns; `rules` holds one
 //! module per rule.
 
 mod command;
+mod find;
+mod glob;
 mod guard;
 mod nested;
 mod options;
@@ -27,19 +32,23 @@ mod plain;
 mod rules;
 mod script;
 mod words;
+mod wrappers;
 
 use serde::{Deserialize, Serialize};
 
-/// Seed 003's refusal for a blind `git add`.
+/// The refusal for a blind `git add`, worded as the original specification
+/// words it.
 pub const GIT_ADD_MESSAGE: &str = "permission denied: blind git add commands (git add -A, git add ., git add --all, git add *) are not allowed, specify files explicitly";
 
-/// Seed 003's refusal for a forced `git push`.
+/// The refusal for a forced `git push`, in the original wording.
 pub const GIT_PUSH_FORCE_MESSAGE: &str = "permission denied: git push --force is not allowed. Use --force-with-lease for safer force pushes, or push without force";
 
-/// Seed 003's refusal for a recursive `rm` of critical data.
+/// The refusal for a recursive `rm` of critical data, in the original
+/// wording.
 pub const RM_CRITICAL_MESSAGE: &str = "permission denied: this rm command could delete critical data (.git, home directory, or root). Specify the full path explicitly (no wildcards, ~, or $HOME)";
 
-/// Seed 000's substring deny list, available to switch on with
+/// The original specification's substring deny list, available to switch
+/// on with
 /// `PolicyConfig { deny_patterns: DEFAULT_DENY_PATTERNS.iter().map(|p| p.to_string()).collect(), .. }`.
 pub const DEFAULT_DENY_PATTERNS: &[&str] = &[
     "rm -rf /",
@@ -120,7 +129,7 @@ pub struct PolicyConfig {
     pub git_push_force: bool,
     /// Refuse recursive forced `rm` of critical paths.
     pub rm_critical: bool,
-    /// Seed 000's substring deny list (empty by default; see
+    /// The original specification's substring deny list (empty by default; see
     /// [`DEFAULT_DENY_PATTERNS`]). Matched on the raw script text.
     pub deny_patterns: Vec<String>,
 }

@@ -13,6 +13,15 @@ pub(crate) struct OptionSpec {
     pub(crate) long_with_value: &'static [&'static str],
 }
 
+/// The value given to an option: `-c X`, `-cX`, `--command X`,
+/// `--command=X`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct OptionValue {
+    /// The option's short letter or long name.
+    pub(crate) option: String,
+    pub(crate) value: String,
+}
+
 /// What the options said, and the words after them.
 #[derive(Debug)]
 pub(crate) struct Parsed<'a> {
@@ -21,13 +30,22 @@ pub(crate) struct Parsed<'a> {
     /// Every long option, without `--` and without its `=value`.
     pub(crate) long_flags: Vec<String>,
     /// Values of options that take one, in order.
-    pub(crate) values: Vec<String>,
+    pub(crate) values: Vec<OptionValue>,
     pub(crate) operands: &'a [Word],
 }
 
 impl Parsed<'_> {
     pub(crate) fn has(&self, short: char, long: &str) -> bool {
         self.short_flags.contains(short) || self.long_flags.iter().any(|flag| flag == long)
+    }
+
+    /// The last value given to `-short` or `--long`.
+    pub(crate) fn value_of(&self, short: char, long: &str) -> Option<&str> {
+        self.values
+            .iter()
+            .rev()
+            .find(|given| given.option == long || given.option.chars().eq(std::iter::once(short)))
+            .map(|given| given.value.as_str())
     }
 }
 
@@ -39,22 +57,70 @@ pub(crate) fn parse<'a>(args: &'a [Word], spec: &OptionSpec) -> Parsed<'a> {
         values: Vec::new(),
         operands: &[],
     };
+    let end = parse_into(args, 0, spec, &mut parsed).unwrap_or(args.len());
+    parsed.operands = args.get(end..).unwrap_or_default();
+    parsed
+}
+
+/// Parses options anywhere among the operands, as GNU getopt does unless
+/// told otherwise (`su root -c CMD`): the options, and the operands in
+/// order. `--` ends the options.
+pub(crate) fn parse_permuted<'a>(
+    args: &'a [Word],
+    spec: &OptionSpec,
+) -> (Parsed<'a>, Vec<&'a Word>) {
+    let mut parsed = Parsed {
+        short_flags: String::new(),
+        long_flags: Vec::new(),
+        values: Vec::new(),
+        operands: &[],
+    };
+    let mut operands = Vec::new();
     let mut index = 0;
+    while let Some(operand_index) = parse_into(args, index, spec, &mut parsed) {
+        let Some(operand) = args.get(operand_index) else {
+            break;
+        };
+        if operand_index > 0 && args[operand_index - 1].loose_value() == "--" {
+            operands.extend(&args[operand_index..]);
+            break;
+        }
+        operands.push(operand);
+        index = operand_index + 1;
+    }
+    (parsed, operands)
+}
+
+/// Reads options from `start`; returns where the first operand is (after
+/// a `--`, if that ended them), `None` at the end of `args`.
+fn parse_into(
+    args: &[Word],
+    start: usize,
+    spec: &OptionSpec,
+    parsed: &mut Parsed<'_>,
+) -> Option<usize> {
+    let mut index = start;
     while let Some(arg) = args.get(index) {
         let value = arg.loose_value();
         index += 1;
         if value == "--" {
-            break;
+            return Some(index);
         }
         if let Some(long) = value.strip_prefix("--") {
             if let Some((name, option_value)) = long.split_once('=') {
                 parsed.long_flags.push(name.to_owned());
-                parsed.values.push(option_value.to_owned());
+                parsed.values.push(OptionValue {
+                    option: name.to_owned(),
+                    value: option_value.to_owned(),
+                });
             } else {
                 parsed.long_flags.push(long.to_owned());
                 if spec.long_with_value.contains(&long) {
                     if let Some(next) = args.get(index) {
-                        parsed.values.push(next.loose_value());
+                        parsed.values.push(OptionValue {
+                            option: long.to_owned(),
+                            value: next.loose_value(),
+                        });
                     }
                     index += 1;
                 }
@@ -62,27 +128,29 @@ pub(crate) fn parse<'a>(args: &'a [Word], spec: &OptionSpec) -> Parsed<'a> {
             continue;
         }
         let Some(bundle) = value.strip_prefix('-').filter(|bundle| !bundle.is_empty()) else {
-            index -= 1;
-            break;
+            return Some(index - 1);
         };
         for (position, flag) in bundle.char_indices() {
             parsed.short_flags.push(flag);
             if spec.short_with_value.contains(flag) {
                 let attached = &bundle[position + flag.len_utf8()..];
-                if attached.is_empty() {
-                    if let Some(next) = args.get(index) {
-                        parsed.values.push(next.loose_value());
-                    }
+                let value = if attached.is_empty() {
                     index += 1;
+                    args.get(index - 1).map(Word::loose_value)
                 } else {
-                    parsed.values.push(attached.to_owned());
+                    Some(attached.to_owned())
+                };
+                if let Some(value) = value {
+                    parsed.values.push(OptionValue {
+                        option: flag.to_string(),
+                        value,
+                    });
                 }
                 break;
             }
         }
     }
-    parsed.operands = args.get(index..).unwrap_or_default();
-    parsed
+    None
 }
 
 /// `NAME=value`, as `env` and `sudo` accept before the command.
@@ -116,7 +184,25 @@ mod tests {
         let args = words("-E -u root --user admin -n5 --login=x rm -rf /");
         let parsed = parse(&args, &SPEC);
         assert_eq!(parsed.operands, &args[7..]);
-        assert_eq!(parsed.values, vec!["root", "admin", "5", "x"]);
+        let values: Vec<(&str, &str)> = parsed
+            .values
+            .iter()
+            .map(|given| (given.option.as_str(), given.value.as_str()))
+            .collect();
+        assert_eq!(
+            values,
+            vec![("u", "root"), ("user", "admin"), ("n", "5"), ("login", "x")]
+        );
+        assert_eq!(parsed.value_of('u', "user"), Some("admin"));
+        assert_eq!(parsed.value_of('c', "command"), None);
+    }
+
+    #[test]
+    fn finds_options_after_operands_when_permuting() {
+        let args = words("root -n 5 -- -x y");
+        let (parsed, operands) = parse_permuted(&args, &SPEC);
+        assert_eq!(parsed.value_of('n', ""), Some("5"));
+        assert_eq!(operands, vec![&args[0], &args[4], &args[5]]);
     }
 
     #[test]

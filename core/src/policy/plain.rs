@@ -7,11 +7,12 @@
 //! measured. Most commands an agent runs (`cargo test`, `ls -la`, `npm run
 //! build`) are plain.
 //!
-//! Why it is safe: every rule ends at a program named `rm` or `git`, and
+//! Why it is safe: every rule ends at a program named `rm`, `git` or
+//! `find` (whose `-delete` removes trees), and
 //! the check sees a word only as bash would after quote removal and the
 //! decoding of `$'…'`, `echo -e` and `printf` escapes. Without quotes,
 //! backslashes, `$` and backquotes, a word is its own text, so a script
-//! whose text holds neither `rm` nor `git` has no word that names them,
+//! whose text holds none of these names has no word that names them,
 //! whatever wrapper (`sudo`, `xargs`, `bash -c`, `eval`) it goes through.
 //! Without operators, redirections, comments and reserved words, the script
 //! is one simple command, which always parses: a script the parser would
@@ -30,8 +31,9 @@ const RESERVED_WORDS: &[&str] = &[
     "done", "in", "function", "time", "coproc",
 ];
 
-/// The programs at which the rules end (`rules::git`, `rules::rm`).
-const RULE_PROGRAMS: &[&str] = &["rm", "git"];
+/// The programs at which the rules end (`rules::git`, `rules::rm`, and
+/// `find`, whose `-delete` is a recursive delete).
+const RULE_PROGRAMS: &[&str] = &["rm", "git", "find"];
 
 /// True if `script` is one simple command of literal words in which no rule
 /// can find anything: the full check would pass it.
@@ -69,6 +71,7 @@ mod tests {
         for command in [
             "rm -rf /",
             "git add -A",
+            "find . -delete",
             "/usr/bin/git push --force",
             "sudo rm -rf /",
             "format",
@@ -121,6 +124,8 @@ mod tests {
                     Just("-rf".to_owned()),
                     Just("/".to_owned()),
                     Just("git".to_owned()),
+                    Just("find".to_owned()),
+                    Just("-delete".to_owned()),
                     Just("add".to_owned()),
                     Just("-A".to_owned()),
                     Just("sudo".to_owned()),

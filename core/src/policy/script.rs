@@ -8,8 +8,10 @@ use brush_parser::ast::{
     ExtendedTestExpr, IoFileRedirectTarget, IoRedirect, Pipeline, RedirectList, SimpleCommand,
 };
 
-use super::command::{self, Stdin};
+use super::command;
+use super::glob::Globbing;
 use super::guard::{self, Stack};
+use super::nested::Stdin;
 use super::words::{self, NestedScripts, Word};
 use super::{PolicyConfig, Violation};
 
@@ -29,6 +31,7 @@ pub(crate) fn check_script(
 ) -> Result<(), Violation> {
     Walker {
         config,
+        globbing: Globbing::of_script(script),
         script_depth: 0,
         stack,
     }
@@ -71,6 +74,7 @@ fn select_as_for(text: &str) -> Option<String> {
 /// Walks the AST, carrying the policy and how deep scripts nest.
 pub(crate) struct Walker<'a> {
     pub(crate) config: &'a PolicyConfig,
+    globbing: Globbing,
     script_depth: usize,
     stack: Stack,
 }
@@ -78,6 +82,10 @@ pub(crate) struct Walker<'a> {
 impl super::nested::CheckScript for Walker<'_> {
     fn config(&self) -> &PolicyConfig {
         self.config
+    }
+
+    fn globbing(&self) -> Globbing {
+        self.globbing
     }
 
     fn script(&mut self, text: &str) -> Result<(), Violation> {
@@ -99,10 +107,12 @@ impl Walker<'_> {
         }
         if self.stack == Stack::Caller && self.script_depth >= CALLER_STACK_SCRIPT_NESTING {
             let config = self.config;
+            let globbing = self.globbing;
             let script_depth = self.script_depth;
             return guard::on_large_stack(|| {
                 Walker {
                     config,
+                    globbing,
                     script_depth,
                     stack: Stack::Large,
                 }

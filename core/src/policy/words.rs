@@ -22,13 +22,20 @@ pub(crate) enum Segment {
     Tilde,
     /// `$NAME`, `${NAME}`, `${NAME:-…}`, ... `guarded` when the expansion
     /// cannot be empty (`${NAME:?}`, or a non-empty default).
+    /// `alternatives` are the words it may expand to instead of the
+    /// variable's value: the default of `${NAME:-word}`, `${NAME-word}`,
+    /// `${NAME:=word}` and the `word` of `${NAME:+word}`.
     Parameter {
         name: String,
         guarded: bool,
         raw: String,
+        alternatives: Vec<Word>,
     },
+    /// The current directory, or the top of its repository: `~+`, `~+0`,
+    /// `$PWD`, `$(pwd)`, `$(git rev-parse --show-toplevel)`.
+    WorkingDir { raw: String },
     /// Anything else whose value is only known at run time: command and
-    /// arithmetic substitutions, `~+`, ...
+    /// arithmetic substitutions, `~-`, ...
     Dynamic { raw: String },
 }
 
@@ -61,6 +68,15 @@ impl Word {
         Some(value)
     }
 
+    /// The command's name as it would be looked up: quotes and escapes
+    /// removed, directories dropped (`/usr/bin/git`, `\rm`, `"rm"`,
+    /// `$'rm'`). `None` when the name is only known at run time (`$CMD`).
+    pub(crate) fn command_name(&self) -> Option<String> {
+        let value = self.static_value()?;
+        let name = value.rsplit('/').next().unwrap_or_default();
+        Some(name.to_owned())
+    }
+
     /// The value with every expansion kept as its source text: what a
     /// nested interpreter would most likely see (`bash -c "rm -rf $DIR/*"`).
     pub(crate) fn loose_value(&self) -> String {
@@ -69,11 +85,103 @@ impl Word {
             match segment {
                 Segment::Literal { text, .. } => value.push_str(text),
                 Segment::Tilde => value.push('~'),
-                Segment::Parameter { raw, .. } | Segment::Dynamic { raw } => value.push_str(raw),
+                Segment::Parameter { raw, .. }
+                | Segment::WorkingDir { raw }
+                | Segment::Dynamic { raw } => value.push_str(raw),
             }
         }
         value
     }
+
+    /// The words this one may become, one per choice of each parameter
+    /// between its value (kept as the parameter, now without
+    /// alternatives) and each of its alternatives: `${DIR:-/}` is `$DIR`
+    /// or `/`. At most [`MAX_ALTERNATIVES`]; the word itself when it has
+    /// no alternatives.
+    pub(crate) fn alternatives(&self) -> Vec<Word> {
+        let mut words = vec![Word::default()];
+        for segment in &self.segments {
+            let Segment::Parameter {
+                name,
+                guarded,
+                raw,
+                alternatives,
+            } = segment
+            else {
+                for word in &mut words {
+                    word.segments.push(segment.clone());
+                }
+                continue;
+            };
+            let mut choices = vec![vec![Segment::Parameter {
+                name: name.clone(),
+                guarded: *guarded,
+                raw: raw.clone(),
+                alternatives: Vec::new(),
+            }]];
+            for alternative in alternatives {
+                choices.extend(
+                    alternative
+                        .alternatives()
+                        .into_iter()
+                        .map(|word| word.segments),
+                );
+            }
+            let mut next = Vec::with_capacity(words.len() * choices.len());
+            'words: for word in &words {
+                for choice in &choices {
+                    if next.len() >= MAX_ALTERNATIVES {
+                        break 'words;
+                    }
+                    let mut extended = word.clone();
+                    extended.segments.extend(choice.iter().cloned());
+                    next.push(extended);
+                }
+            }
+            words = next;
+        }
+        words
+    }
+
+    /// The word written back as shell source with the same meaning:
+    /// quoted text quoted again, expansions as written.
+    pub(crate) fn to_source(&self) -> String {
+        let mut source = String::new();
+        for segment in &self.segments {
+            match segment {
+                Segment::Literal { text, quoted: true } => {
+                    if !text.is_empty() {
+                        source.push('\'');
+                        source.push_str(&text.replace('\'', "'\\''"));
+                        source.push('\'');
+                    }
+                }
+                Segment::Literal {
+                    text,
+                    quoted: false,
+                } => source.push_str(text),
+                Segment::Tilde => source.push('~'),
+                Segment::Parameter { raw, .. }
+                | Segment::WorkingDir { raw }
+                | Segment::Dynamic { raw } => source.push_str(raw),
+            }
+        }
+        source
+    }
+}
+
+/// Most words one word's parameter alternatives may produce.
+const MAX_ALTERNATIVES: usize = 64;
+
+/// Words joined by spaces, expansions kept as their source text: what a
+/// command that hands its arguments to a shell (`eval`, `watch`, `git
+/// submodule foreach`) gives it.
+pub(crate) fn joined(words: &[Word]) -> String {
+    words
+        .iter()
+        .map(Word::loose_value)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Code found inside words, to be checked as scripts of its own.
@@ -245,22 +353,33 @@ impl Decoder<'_> {
                 }
             }
             WordPiece::TildeExpansion(expression) => {
-                if matches!(expression, TildeExpr::Home | TildeExpr::UserHome(_)) {
-                    self.segments.push(Segment::Tilde);
-                } else {
-                    let raw = self.source(piece);
-                    self.segments.push(Segment::Dynamic { raw });
+                let raw = self.source(piece);
+                match expression {
+                    TildeExpr::Home | TildeExpr::UserHome(_) => self.segments.push(Segment::Tilde),
+                    // `~+` and `~+0` (`~0`) are the top of the directory
+                    // stack: the current directory.
+                    TildeExpr::WorkingDir | TildeExpr::NthDirFromTopOfDirStack { n: 0, .. } => {
+                        self.segments.push(Segment::WorkingDir { raw });
+                    }
+                    _ => self.segments.push(Segment::Dynamic { raw }),
                 }
             }
             WordPiece::ParameterExpansion(expression) => {
                 let raw = self.source(piece);
-                self.parameter(expression, raw, depth)?;
+                self.parameter(expression, raw, quoted, depth)?;
             }
             WordPiece::CommandSubstitution(code)
             | WordPiece::BackquotedCommandSubstitution(code) => {
                 self.nested.push(code.clone());
                 let raw = self.source(piece);
-                self.segments.push(Segment::Dynamic { raw });
+                if prints_working_directory(code) {
+                    self.segments.push(Segment::WorkingDir { raw });
+                } else if prints_git_directory(code) {
+                    // Its output is `.git`, or a path that ends in it.
+                    self.push_literal(".git", true);
+                } else {
+                    self.segments.push(Segment::Dynamic { raw });
+                }
             }
             WordPiece::ArithmeticExpression(expression) => {
                 collect_substitutions(&expression.value, self.nested, depth + 1)?;
@@ -275,22 +394,117 @@ impl Decoder<'_> {
         &mut self,
         expression: &ParameterExpr,
         raw: String,
+        quoted: bool,
         depth: usize,
     ) -> Result<(), Violation> {
         let (parameter, guarded, inner) = parameter_parts(expression);
         for text in inner.into_iter().flatten() {
             collect_substitutions(text, self.nested, depth + 1)?;
         }
-        match parameter {
-            Some(parameter) => self.segments.push(Segment::Parameter {
-                name: parameter_name(parameter),
-                guarded,
-                raw,
-            }),
-            None => self.segments.push(Segment::Dynamic { raw }),
+        let Some(parameter) = parameter else {
+            self.segments.push(Segment::Dynamic { raw });
+            return Ok(());
+        };
+        let name = parameter_name(parameter);
+        if name == "PWD" && matches!(expression, ParameterExpr::Parameter { .. }) {
+            self.segments.push(Segment::WorkingDir { raw });
+            return Ok(());
         }
+        let alternatives = match alternative_text(expression) {
+            Some(text) => alternative_word(text, quoted, depth + 1)?
+                .into_iter()
+                .collect(),
+            None => Vec::new(),
+        };
+        self.segments.push(Segment::Parameter {
+            name,
+            guarded,
+            raw,
+            alternatives,
+        });
         Ok(())
     }
+}
+
+/// `pwd`, `pwd -P`, `builtin pwd`, `/bin/pwd`, `git rev-parse
+/// --show-toplevel`: code whose output is the current directory or the
+/// top of its repository.
+fn prints_working_directory(code: &str) -> bool {
+    let words: Vec<&str> = code.split_whitespace().collect();
+    let words = match words.as_slice() {
+        ["builtin" | "command", rest @ ..] => rest,
+        all => all,
+    };
+    match words {
+        [program, flags @ ..] if program.rsplit('/').next() == Some("pwd") => {
+            flags.iter().all(|flag| matches!(*flag, "-P" | "-L"))
+        }
+        ["git", "rev-parse", "--show-toplevel"] => true,
+        _ => false,
+    }
+}
+
+/// `git rev-parse --git-dir` (or `--absolute-git-dir`, `--git-common-dir`):
+/// code whose output is the repository's `.git`.
+fn prints_git_directory(code: &str) -> bool {
+    matches!(
+        code.split_whitespace().collect::<Vec<_>>().as_slice(),
+        [
+            "git",
+            "rev-parse",
+            "--git-dir" | "--absolute-git-dir" | "--git-common-dir"
+        ]
+    )
+}
+
+/// The word a parameter expansion may use instead of the variable's value.
+fn alternative_text(expression: &ParameterExpr) -> Option<&String> {
+    match expression {
+        ParameterExpr::UseDefaultValues { default_value, .. }
+        | ParameterExpr::AssignDefaultValues { default_value, .. } => default_value.as_ref(),
+        ParameterExpr::UseAlternativeValue {
+            alternative_value, ..
+        } => alternative_value.as_ref(),
+        _ => None,
+    }
+}
+
+/// Decodes the word of `${NAME:-word}`. Inside double quotes it is neither
+/// globbed nor tilde-expanded (`"${x:-~}"` is `~`); outside, it is a word
+/// of its own (`${x:-~}/y` is the home directory's `y`). The code inside
+/// it is collected separately, so what it finds here is dropped. `None`
+/// when it is not a word we can read (the check then treats the expansion
+/// as unknown).
+fn alternative_word(text: &str, quoted: bool, depth: usize) -> Result<Option<Word>, Violation> {
+    if depth > MAX_WORD_NESTING {
+        return Err(super::guard::too_deep(depth, MAX_WORD_NESTING));
+    }
+    let Ok(pieces) = parse_word(text) else {
+        return Ok(None);
+    };
+    let mut word = Word::default();
+    let mut ignored = NestedScripts::new();
+    let mut decoder = Decoder {
+        raw: text,
+        nested: &mut ignored,
+        segments: &mut word.segments,
+    };
+    decoder.pieces(&pieces, quoted, depth)?;
+    if quoted {
+        for segment in &mut word.segments {
+            match segment {
+                Segment::Literal { quoted, .. } => *quoted = true,
+                Segment::Tilde => {
+                    *segment = Segment::Literal {
+                        text: "~".to_owned(),
+                        quoted: true,
+                    };
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(Some(word))
 }
 
 /// The parameter an expansion reads, whether it can be empty, and the words
@@ -303,16 +517,20 @@ fn parameter_parts(expression: &ParameterExpr) -> (Option<&Parameter>, bool, [Op
         ParameterExpr::UseDefaultValues {
             parameter,
             default_value,
+            test_type,
             ..
         }
         | ParameterExpr::AssignDefaultValues {
             parameter,
             default_value,
+            test_type,
             ..
         } => {
-            let non_empty_default = default_value
-                .as_ref()
-                .is_some_and(|value| !value.is_empty());
+            // `${X-word}` keeps a variable that is set but empty.
+            let non_empty_default = matches!(test_type, ParameterTestType::UnsetOrNull)
+                && default_value
+                    .as_ref()
+                    .is_some_and(|value| !value.is_empty());
             (
                 Some(parameter),
                 non_empty_default,
@@ -513,8 +731,79 @@ mod tests {
             vec![Segment::Parameter {
                 name: "DIR".to_owned(),
                 guarded: true,
-                raw: "${DIR:?}".to_owned()
+                raw: "${DIR:?}".to_owned(),
+                alternatives: Vec::new(),
             }]
         );
+    }
+
+    fn alternatives(raw: &str) -> Vec<String> {
+        decoded(raw)
+            .alternatives()
+            .iter()
+            .map(Word::to_source)
+            .collect()
+    }
+
+    #[test]
+    fn lists_what_a_parameter_may_expand_to() {
+        assert_eq!(alternatives("${DIR:-/}"), ["${DIR:-/}", "/"]);
+        assert_eq!(alternatives("${X-~}/y"), ["${X-~}/y", "~/y"]);
+        assert_eq!(alternatives("\"${X:-~}\""), ["${X:-~}", "'~'"]);
+        assert_eq!(alternatives("${X:+\"a b\"}"), ["${X:+\"a b\"}", "'a b'"]);
+        assert_eq!(
+            alternatives("${A:-${B:-/}}x"),
+            ["${A:-${B:-/}}x", "${B:-/}x", "/x"]
+        );
+        assert_eq!(alternatives("plain"), ["plain"]);
+    }
+
+    #[test]
+    fn bounds_the_alternatives_of_a_word() {
+        let word = "${A:-a}${B:-b}".repeat(10);
+        assert_eq!(decoded(&word).alternatives().len(), MAX_ALTERNATIVES);
+    }
+
+    #[test]
+    fn an_unset_or_empty_test_guards_but_an_unset_test_does_not() {
+        let guarded = |raw: &str| match &decoded(raw).segments[..] {
+            [Segment::Parameter { guarded, .. }] => *guarded,
+            other => panic!("{other:?}"),
+        };
+        assert!(guarded("${X:-a}"));
+        assert!(!guarded("${X-a}"));
+        assert!(!guarded("${X:-}"));
+    }
+
+    #[test]
+    fn knows_the_forms_of_the_current_directory() {
+        for raw in [
+            "~+",
+            "~+0",
+            "~0",
+            "$PWD",
+            "${PWD}",
+            "\"$PWD\"",
+            "$(pwd)",
+            "`pwd -P`",
+            "$(git rev-parse --show-toplevel)",
+        ] {
+            assert!(
+                matches!(
+                    decoded(raw).segments.iter().find(|segment| !matches!(segment, Segment::Literal { text, .. } if text.is_empty())),
+                    Some(Segment::WorkingDir { .. })
+                ),
+                "{raw}"
+            );
+        }
+        for raw in ["~-", "~1", "${PWD%/*}", "$(pwdx 1)"] {
+            assert!(
+                !decoded(raw)
+                    .segments
+                    .iter()
+                    .any(|segment| matches!(segment, Segment::WorkingDir { .. })),
+                "{raw}"
+            );
+        }
     }
 }

@@ -4,12 +4,14 @@
 //!
 //! rmcp's streamable-HTTP service speaks the protocol; hyper carries it
 //! (HTTP/1.1, no TLS: put a reverse proxy in front for other machines).
-//! Every request passes [`guard::Guard`] first (path, `Host`, `Origin`,
-//! bearer token). Each MCP session gets its own handler and shell
-//! ([`sessions`]); cancel and progress work as over stdio because the
-//! handler is the stdio one.
+//! Every connection is admitted within [`limits`] (a header timeout and a
+//! cap on open connections), and every request passes [`guard::Guard`]
+//! (path, `Host`, `Origin`, bearer token). Each MCP session gets its own
+//! handler and shell ([`sessions`]); cancel and progress work as over
+//! stdio because the handler is the stdio one.
 
 mod guard;
+mod limits;
 mod sessions;
 mod token;
 
@@ -24,18 +26,20 @@ use anyhow::Context as _;
 use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::{Bytes, Incoming};
-use hyper::header::{CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
+use hyper::header::{CONNECTION, CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use tokio::net::TcpListener;
+use tokio::net::{TcpListener, TcpStream};
 use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 use tower_service::Service as _;
 
 pub use guard::PATH;
 use guard::{Guard, Refusal};
+pub use limits::Limits;
+use limits::{Connections, FULL_RESPONSE};
 use sessions::Sessions;
 
 use super::{SHUTDOWN_MARGIN, Settings, tie_to_this_process};
@@ -67,6 +71,7 @@ pub async fn serve(
     mut settings: Settings,
     address: SocketAddr,
     token_file: Option<PathBuf>,
+    limits: Limits,
 ) -> anyhow::Result<ExitCode> {
     let grace = settings.local.kill_grace + SHUTDOWN_MARGIN;
     // Installed before the address is announced: a client that signals the
@@ -117,7 +122,7 @@ pub async fn serve(
         )
     };
     let guard = Guard::new(token, loopback);
-    let outcome = accept_until_signal(&listener, &service, &guard, signals).await;
+    let outcome = accept_until_signal(&listener, &service, &guard, limits, signals).await;
     stop.cancel();
     sessions.shut_down_all().await;
     if let Some(path) = generated {
@@ -149,6 +154,7 @@ async fn accept_until_signal(
     listener: &TcpListener,
     service: &McpService,
     guard: &Guard,
+    limits: Limits,
     signals: Signals,
 ) -> anyhow::Result<()> {
     let Signals {
@@ -156,6 +162,7 @@ async fn accept_until_signal(
         mut interrupt,
         mut hangup,
     } = signals;
+    let connections = Connections::new(limits.max_connections);
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
@@ -172,11 +179,24 @@ async fn accept_until_signal(
                 continue;
             }
         };
+        let Some(slot) = connections.admit() else {
+            tracing::warn!(
+                %peer,
+                max = limits.max_connections,
+                "turned a connection away: every open connection has the token"
+            );
+            turn_away(&stream);
+            continue;
+        };
         let service = service.clone();
         let guard = guard.clone();
+        let trust = slot.trust();
         let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
             let mut service = service.clone();
             let verdict = guard.check(request.uri().path(), request.headers());
+            if verdict.is_ok() {
+                trust.grant();
+            }
             async move {
                 match verdict {
                     Ok(()) => service.call(request).await,
@@ -187,15 +207,32 @@ async fn accept_until_signal(
                 }
             }
         });
+        let connection = hyper::server::conn::http1::Builder::new()
+            // The header timeout needs a timer; it also bounds how long a
+            // connection may sit idle between requests.
+            .timer(TokioTimer::new())
+            .header_read_timeout(limits.header_timeout)
+            .serve_connection(TokioIo::new(stream), handler);
         tokio::spawn(async move {
-            if let Err(error) = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(stream), handler)
-                .await
-            {
-                tracing::debug!(%peer, %error, "connection ended");
+            tokio::select! {
+                outcome = connection => {
+                    if let Err(error) = outcome {
+                        tracing::debug!(%peer, %error, "connection ended");
+                    }
+                }
+                () = slot.closed().cancelled() => {
+                    tracing::debug!(%peer, "connection closed to make room");
+                }
             }
+            drop(slot);
         });
     }
+}
+
+/// Answers `503` if the socket takes it at once (never waiting on a peer
+/// that does not read), then closes the connection.
+fn turn_away(stream: &TcpStream) {
+    let _ = stream.try_write(FULL_RESPONSE);
 }
 
 fn refused(refusal: Refusal) -> Response<Body> {
@@ -215,6 +252,10 @@ fn refused(refusal: Refusal) -> Response<Body> {
         CONTENT_TYPE,
         HeaderValue::from_static("text/plain; charset=utf-8"),
     );
+    // A refused peer does not keep the connection (and its slot).
+    response
+        .headers_mut()
+        .insert(CONNECTION, HeaderValue::from_static("close"));
     if status == StatusCode::UNAUTHORIZED {
         response.headers_mut().insert(
             WWW_AUTHENTICATE,

@@ -1,8 +1,9 @@
 //! `git`: skips its global options (`-C dir`, `-c key=value`,
-//! `--git-dir …`, `--no-pager`, ...) and dispatches on the subcommand.
+//! `--git-dir …`, `--no-pager`, ...), resolves aliases defined on the
+//! command line (`-c alias.x=add`), and dispatches on the subcommand.
 
 use super::super::nested::CheckScript;
-use super::super::words::Word;
+use super::super::words::{Word, joined};
 use super::super::{Rule, Violation};
 use super::{git_add, git_push};
 
@@ -19,35 +20,89 @@ const GLOBAL_OPTIONS_WITH_VALUE: &[&str] = &[
     "--list-cmds",
 ];
 
+/// git refuses an alias that expands to itself, directly or not; this
+/// bounds our own expansion of such a loop.
+const MAX_ALIASES: usize = 8;
+
 pub(crate) fn check(walker: &mut dyn CheckScript, args: &[Word]) -> Result<(), Violation> {
-    let Some((subcommand, args)) = subcommand(args) else {
+    let Some(invocation) = parse(args) else {
         return Ok(());
     };
+    let mut subcommand = invocation.subcommand.clone();
+    let mut args: Vec<Word> = invocation.args.to_vec();
+    for _ in 0..MAX_ALIASES {
+        let Some(expansion) = invocation.alias(&subcommand) else {
+            break;
+        };
+        if let Some(shell) = expansion.strip_prefix('!') {
+            // `!cmd` runs in a shell, with the arguments appended.
+            return walker.script(&format!("{shell} {}", joined(&args)));
+        }
+        let mut words = expansion.split_whitespace().map(Word::literal);
+        let Some(first) = words.next() else {
+            return Ok(());
+        };
+        subcommand = first.loose_value();
+        args = words.chain(args).collect();
+    }
     let config = walker.config();
     match subcommand.as_str() {
-        "add" if config.git_add && git_add::is_blind(args) => Err(Violation::new(Rule::GitAdd)),
-        "push" if config.git_push_force && git_push::is_forced(args) => {
+        // `git stage` is another name for `git add`.
+        "add" | "stage" if config.git_add && git_add::is_blind(&args) => {
+            Err(Violation::new(Rule::GitAdd))
+        }
+        "push" if config.git_push_force && git_push::is_forced(&args) => {
             Err(Violation::new(Rule::GitPushForce))
         }
-        "submodule" => submodule(walker, args),
+        "submodule" => submodule(walker, &args),
         _ => Ok(()),
     }
 }
 
-fn subcommand(args: &[Word]) -> Option<(String, &[Word])> {
+/// A git command line: the `-c` settings, the subcommand and its words.
+struct Invocation<'a> {
+    settings: Vec<String>,
+    subcommand: String,
+    args: &'a [Word],
+}
+
+impl Invocation<'_> {
+    /// What `-c alias.NAME=VALUE` says `name` stands for (the last one
+    /// wins; alias names are not case-sensitive).
+    fn alias(&self, name: &str) -> Option<String> {
+        self.settings.iter().rev().find_map(|setting| {
+            let (key, value) = setting.split_once('=')?;
+            let (section, alias) = key.split_once('.')?;
+            (section.eq_ignore_ascii_case("alias") && alias.eq_ignore_ascii_case(name))
+                .then(|| value.to_owned())
+        })
+    }
+}
+
+fn parse(args: &[Word]) -> Option<Invocation<'_>> {
+    let mut settings = Vec::new();
     let mut index = 0;
     while let Some(arg) = args.get(index) {
         let value = arg.loose_value();
         index += 1;
         // `--exec-path` alone prints the path; with `=` it takes a value.
         if GLOBAL_OPTIONS_WITH_VALUE.contains(&value.as_str()) && value != "--exec-path" {
+            if value == "-c"
+                && let Some(setting) = args.get(index)
+            {
+                settings.push(setting.loose_value());
+            }
             index += 1;
             continue;
         }
         if value.starts_with('-') {
             continue;
         }
-        return Some((value, args.get(index..).unwrap_or_default()));
+        return Some(Invocation {
+            settings,
+            subcommand: value,
+            args: args.get(index..).unwrap_or_default(),
+        });
     }
     None
 }
@@ -64,5 +119,5 @@ fn submodule(walker: &mut dyn CheckScript, args: &[Word]) -> Result<(), Violatio
         .skip_while(|word| word.loose_value().starts_with('-'))
         .cloned()
         .collect();
-    walker.script(&super::super::command::joined(&rest))
+    walker.script(&joined(&rest))
 }

@@ -1,5 +1,5 @@
-//! Tests of the whole policy through [`check`](super::check): seed 003's
-//! unit tests, a table of cases for every bullet of the issue, and
+//! Tests of the whole policy through [`check`](super::check): the original
+//! specification's unit tests, a table of cases for every bullet of the issue, and
 //! robustness (deep nesting, huge input, random input).
 
 mod robustness;

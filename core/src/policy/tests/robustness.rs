@@ -57,6 +57,27 @@ fn refuses_deeply_nested_interpreters() {
 }
 
 #[test]
+fn refuses_a_chain_of_wrappers_longer_than_it_follows() {
+    let script = format!("{}rm -rf /", "nice ".repeat(70));
+    assert_eq!(
+        check(&script, &PolicyConfig::default()).map_err(|violation| violation.message),
+        Err("could not parse the command: it is nested 65 levels deep, more than the 64 this check allows; check the quoting".to_owned())
+    );
+    let script = format!("{}rm -rf /", "nice ".repeat(60));
+    assert_eq!(blocked_by(&script), Some(Rule::RmCritical));
+}
+
+#[test]
+fn refuses_find_inside_find_beyond_the_chain_limit() {
+    let script = format!(
+        "find . {}-exec rm -rf / \\; {}",
+        "-exec find . ".repeat(80),
+        "\\; ".repeat(80)
+    );
+    assert_eq!(blocked_by(&script), Some(Rule::ParseError));
+}
+
+#[test]
 fn finishes_nested_scripts_on_the_large_stack() {
     // Few enough openers to start on the caller's stack; the scripts nested
     // past the fourth level move to the large one.
@@ -149,6 +170,28 @@ fn fragment() -> impl Strategy<Value = &'static str> {
         "f() ",
         "$'\\x",
         "=",
+        "find . ",
+        "-exec ",
+        " \\; ",
+        " -delete",
+        " ! ",
+        "[",
+        "]",
+        "@(",
+        "!(",
+        "[!",
+        "|",
+        "${x:-/}",
+        "${x-~}",
+        "~+",
+        "../",
+        "{a,",
+        "xargs ",
+        "parallel ",
+        " ::: ",
+        "flock f ",
+        "git -c alias.a=",
+        "git stage ",
     ])
 }
 

@@ -1,5 +1,5 @@
-//! Seed 003's 42 unit tests: git add, git push, rm, sudo, pipelines and
-//! compound commands, edge cases.
+//! The 42 unit tests of the policy's original specification: git add, git
+//! push, rm, sudo, pipelines and compound commands, edge cases.
 
 use super::super::{
     DEFAULT_DENY_PATTERNS, GIT_ADD_MESSAGE, GIT_PUSH_FORCE_MESSAGE, PolicyConfig,
@@ -277,7 +277,7 @@ fn allows_dangerous_text_in_echo() {
     ));
 }
 
-// configuration (seed 000 and the issue)
+// configuration
 
 #[test]
 fn disabled_policy_allows_everything_without_parsing() {
@@ -298,7 +298,7 @@ fn rules_switch_off_one_by_one() {
 }
 
 #[test]
-fn deny_patterns_block_substrings_with_seed_message() {
+fn deny_patterns_block_substrings_with_the_specified_message() {
     let config = PolicyConfig {
         deny_patterns: DEFAULT_DENY_PATTERNS
             .iter()
