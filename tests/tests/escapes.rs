@@ -403,9 +403,12 @@ print(\"perf:\", fd if fd >= 0 else -ctypes.get_errno())
     )
     .await;
     let output = text(&result);
-    assert!(output.contains("packet: 1\n"), "{output}");
+    let lines: Vec<&str> = output.lines().collect();
+    // EPERM: no CAP_NET_RAW.
+    assert!(lines.contains(&"packet: 1"), "{output}");
+    // EACCES or EPERM: no CAP_PERFMON for events of every process.
     assert!(
-        output.contains("perf: -1\n") || output.contains("perf: -13\n"),
+        lines.contains(&"perf: -1") || lines.contains(&"perf: -13"),
         "{output}"
     );
 }
@@ -462,7 +465,7 @@ async fn read_only_with_the_workspace_in_tmp_writes_nothing_of_it() {
     assert!(root.starts_with("/tmp"), "the workspace lies in /tmp");
     let result = run(
         &exec,
-        "echo x > file; echo x >> .git/config; mkdir .git/hooks/x; ls /tmp | wc -l; echo $TMPDIR",
+        "echo x > file; echo x >> .git/config; mkdir .git/hooks/x; ls -A /tmp | wc -l; echo $TMPDIR",
     )
     .await;
     let output = text(&result);

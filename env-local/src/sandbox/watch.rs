@@ -72,6 +72,9 @@ impl std::fmt::Debug for Watcher {
 struct State {
     dirs: HashMap<WatchDescriptor, PathBuf>,
     notes: Vec<String>,
+    /// Control files created since the last call ended, to check again
+    /// then.
+    opened: Vec<PathBuf>,
     /// Some directory was left unwatched (the cap): check the tree at each
     /// call's end.
     incomplete: bool,
@@ -119,6 +122,14 @@ impl Watcher {
     pub fn take_notes(&self) -> Vec<String> {
         let mut state = self.lock();
         self.drain(&mut state);
+        for path in std::mem::take(&mut state.opened) {
+            if !(self.protected)(&path)
+                && let Some(finding) = audit(&path, &self.workspace)
+                && !matches!(finding, Finding::Harmless { .. })
+            {
+                state.notes.push(finding.note(&self.workspace));
+            }
+        }
         if state.incomplete {
             self.check_tree(&mut state);
         }
@@ -163,7 +174,11 @@ impl Watcher {
             return;
         }
         let arrived = mask.intersects(AddWatchFlags::IN_CREATE | AddWatchFlags::IN_MOVED_TO);
-        let written = mask.intersects(AddWatchFlags::IN_CLOSE_WRITE | AddWatchFlags::IN_MOVED_TO);
+        // A file is read once it is written and closed (when it is
+        // created it is still empty); a symbolic link is whole at once.
+        let written = mask.intersects(AddWatchFlags::IN_CLOSE_WRITE | AddWatchFlags::IN_MOVED_TO)
+            || (mask.contains(AddWatchFlags::IN_CREATE)
+                && std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink()));
         if mask.contains(AddWatchFlags::IN_ISDIR) {
             let watched =
                 !SKIPPED.contains(&name) && (!is_git_dir(dir) || GIT_DIR_PARTS.contains(&name));
@@ -177,8 +192,14 @@ impl Watcher {
         let in_hooks = dir.file_name().and_then(|name| name.to_str()) == Some("hooks")
             && dir.parent().is_some_and(is_git_dir);
         let control = is_control_file(dir, name) || in_hooks || name == ".git";
-        if control && (arrived || written) {
-            self.audit_one(state, path);
+        if control {
+            if written {
+                self.audit_one(state, path);
+            } else if arrived {
+                // Created and still open: checked again when the call ends
+                // (a writer that never closes it is not seen otherwise).
+                state.opened.push(path.to_path_buf());
+            }
             return;
         }
         if mask.contains(AddWatchFlags::IN_CLOSE_WRITE) {
