@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use bashtool_env_local::{NetworkMode, Sandbox, SandboxConfig, SandboxMode};
+use bashtool_env_local::{NetworkMode, SandboxConfig, SandboxMode};
 use clap::Args;
 
 /// `--sandbox`, `--writable`, `--network`.
@@ -88,14 +88,23 @@ pub fn run(args: &SandboxCommandArgs) -> anyhow::Result<ExitCode> {
         println!("  mode: off (commands run with your full rights)");
         return Ok(ExitCode::SUCCESS);
     }
-    // No state directory: this process has none worth creating; a server
-    // protects its log directory and state the same way.
-    match Sandbox::new(&config, &workspace, None) {
-        Ok(sandbox) => {
+    // The profile a server started here would have: its state directory
+    // hidden, the logs shown.
+    let local = bashtool_env_local::LocalConfig {
+        working_directory: workspace,
+        sandbox: config,
+        job_records: bashtool_env_local::default_state_dir().ok(),
+        ..bashtool_env_local::LocalConfig::default()
+    };
+    match bashtool_env_local::sandbox_for(&local, &[]) {
+        Ok(Some(sandbox)) => {
             for line in sandbox.describe().lines() {
                 println!("  {line}");
             }
-            println!("  (a running server also keeps its log directory and job records read-only)");
+            Ok(ExitCode::SUCCESS)
+        }
+        Ok(None) => {
+            println!("  mode: off (commands run with your full rights)");
             Ok(ExitCode::SUCCESS)
         }
         Err(error) => {

@@ -117,8 +117,8 @@ pub use logs::{LogDir, LogHandle, LogWriter};
 pub use owner::{OWNER_VARIABLE, Reaped, StopWithOwner, reap_orphans};
 pub use reader::OutputPump;
 pub use sandbox::{
-    Capabilities, NetworkMode, SANDBOX_VARIABLE, Sandbox, SandboxConfig, SandboxMode, probe,
-    sandbox_info, wrappers_for,
+    Capabilities, NetworkMode, SANDBOX_VARIABLE, Sandbox, SandboxConfig, SandboxMode, StatePaths,
+    probe, sandbox_for, sandbox_info, wrappers_for,
 };
 pub use session::{Session, SessionConfig};
 pub use spawn::{

@@ -100,11 +100,7 @@ impl fmt::Display for Capabilities {
     fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
         let landlock = match self.landlock_abi {
             0 => "no (file system rules cannot be enforced)".to_owned(),
-            1..=5 => format!(
-                "ABI {} (file system rules; kill of outside processes not blocked, needs ABI 6)",
-                self.landlock_abi
-            ),
-            abi => format!("ABI {abi} (file system rules, signal scoping)"),
+            abi => format!("ABI {abi} (file system rules)"),
         };
         writeln!(formatter, "landlock: {landlock}")?;
         writeln!(formatter, "seccomp: {}", yes_no(self.seccomp))?;
