@@ -312,7 +312,22 @@ impl Sandbox {
     /// it (a `.git/config` git replaced, a `.git` made by `git init`): a
     /// session calls it before each call, a launch before each start.
     pub fn refresh(&self) -> Result<(), Error> {
-        self.steps.mounts.refresh(&self.steps.realm)
+        // The watcher sees every change the protected paths depend on: with
+        // nothing changed, a refresh is a mutex and one `read` that finds
+        // no event (a session call costs ~70 µs; listing and `lstat`ing
+        // the paths each time cost ~10 µs of it).
+        if let Some(watch) = &self.watch
+            && !watch.take_changed()
+        {
+            return Ok(());
+        }
+        let refreshed = self.steps.mounts.refresh(&self.steps.realm);
+        if refreshed.is_err()
+            && let Some(watch) = &self.watch
+        {
+            watch.mark_changed();
+        }
+        refreshed
     }
 
     /// The effective profile, for `bashtool sandbox` and logs.

@@ -56,6 +56,10 @@ pub struct Watcher {
     state: Mutex<State>,
     protected: Protected,
     stop: Arc<AtomicBool>,
+    /// Something the protected set depends on changed (a `.git`, a file in
+    /// one, `.gitmodules`), or events may have been lost: the realm's
+    /// mounts must be refreshed. Starts set.
+    changed: AtomicBool,
 }
 
 impl std::fmt::Debug for Watcher {
@@ -91,6 +95,7 @@ impl Watcher {
             state: Mutex::new(State::default()),
             protected,
             stop: Arc::new(AtomicBool::new(false)),
+            changed: AtomicBool::new(true),
         });
         {
             let mut state = watcher.lock();
@@ -115,6 +120,21 @@ impl Watcher {
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Handles what is queued, then tells (and clears) whether something the
+    /// protected paths depend on changed since the last time: the realm's
+    /// mounts need a refresh only then. Always true when the watcher cannot
+    /// see every change (no inotify, a directory left unwatched).
+    pub fn take_changed(&self) -> bool {
+        let mut state = self.lock();
+        self.drain(&mut state);
+        self.changed.swap(false, Ordering::AcqRel) || state.incomplete || self.inotify.is_none()
+    }
+
+    /// Makes the next [`Watcher::take_changed`] true (a refresh failed).
+    pub fn mark_changed(&self) {
+        self.changed.store(true, Ordering::Release);
     }
 
     /// Handles what is queued, then returns the notes found since the last
@@ -148,6 +168,7 @@ impl Watcher {
             };
             for event in events {
                 if event.mask.contains(AddWatchFlags::IN_Q_OVERFLOW) {
+                    self.changed.store(true, Ordering::Release);
                     self.check_tree(state);
                     continue;
                 }
@@ -170,6 +191,10 @@ impl Watcher {
             .file_name()
             .and_then(|name| name.to_str())
             .unwrap_or("");
+        if name == ".git" || name == ".gitmodules" || path.starts_with(self.workspace.join(".git"))
+        {
+            self.changed.store(true, Ordering::Release);
+        }
         if name.ends_with(QUARANTINE_SUFFIX) {
             return;
         }
