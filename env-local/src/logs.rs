@@ -796,7 +796,8 @@ impl LogDir {
         let mut total: u64 = files.iter().map(|(_, size, _, _)| size).sum();
         let mut kept: HashSet<PathBuf> = HashSet::new();
         for (modified, size, path, kind) in files {
-            if (count > self.max_files || total > self.max_bytes)
+            // Room for the file about to be made, as in `prune`.
+            if (count >= self.max_files || total >= self.max_bytes)
                 && !in_use(kind, &path, modified)
                 && remove_file_and_sidecars(&path)
             {

@@ -3,6 +3,7 @@
 //! read by cursor; the [`bashtool_core::Jobs`] port over them, in this
 //! process ([`JobTable`]) and across processes ([`RecordedJobs`]).
 
+pub(crate) mod copier;
 mod interactive;
 mod recorded;
 mod records;

@@ -39,6 +39,9 @@ pub struct JobRecord {
     pub start_ticks: Option<u64>,
     /// The process that started the job.
     pub owner: u32,
+    /// Where the marker of a capped output would start (see `copier`).
+    #[serde(default)]
+    pub output_head: Option<u64>,
 }
 
 impl JobRecord {
@@ -49,6 +52,7 @@ impl JobRecord {
         command: &str,
         output_file: PathBuf,
         cwd: Option<String>,
+        output_head: Option<u64>,
     ) -> Self {
         Self {
             id: id.to_owned(),
@@ -59,6 +63,7 @@ impl JobRecord {
             started_unix_ms: now_unix_ms(),
             start_ticks: process_info(pid).map(|info| info.start_time),
             owner: std::process::id(),
+            output_head,
         }
     }
 
@@ -226,10 +231,24 @@ mod tests {
         let store = JobStore::new(dir.path().join("state"));
         let own = std::process::id();
         store
-            .add(JobRecord::new("j1", own, "first", "/tmp/a".into(), None))
+            .add(JobRecord::new(
+                "j1",
+                own,
+                "first",
+                "/tmp/a".into(),
+                None,
+                None,
+            ))
             .expect("added");
         store
-            .add(JobRecord::new("j1", own, "second", "/tmp/b".into(), None))
+            .add(JobRecord::new(
+                "j1",
+                own,
+                "second",
+                "/tmp/b".into(),
+                None,
+                None,
+            ))
             .expect("added");
         let records = store.load().expect("loaded");
         assert_eq!(records.len(), 1);
@@ -245,7 +264,7 @@ mod tests {
 
     #[test]
     fn a_reused_pid_is_not_the_job() {
-        let mut record = JobRecord::new("j", std::process::id(), "x", "/tmp/x".into(), None);
+        let mut record = JobRecord::new("j", std::process::id(), "x", "/tmp/x".into(), None, None);
         record.start_ticks = record.start_ticks.map(|ticks| ticks + 1);
         assert!(!record.is_running());
     }
@@ -255,7 +274,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let file = dir.path().join("out");
         std::fs::write(&file, "hello\n\n[background job exited with code 3]\n").expect("written");
-        let mut record = JobRecord::new("j", 1, "x", file, None);
+        let mut record = JobRecord::new("j", 1, "x", file, None, None);
         record.start_ticks = Some(u64::MAX);
         let info = record.info();
         assert_eq!((info.state, info.exit_code), (JobState::Exited, Some(3)));

@@ -23,6 +23,11 @@ use crate::spawn::{ExitStatus, RootProcess};
 
 /// Extra time [`JobTable::stop`] allows after the grace for SIGKILL to land.
 const STOP_SLACK: Duration = Duration::from_secs(2);
+/// How long the waiter waits, after the job's supervisor ended, for the
+/// copier to write the last of the output (the supervisor's status line):
+/// it ends as soon as every writer of the job's pipe is gone, unless a
+/// process the job left behind still holds it.
+const COPIER_DRAIN: Duration = Duration::from_secs(1);
 
 /// How a job ended, as the waiter saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +62,8 @@ struct Job {
     ending: watch::Sender<Ending>,
     stop: CancellationToken,
     tree: Arc<dyn Containment>,
+    /// Where the marker of a capped output would start.
+    output_head: Option<u64>,
 }
 
 impl Job {
@@ -99,6 +106,10 @@ pub(crate) struct StartedJob {
     pub command: String,
     pub output_file: PathBuf,
     pub working_directory: Option<String>,
+    /// The process that copies the job's output into its file, if one does.
+    pub copier: Option<RootProcess>,
+    /// Where the marker of a capped output would start.
+    pub output_head: Option<u64>,
 }
 
 /// A new job id: opaque, short, and unique across processes and time (the
@@ -152,6 +163,7 @@ impl JobTable {
             ending,
             stop: CancellationToken::new(),
             tree: started.tree,
+            output_head: started.output_head,
         });
         if let Some(store) = &self.store {
             // Best effort: the job runs whether or not other processes see it.
@@ -161,6 +173,7 @@ impl JobTable {
                 &job.command,
                 job.output_file.clone(),
                 started.working_directory,
+                job.output_head,
             ));
         }
         self.jobs
@@ -171,7 +184,13 @@ impl JobTable {
             job: Arc::clone(&job),
             armed: !self.keep_on_drop,
         };
-        tokio::spawn(watch_job(job, started.root, self.kill_grace, guard));
+        tokio::spawn(watch_job(
+            job,
+            started.root,
+            started.copier,
+            self.kill_grace,
+            guard,
+        ));
         id
     }
 
@@ -203,7 +222,7 @@ impl JobTable {
         let job = self.job(id)?;
         // The state first: output read after it contains at least as much.
         let info = job.info();
-        read_output_file(info, &job.output_file, from, max_bytes).await
+        read_output_file(info, &job.output_file, job.output_head, from, max_bytes).await
     }
 
     /// Waits until the job ends, `timeout` passes or `cancel`; returns its
@@ -229,7 +248,7 @@ impl JobTable {
         let job = self.job(id)?;
         job.stop.cancel();
         let mut ending = job.ending.subscribe();
-        let limit = self.kill_grace + STOP_SLACK;
+        let limit = self.kill_grace + STOP_SLACK + COPIER_DRAIN;
         let _ = tokio::time::timeout(limit, ending.wait_for(|ending| !ending.is_running())).await;
         Ok(job.info())
     }
@@ -248,7 +267,7 @@ impl JobTable {
         for job in &jobs {
             job.stop.cancel();
         }
-        let deadline = tokio::time::Instant::now() + self.kill_grace + STOP_SLACK;
+        let deadline = tokio::time::Instant::now() + self.kill_grace + STOP_SLACK + COPIER_DRAIN;
         for job in &jobs {
             let mut ending = job.ending.subscribe();
             let _ =
@@ -258,18 +277,20 @@ impl JobTable {
     }
 }
 
-/// Reads a window of `path` for the job described by `info`.
+/// Reads a window of `path` for the job described by `info`; `head`: where
+/// the marker of a capped output would start.
 pub(crate) async fn read_output_file(
     info: JobInfo,
     path: &Path,
+    head: Option<u64>,
     from: ReadFrom,
     max_bytes: usize,
 ) -> Result<JobOutput, JobError> {
     let path = path.to_path_buf();
     let window = tokio::task::spawn_blocking(move || -> std::io::Result<Window> {
         match from {
-            ReadFrom::Cursor(cursor) => read_after(&path, cursor, max_bytes),
-            ReadFrom::Tail { lines } => read_last_lines(&path, lines, max_bytes),
+            ReadFrom::Cursor(cursor) => read_after(&path, cursor, max_bytes, head),
+            ReadFrom::Tail { lines } => read_last_lines(&path, lines, max_bytes, head),
         }
     })
     .await
@@ -325,7 +346,13 @@ impl Drop for StopOnDrop {
     }
 }
 
-async fn watch_job(job: Arc<Job>, mut root: RootProcess, grace: Duration, mut guard: StopOnDrop) {
+async fn watch_job(
+    job: Arc<Job>,
+    mut root: RootProcess,
+    copier: Option<RootProcess>,
+    grace: Duration,
+    mut guard: StopOnDrop,
+) {
     tokio::select! {
         () = root.exited() => {}
         () = job.stop.cancelled() => {
@@ -336,6 +363,12 @@ async fn watch_job(job: Arc<Job>, mut root: RootProcess, grace: Duration, mut gu
     root.exited().await;
     let mut ending = Ending::from_exit(root.status());
     root.try_reap();
+    if let Some(copier) = copier {
+        // The supervisor's status line is the last thing in the pipe.
+        let _ = tokio::time::timeout(COPIER_DRAIN, copier.exited()).await;
+        // Reaped now, or by its handle's drop once it exits.
+        drop(copier);
+    }
     match &ending {
         Ending::Signaled(signal) => {
             // The supervisor itself was killed (SIGKILL after the grace): it
