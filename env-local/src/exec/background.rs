@@ -113,15 +113,19 @@ impl LocalExec {
         };
         let pid = spawned.root.pid();
         let tree = config.containment.contain(pid, &marker);
-        let id = self.inner.jobs.add(StartedJob {
-            root: spawned.root,
-            tree,
-            command: command.to_owned(),
-            output_file: output_file.clone(),
-            working_directory: Some(cwd.display().to_string()),
-            copier: Some(copier),
-            output_head: Some(self.inner.logs.layout().head),
-        });
+        let (id, note) = self
+            .inner
+            .jobs
+            .add(StartedJob {
+                root: spawned.root,
+                tree,
+                command: command.to_owned(),
+                output_file: output_file.clone(),
+                working_directory: Some(cwd.display().to_string()),
+                copier: Some(copier),
+                output_head: Some(self.inner.logs.layout().head),
+            })
+            .await;
         Ok(CommandResult {
             exit_code: None,
             signal: None,
@@ -130,7 +134,7 @@ impl LocalExec {
             cancelled: false,
             output: options.output.finish(),
             log_file: None,
-            notes: Vec::new(),
+            notes: note.into_iter().collect(),
             background: Some(BackgroundJob {
                 id,
                 pid: Some(pid),

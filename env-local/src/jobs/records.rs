@@ -20,6 +20,47 @@ use crate::jobs::supervisor::parse_final_line;
 use crate::kill::process_info;
 use crate::state_dir::ensure_private_dir;
 
+/// How long a change of the records waits for their lock. Another
+/// bashtool holds it for the few milliseconds of a change; a process that
+/// holds it longer (a command that locked the file to stall us) gets the
+/// change refused, with an error, instead of a call that hangs.
+const RECORDS_LOCK_WAIT: Duration = Duration::from_secs(2);
+/// The longest pause between two tries of a busy lock.
+const LOCK_RETRY: Duration = Duration::from_millis(50);
+
+/// An exclusive `flock` on `file`, tried until `wait` has passed. `flock`
+/// has no timed form (and a blocking one could wait forever in a thread we
+/// cannot stop), so it is tried, with pauses that grow to [`LOCK_RETRY`].
+/// Callers run it off the async workers.
+pub(crate) fn lock_within(
+    file: std::fs::File,
+    wait: Duration,
+) -> std::io::Result<nix::fcntl::Flock<std::fs::File>> {
+    let deadline = std::time::Instant::now() + wait;
+    let mut pause = Duration::from_millis(1);
+    let mut file = file;
+    loop {
+        match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+            Ok(lock) => return Ok(lock),
+            Err((back, nix::errno::Errno::EWOULDBLOCK)) if std::time::Instant::now() < deadline => {
+                file = back;
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(LOCK_RETRY);
+            }
+            Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::WouldBlock,
+                    format!(
+                        "another process has held this lock for more than {}s, so nothing was changed",
+                        wait.as_secs()
+                    ),
+                ));
+            }
+            Err((_, errno)) => return Err(errno.into()),
+        }
+    }
+}
+
 /// Ended jobs older than this are forgotten.
 const FORGET_AFTER: Duration = Duration::from_secs(7 * 24 * 3600);
 /// How much of the end of an output file is read for its final line.
@@ -178,11 +219,11 @@ impl JobStore {
             .truncate(false)
             .write(true)
             .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&lock_path)
             .map_err(Self::io_error(&lock_path))?;
-        let _lock = nix::fcntl::Flock::lock(lock_file, nix::fcntl::FlockArg::LockExclusive)
-            .map_err(|(_, errno)| Self::io_error(&lock_path)(errno.into()))?;
+        let _lock =
+            lock_within(lock_file, RECORDS_LOCK_WAIT).map_err(Self::io_error(&lock_path))?;
         let mut records = self.load()?;
         change(&mut records);
         let forget_before = now_unix_ms().saturating_sub(FORGET_AFTER.as_millis() as u64);

@@ -148,8 +148,9 @@ impl JobTable {
     }
 
     /// Registers a started job, records it for other processes and starts
-    /// its waiter task. Returns its id.
-    pub(crate) fn add(&self, started: StartedJob) -> String {
+    /// its waiter task. Returns its id, and a note if it could not be
+    /// recorded (the job runs all the same).
+    pub(crate) async fn add(&self, started: StartedJob) -> (String, Option<String>) {
         let pid = started.root.pid();
         let id = new_job_id(pid);
         let (ending, _) = watch::channel(Ending::Running);
@@ -165,17 +166,19 @@ impl JobTable {
             tree: started.tree,
             output_head: started.output_head,
         });
-        if let Some(store) = &self.store {
-            // Best effort: the job runs whether or not other processes see it.
-            let _ = store.add(JobRecord::new(
+        // Made before the waiter may reap the job: the record holds the
+        // start time of its pid, which tells it from a later process with
+        // the same pid.
+        let record = self.store.as_ref().map(|_| {
+            JobRecord::new(
                 &id,
                 pid,
                 &job.command,
                 job.output_file.clone(),
                 started.working_directory,
                 job.output_head,
-            ));
-        }
+            )
+        });
         self.jobs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -185,13 +188,33 @@ impl JobTable {
             armed: !self.keep_on_drop,
         };
         tokio::spawn(watch_job(
-            job,
+            Arc::clone(&job),
             started.root,
             started.copier,
             self.kill_grace,
             guard,
         ));
-        id
+        let mut note = None;
+        if let (Some(store), Some(record)) = (&self.store, record) {
+            // Off the async workers: the records' lock may be held by
+            // another process (or by a command, to stall us), and the
+            // store gives up after a bound rather than wait.
+            let store = store.clone();
+            let recorded = tokio::task::spawn_blocking(move || store.add(record))
+                .await
+                .unwrap_or_else(|join| {
+                    Err(crate::Error::Io {
+                        path: PathBuf::from("jobs.json"),
+                        source: std::io::Error::other(join.to_string()),
+                    })
+                });
+            if let Err(error) = recorded {
+                note = Some(format!(
+                    "the job runs, but other bashtool processes (`bashtool jobs`) will not see it: {error}"
+                ));
+            }
+        }
+        (id, note)
     }
 
     /// Every job of this table, oldest first.
