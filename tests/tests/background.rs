@@ -334,3 +334,80 @@ async fn a_finished_jobs_capped_output_is_its_first_part_a_marker_and_its_last_p
     assert!(paged == expected, "paged {} bytes", paged.len());
     assert_eq!(cursor, stream.len() as u64);
 }
+
+/// A containment that cannot stop anything (as when the job's processes
+/// may not be signalled from here).
+#[derive(Debug)]
+struct Unstoppable;
+
+impl bashtool_env_local::Containment for Unstoppable {
+    fn members(&self, _escapees: bool) -> Vec<bashtool_env_local::ProcessInfo> {
+        Vec::new()
+    }
+    fn signal_all(
+        &self,
+        _signal: nix::sys::signal::Signal,
+    ) -> Vec<bashtool_env_local::ProcessInfo> {
+        Vec::new()
+    }
+    // What `#[async_trait]` makes of `async fn terminate`.
+    fn terminate<'life, 'future>(
+        &'life self,
+        _grace: Duration,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = usize> + Send + 'future>>
+    where
+        'life: 'future,
+        Self: 'future,
+    {
+        Box::pin(async { 0 })
+    }
+    fn kill_now(&self) {}
+}
+
+impl bashtool_env_local::ContainmentStrategy for Unstoppable {
+    fn contain(
+        &self,
+        _root_pid: u32,
+        _marker: &bashtool_env_local::RunMarker,
+    ) -> Arc<dyn bashtool_env_local::Containment> {
+        Arc::new(Unstoppable)
+    }
+}
+
+#[tokio::test]
+async fn a_job_that_outlives_its_stop_is_reported_as_not_stopped() {
+    let dir = temp_dir();
+    let exec = LocalExec::new(LocalConfig {
+        containment: Arc::new(Unstoppable),
+        ..test_config(dir.path())
+    });
+    let job = start(&exec, "sleep 300").await.background.expect("job");
+    let pid = job.pid.expect("pid");
+    let _cleanup = KillGroup(pid);
+    let jobs = JobsTool::new(ToolConfig::default(), Arc::new(exec.clone()));
+    let stopped = jobs
+        .call(&serde_json::json!({"action": "stop", "job": job.id}))
+        .await;
+    assert!(process_alive(pid), "the job still runs");
+    assert!(stopped.is_error);
+    assert_eq!(
+        stopped.text(),
+        format!(
+            "job `{id}` could not be stopped: it was still running 4s after SIGTERM and SIGKILL were sent to its process tree; it is still running (pid {pid}). Stop it from where it was started (`kill -TERM -- -{pid}` there)",
+            id = job.id
+        )
+    );
+}
+
+/// Kills the process group of a job nothing else may stop, whatever the
+/// test's outcome.
+struct KillGroup(u32);
+
+impl Drop for KillGroup {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(self.0 as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}

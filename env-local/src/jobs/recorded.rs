@@ -16,7 +16,7 @@ use tokio::io::unix::AsyncFd;
 use tokio_util::sync::CancellationToken;
 
 use crate::jobs::records::{JobRecord, JobStore};
-use crate::jobs::table::read_output_file;
+use crate::jobs::table::{not_stopped, read_output_file};
 use crate::kill::{ProcessTree, process_info};
 use crate::logs::{is_in_use, output_lock_path};
 
@@ -153,6 +153,9 @@ impl Jobs for RecordedJobs {
         cancel: CancellationToken,
     ) -> Result<JobInfo, JobError> {
         let record = self.record(id)?;
+        if let Some(message) = record.foreign() {
+            return Err(JobError::Environment { message });
+        }
         if let Some(pidfd) = pin(&record) {
             wait_pinned(pidfd, timeout, &cancel).await;
         }
@@ -164,12 +167,24 @@ impl Jobs for RecordedJobs {
 
     async fn stop(&self, id: &str) -> Result<JobInfo, JobError> {
         let record = self.record(id)?;
+        if let Some(message) = record.foreign() {
+            return Err(JobError::Environment { message });
+        }
         let Some(pidfd) = pin(&record) else {
             output_written(&record).await;
             return Ok(record.info());
         };
         // While the pinned supervisor lives, its group id cannot be reused:
-        // signalling the group reaches the job and nothing else.
+        // signalling the group reaches the job and nothing else. A group
+        // none of whose processes may be signalled from here (another
+        // user's, or one outside the sandbox this process runs in) is
+        // refused at once, and said so: waiting would only end in the same.
+        let group = nix::unistd::Pid::from_raw(record.pid as i32);
+        if nix::sys::signal::killpg(group, Signal::SIGTERM) == Err(nix::errno::Errno::EPERM) {
+            return Err(JobError::Environment {
+                message: not_stopped(id, record.pid, Duration::ZERO),
+            });
+        }
         let tree = ProcessTree::new(record.pid, None);
         tree.signal_all(Signal::SIGTERM, false);
         let cancel = CancellationToken::new();
@@ -180,6 +195,11 @@ impl Jobs for RecordedJobs {
         if pin(&record).is_some() {
             tree.signal_all(Signal::SIGKILL, false);
             wait_pinned(pidfd, self.kill_grace, &cancel).await;
+        }
+        if pin(&record).is_some() {
+            return Err(JobError::Environment {
+                message: not_stopped(id, record.pid, self.kill_grace * 2),
+            });
         }
         output_written(&record).await;
         Ok(record.info())

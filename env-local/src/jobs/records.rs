@@ -83,6 +83,11 @@ pub struct JobRecord {
     /// Where the marker of a capped output would start (see `copier`).
     #[serde(default)]
     pub output_head: Option<u64>,
+    /// The pid namespace of `pid` (the inode of the starter's
+    /// `/proc/self/ns/pid`): from another one (inside a sandbox), the pid
+    /// names another process or none.
+    #[serde(default)]
+    pub pid_namespace: Option<u64>,
 }
 
 impl JobRecord {
@@ -105,7 +110,21 @@ impl JobRecord {
             start_ticks: process_info(pid).map(|info| info.start_time),
             owner: std::process::id(),
             output_head,
+            pid_namespace: pid_namespace(),
         }
+    }
+
+    /// Why this process cannot act on the job's pid, if it cannot: the job
+    /// was started in another pid namespace (this process runs inside a
+    /// sandbox, or the job inside one).
+    pub fn foreign(&self) -> Option<String> {
+        let (theirs, ours) = (self.pid_namespace?, pid_namespace()?);
+        (theirs != ours).then(|| {
+            format!(
+                "job `{}` runs in another process namespace than this one (outside the sandbox this runs in, or inside one): its pid {} means nothing here, so it can be neither stopped nor watched from here; stop it from where it was started",
+                self.id, self.pid
+            )
+        })
     }
 
     /// True while the job's process exists (and is the job, not a reused pid).
@@ -160,6 +179,14 @@ pub(crate) fn read_end(path: &Path) -> Option<String> {
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The inode of this process's pid namespace.
+fn pid_namespace() -> Option<u64> {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::metadata("/proc/self/ns/pid")
+        .ok()
+        .map(|metadata| metadata.ino())
 }
 
 pub(crate) fn now_unix_ms() -> u64 {

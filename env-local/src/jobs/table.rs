@@ -265,15 +265,22 @@ impl JobTable {
         Ok(job.info())
     }
 
-    /// Stops a job: SIGTERM to its whole tree, SIGKILL after the grace.
-    /// A job that already ended is left as it is.
+    /// Stops a job: SIGTERM to its whole tree, SIGKILL after the grace;
+    /// returns once it ended. A job that already ended is left as it is;
+    /// one still running after the SIGKILL is an error, never a success.
     pub async fn stop(&self, id: &str) -> Result<JobInfo, JobError> {
         let job = self.job(id)?;
         job.stop.cancel();
         let mut ending = job.ending.subscribe();
         let limit = self.kill_grace + STOP_SLACK + COPIER_DRAIN;
         let _ = tokio::time::timeout(limit, ending.wait_for(|ending| !ending.is_running())).await;
-        Ok(job.info())
+        let info = job.info();
+        if info.state.is_running() {
+            return Err(JobError::Environment {
+                message: not_stopped(id, job.pid, limit),
+            });
+        }
+        Ok(info)
     }
 
     /// Stops every running job, concurrently.
@@ -298,6 +305,23 @@ impl JobTable {
                     .await;
         }
     }
+}
+
+/// Why a job that was told to stop is still running: what the model (and
+/// the user) are told instead of "stopped".
+pub(crate) fn not_stopped(id: &str, pid: u32, waited: Duration) -> String {
+    let reason = match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None) {
+        Err(nix::errno::Errno::EPERM) => {
+            "signals to it are not permitted from here (permission denied: it runs as another user, or outside the sandbox this runs in)".to_owned()
+        }
+        _ => format!(
+            "it was still running {}s after SIGTERM and SIGKILL were sent to its process tree",
+            waited.as_secs()
+        ),
+    };
+    format!(
+        "job `{id}` could not be stopped: {reason}; it is still running (pid {pid}). Stop it from where it was started (`kill -TERM -- -{pid}` there)"
+    )
 }
 
 /// Reads a window of `path` for the job described by `info`; `head`: where
