@@ -61,7 +61,7 @@ const LINE_ALIGN: u64 = 4096;
 /// Longest part of the command used in a file name.
 const MAX_SLUG_CHARS: usize = 40;
 /// The smallest cap of one file: room for both parts and the marker.
-pub const MIN_FILE_CAP: u64 = 4096;
+pub(crate) const MIN_FILE_CAP: u64 = 4096;
 
 /// How a file is cut at its size cap: once the output outgrows `cap`, the
 /// file holds the output's first `head` bytes, a marker line, and (at
@@ -69,7 +69,7 @@ pub const MIN_FILE_CAP: u64 = 4096;
 /// is the bigger one: for a running server, and for the error at the end of
 /// a build, the end is what matters most.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct CapLayout {
+pub(crate) struct CapLayout {
     pub cap: u64,
     pub head: u64,
     pub tail: u64,
@@ -244,7 +244,7 @@ pub struct LogDir {
 /// A background job's output file, new and empty, and the lock file its
 /// copier holds (marked in use) while it writes the output.
 #[derive(Debug)]
-pub struct JobOutputFile {
+pub(crate) struct JobOutputFile {
     pub path: PathBuf,
     pub lock: File,
     pub layout: CapLayout,
@@ -292,7 +292,7 @@ impl Lines {
 }
 
 /// A log file being written: buffered, and past its cap cut to its first
-/// and last parts (see [`CapLayout`]) by rewriting the last part in place,
+/// and last parts (its first eighth and last half) by rewriting the last part in place,
 /// so memory stays at the buffer whatever the output's size.
 #[derive(Debug)]
 pub struct LogWriter {
@@ -626,7 +626,7 @@ impl LogDir {
     }
 
     /// As [`LogDir::new`], with a cap of its own for one file (a log or a
-    /// job's output; at least [`MIN_FILE_CAP`]).
+    /// job's output; at least 4 KiB).
     pub fn with_file_cap(
         dir: PathBuf,
         max_files: usize,
@@ -656,7 +656,7 @@ impl LogDir {
     }
 
     /// How one file of this directory is cut at its cap.
-    pub fn layout(&self) -> CapLayout {
+    pub(crate) fn layout(&self) -> CapLayout {
         self.layout
     }
 
@@ -858,7 +858,7 @@ impl LogDir {
     /// Creates the output file of a background job (empty) and its lock
     /// file, marked in use: the job's copier writes the output and holds
     /// the lock (its descriptor) until the job's output ends.
-    pub fn create_background_output(&self, command: &str) -> std::io::Result<JobOutputFile> {
+    pub(crate) fn create_background_output(&self, command: &str) -> std::io::Result<JobOutputFile> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         self.prune_before_new_file(&mut state);
         // The lock first: from the moment the output exists, it is in use.
