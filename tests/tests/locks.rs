@@ -21,9 +21,11 @@ const DEADLINE: Duration = Duration::from_secs(20);
 /// returns once it holds the lock.
 fn hold(path: &Path) -> Holder {
     // In a group of its own: killing the group ends `flock` and its
-    // `sleep`, which both hold the lock.
+    // `sleep`.
     let mut child = Command::new("flock")
-        .arg("-x")
+        // -o: only `flock` holds the lock, not the command it runs, so
+        // the lock is free once `flock` is reaped.
+        .args(["-x", "-o"])
         .arg(path)
         .args(["-c", "echo held; exec sleep 300"])
         .stdout(Stdio::piped())

@@ -113,10 +113,12 @@ mod tests {
     async fn a_held_lock_is_given_up_at_the_bound_with_a_clear_error() {
         let dir = tempfile::tempdir().expect("temp dir");
         let snapshot = dir.path().join("demo.sh");
-        // In a group of its own: killing the group ends `flock` (which
-        // holds the lock) and its `sleep`.
+        // In a group of its own: killing the group ends `flock` and its
+        // `sleep`.
         let mut holder = std::process::Command::new("flock")
-            .arg("-x")
+            // -o: only `flock` holds the lock, not the command it runs, so
+            // the lock is free once `flock` is reaped.
+            .args(["-x", "-o"])
             .arg(lock_path(&snapshot))
             .args(["-c", "echo held; exec sleep 300"])
             .stdout(std::process::Stdio::piped())
@@ -144,8 +146,7 @@ mod tests {
                 lock_path(&snapshot).display()
             ))
         );
-        // Nothing of ours waits on in the background for the lock: free
-        // now, it is ours at once.
+        // Free now (its holder is reaped), it is ours.
         assert!(
             SnapshotLock::acquire(&snapshot, Some(Duration::ZERO))
                 .await
