@@ -862,25 +862,31 @@ impl LogDir {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         self.prune_before_new_file(&mut state);
         // The lock first: from the moment the output exists, it is in use.
-        let lock_name = loop {
+        // Either name may be taken by another process's job (an output
+        // whose copier ended has no lock file any more): then the next
+        // number.
+        let (path, lock) = loop {
             state.sequence += 1;
-            let name = format!("job-{:05}-{}.out", state.sequence, slug(command));
-            let lock_path = output_lock_path(&self.dir.join(&name));
-            match self.create_new(&lock_path) {
-                Ok(lock) => {
-                    mark_in_use(&lock)?;
-                    break (name, lock);
-                }
-                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+            let path = self
+                .dir
+                .join(format!("job-{:05}-{}.out", state.sequence, slug(command)));
+            let lock_path = output_lock_path(&path);
+            let lock = match self.create_new(&lock_path) {
+                Ok(lock) => lock,
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
                 Err(error) => return Err(error),
+            };
+            let created = mark_in_use(&lock).and_then(|()| self.create_new(&path));
+            match created {
+                Ok(_) => break (path, lock),
+                Err(error) => {
+                    let _ = std::fs::remove_file(&lock_path);
+                    if error.kind() != std::io::ErrorKind::AlreadyExists {
+                        return Err(error);
+                    }
+                }
             }
         };
-        let (name, lock) = lock_name;
-        let path = self.dir.join(name);
-        if let Err(error) = self.create_new(&path) {
-            let _ = std::fs::remove_file(output_lock_path(&path));
-            return Err(error);
-        }
         state.files.push_back(Record {
             path: path.clone(),
             kind: Kind::Output,
@@ -1121,5 +1127,29 @@ mod tests {
         }
         // The file depends on the output alone, not on how it was written.
         assert_eq!(files.len(), 1);
+    }
+
+    #[test]
+    fn a_background_output_takes_the_next_number_when_another_process_has_one() {
+        let temp = tempfile::tempdir().expect("tempdir");
+        let dir = temp.path().join("logs");
+        let logs = LogDir::new(dir.clone(), 100, u64::MAX);
+        logs.ensure_ready().expect("ready");
+        // Another process's: an ended job's output (its lock file gone),
+        // and a running one's lock file.
+        std::fs::write(dir.join("job-00001-x.out"), "old").expect("write");
+        let running = File::create(dir.join("job-00002-x.out.lock")).expect("create");
+        mark_in_use(&running).expect("marked");
+        let output = logs.create_background_output("x").expect("created");
+        assert_eq!(output.path, dir.join("job-00003-x.out"));
+        assert!(output_in_use(&output.path));
+        assert_eq!(
+            std::fs::read_to_string(dir.join("job-00001-x.out")).expect("read"),
+            "old"
+        );
+        assert!(!dir.join("job-00001-x.out.lock").exists());
+        drop(output);
+        assert!(!output_in_use(&dir.join("job-00003-x.out")));
+        drop(running);
     }
 }
