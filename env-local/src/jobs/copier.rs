@@ -28,7 +28,7 @@
 //! discards the rest, so the job is not killed by a broken pipe.
 
 use std::ffi::OsString;
-use std::os::fd::{AsRawFd as _, OwnedFd};
+use std::os::fd::OwnedFd;
 
 use bashtool_core::{ExecError, format_bytes};
 
@@ -144,7 +144,6 @@ pub(crate) fn start(output: &JobOutputFile, pipe: OwnedFd) -> Result<RootProcess
         source,
     };
     let lock = OwnedFd::from(output.lock.try_clone().map_err(spawn_error)?);
-    debug_assert!(pipe.as_raw_fd() >= 0);
     let argv: Vec<OsString> = vec![
         "sh".into(),
         "-c".into(),
