@@ -136,3 +136,118 @@ fn an_unknown_job_is_an_error_with_a_hint() {
         "bashtool: no job with id `j0000000`; use action \"list\" to see the jobs\n"
     );
 }
+
+/// Starts `sleep 300` as a job and waits until `sleep` runs (a stop before
+/// the command started is recorded differently); returns its id and pid.
+fn start_sleep(state: &Path) -> (String, u32) {
+    let (id, pid) = start(state, "sleep 300");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).is_ok_and(
+        |children| {
+            children.split_whitespace().any(|child| {
+                std::fs::read_to_string(format!("/proc/{child}/comm"))
+                    .is_ok_and(|comm| comm == "sleep\n")
+            })
+        },
+    ) {
+        assert!(Instant::now() < deadline, "sleep never started");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    (id, pid)
+}
+
+/// Kills a job's process group whatever the test's outcome (a job started
+/// by `bashtool call` outlives it).
+struct KillGroup(u32);
+
+impl Drop for KillGroup {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(self.0 as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+/// `bashtool jobs stop ID` as root, which succeeds only once the job is
+/// gone: no waiting after it returns.
+fn stop_and_check_gone(state: &Path, id: &str, pid: u32) {
+    let stopped = bashtool(state, &["jobs", "stop", id, "--grace", "1"]);
+    assert!(stopped.status.success(), "{stopped:?}");
+    assert!(
+        String::from_utf8_lossy(&stopped.stdout)
+            .starts_with("stopped (with its whole process tree)\n"),
+        "{stopped:?}"
+    );
+    assert!(
+        !pid_alive(pid),
+        "job {pid} still runs after a successful stop"
+    );
+}
+
+#[test]
+fn a_stop_that_may_not_signal_the_job_fails_and_the_job_runs_on() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let state = dir.path().join("state");
+    let (id, pid) = start_sleep(&state);
+    let _cleanup = KillGroup(pid);
+    // The same records, readable by an unprivileged user, who may not
+    // signal root's job.
+    std::fs::set_permissions(
+        dir.path(),
+        std::os::unix::fs::PermissionsExt::from_mode(0o711),
+    )
+    .expect("chmod");
+    let other = dir.path().join("nobody");
+    std::fs::create_dir(&other).expect("mkdir");
+    std::fs::copy(state.join("jobs.json"), other.join("jobs.json")).expect("copy");
+    let nobody = nix::unistd::Uid::from_raw(65534);
+    let nogroup = nix::unistd::Gid::from_raw(65534);
+    for path in [other.clone(), other.join("jobs.json")] {
+        nix::unistd::chown(&path, Some(nobody), Some(nogroup)).expect("chown");
+    }
+    let denied = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+        .arg(env!("CARGO_BIN_EXE_bashtool"))
+        .args(["jobs", "--state-dir"])
+        .arg(&other)
+        .args(["stop", &id, "--grace", "1"])
+        .output()
+        .expect("setpriv");
+    assert_eq!(denied.status.code(), Some(2), "{denied:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&denied.stderr),
+        format!(
+            "bashtool: job `{id}` could not be stopped: signals to it are not permitted from here (permission denied: it runs as another user, or outside the sandbox this runs in); it is still running (pid {pid}). Stop it from where it was started (`kill -TERM -- -{pid}` there)\n"
+        )
+    );
+    assert!(pid_alive(pid), "the job runs on");
+    stop_and_check_gone(&state, &id, pid);
+}
+
+#[test]
+fn a_stop_from_another_pid_namespace_fails_and_the_job_runs_on() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let state = dir.path().join("state");
+    let (id, pid) = start_sleep(&state);
+    let _cleanup = KillGroup(pid);
+    // As from inside a sandbox with a pid namespace of its own: the job's
+    // pid names nothing there (or another process).
+    let inside = Command::new("unshare")
+        .args(["--pid", "--fork", "--mount-proc"])
+        .arg(env!("CARGO_BIN_EXE_bashtool"))
+        .args(["jobs", "--state-dir"])
+        .arg(&state)
+        .args(["stop", &id, "--grace", "1"])
+        .output()
+        .expect("unshare");
+    assert_eq!(inside.status.code(), Some(2), "{inside:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&inside.stderr),
+        format!(
+            "bashtool: job `{id}` runs in another process namespace than this one (outside the sandbox this runs in, or inside one): its pid {pid} means nothing here, so it can be neither stopped nor watched from here; stop it from where it was started\n"
+        )
+    );
+    assert!(pid_alive(pid), "the job runs on");
+    stop_and_check_gone(&state, &id, pid);
+}

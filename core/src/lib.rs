@@ -82,6 +82,7 @@ pub use policy::{
     RM_CRITICAL_MESSAGE, Rule, Violation, check as check_policy,
 };
 pub use registry::{CreateToolContext, TOOL_NAMES, Tool, create_tool, tool_specs};
+pub use report::CappedLog;
 pub use result::{BatchItemDetails, Content, Details, ToolResult};
 pub use sandbox_note::explain_denial;
 pub use spec::{ToolSpec, description, input_schema, tool_spec, tool_spec_for};

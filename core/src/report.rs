@@ -58,9 +58,54 @@ fn slow_hint(config: &ToolConfig) -> String {
     }
 }
 
+/// How the note of a [`CappedLog`] starts: the log line below recognizes
+/// it among the notes.
+const CAPPED_LOG_NOTE_START: &str = "the output was over the log file's size cap";
+
+/// What a log file keeps when the output outgrew the log's size cap: its
+/// first lines, a marker line, and its last lines. An environment turns it
+/// into a note ([`CappedLog::note`]) among the result's notes; the result
+/// then says where the lines are instead of claiming that the log holds
+/// the full output.
+///
+/// Line numbers are those of the whole log as it was written (the ones the
+/// shortened output refers to), counted from 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CappedLog {
+    /// The log's size cap in bytes.
+    pub cap_bytes: u64,
+    /// The last line of the first part (it may be cut at the cap).
+    pub head_last_line: u64,
+    /// The first line of the last part (it may start in the middle).
+    pub tail_first_line: u64,
+    /// The last line of the log.
+    pub last_line: u64,
+    /// Where the first line of the last part is in the file.
+    pub tail_first_file_line: u64,
+}
+
+impl CappedLog {
+    /// The note for the model: which lines the file keeps, and how to find
+    /// a line of the last part in it.
+    pub fn note(&self) -> String {
+        let shift = self
+            .tail_first_line
+            .saturating_sub(self.tail_first_file_line);
+        format!(
+            "{CAPPED_LOG_NOTE_START} of {}, so it keeps lines 1-{} and {}-{} with a marker line between them: line N >= {} is line N-{shift} of the file",
+            format_bytes(self.cap_bytes),
+            self.head_last_line,
+            self.tail_first_line,
+            self.last_line,
+            self.tail_first_line,
+        )
+    }
+}
+
 /// The line that tells the model where the full output is. The path is on
 /// the environment's host, and the commands suggested run with this tool in
-/// that same environment; `rg` only where the environment has it.
+/// that same environment; `rg` only where the environment has it. A log cut
+/// at its size cap is not the full output: the note above says what it keeps.
 fn log_line(result: &CommandResult, environment: &EnvironmentInfo) -> Option<String> {
     let log_file = result.log_file.as_ref()?;
     let search = if environment.tools.iter().any(|tool| tool == "rg") {
@@ -68,10 +113,27 @@ fn log_line(result: &CommandResult, environment: &EnvironmentInfo) -> Option<Str
     } else {
         "grep -n PATTERN"
     };
+    let capped = result
+        .notes
+        .iter()
+        .any(|note| note.starts_with(CAPPED_LOG_NOTE_START));
+    let what = if capped {
+        format!(
+            "the output had {} lines ({}), and the log {path} keeps its first and last parts",
+            result.output.total_lines(),
+            format_bytes(result.output.total_bytes()),
+            path = log_file.display()
+        )
+    } else {
+        format!(
+            "the full output ({} lines, {}) is in {path}",
+            result.output.total_lines(),
+            format_bytes(result.output.total_bytes()),
+            path = log_file.display()
+        )
+    };
     Some(format!(
-        "[output shortened: the full output ({} lines, {}) is in {path}; read parts of it with sed -n 'FROM,TOp' {path} or search it with {search} {path}]",
-        result.output.total_lines(),
-        format_bytes(result.output.total_bytes()),
+        "[output shortened: {what}; read parts of it with sed -n 'FROM,TOp' {path} or search it with {search} {path}]",
         path = log_file.display()
     ))
 }
@@ -286,6 +348,50 @@ pub(crate) fn share_budget(needs: &[u64], budget: usize) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The last lines of a section for a result with `notes` whose output
+    /// (300 lines) was shortened, with the log at `/logs/00001-x.log`.
+    fn section_end(notes: Vec<String>) -> Vec<String> {
+        let config = ToolConfig::default();
+        let mut output = crate::output::OutputBuffer::new(&config.output);
+        for number in 1..=300 {
+            output.push(crate::exec::Stream::Stdout, &format!("line {number}\n"));
+        }
+        output.finish();
+        let mut result = CommandResult::exited(1, output);
+        result.log_file = Some("/logs/00001-x.log".into());
+        result.notes = notes;
+        let section = command_section(&result, None, &config, &EnvironmentInfo::default(), 200);
+        assert!(section.truncated);
+        let lines: Vec<String> = section.text.lines().map(str::to_owned).collect();
+        lines[lines.len() - 3..].to_vec()
+    }
+
+    #[test]
+    fn a_capped_log_is_not_called_the_full_output() {
+        let capped = CappedLog {
+            cap_bytes: 64 * 1024 * 1024,
+            head_last_line: 120,
+            tail_first_line: 250,
+            last_line: 300,
+            tail_first_file_line: 122,
+        };
+        assert_eq!(
+            section_end(vec![capped.note()]),
+            [
+                "[the output was over the log file's size cap of 64.0 MiB, so it keeps lines 1-120 and 250-300 with a marker line between them: line N >= 250 is line N-128 of the file]",
+                "exit code 1",
+                "[output shortened: the output had 300 lines (2.5 KiB), and the log /logs/00001-x.log keeps its first and last parts; read parts of it with sed -n 'FROM,TOp' /logs/00001-x.log or search it with grep -n PATTERN /logs/00001-x.log]",
+            ]
+        );
+        assert_eq!(
+            section_end(Vec::new())[1..],
+            [
+                "exit code 1",
+                "[output shortened: the full output (300 lines, 2.5 KiB) is in /logs/00001-x.log; read parts of it with sed -n 'FROM,TOp' /logs/00001-x.log or search it with grep -n PATTERN /logs/00001-x.log]",
+            ]
+        );
+    }
 
     #[test]
     fn small_sections_leave_their_share_to_large_ones() {

@@ -1,26 +1,38 @@
-//! The log directory: one log file per call, total size and count capped,
-//! oldest removed first; and the output files of background jobs.
+//! The log directory: one log file per call, and the output files of
+//! background and interactive jobs, counted together against the caps on
+//! their number and total size, oldest removed first.
 //!
 //! It is private to the user (0700, verified before use: ours, not a
 //! symlink) and its files are created 0600 with `O_EXCL | O_NOFOLLOW`, so no
 //! other user can read the output or plant the log the model is told to
 //! read. The caps hold across processes: every so often, under a lock on
 //! the directory, the oldest files of every bashtool process are removed
-//! (logs beyond the count and size caps, and any log or job output older
-//! than a week), except those written in the last minute (a call of another
-//! process may still be writing it).
+//! (beyond the count and size caps, and anything older than a week), except
+//! files in use: a log or job output still being written carries an open
+//! file description lock (`F_OFD_SETLK`) that another process can see, and
+//! a log written in the last minute is kept as well (a bashtool without
+//! those locks may share the directory).
+//!
+//! One file is capped too ([`CapLayout`]): past its cap it keeps the first
+//! part of the output and the last part, with a marker line between them,
+//! so the end of a huge output (where the error usually is) can still be
+//! read with `grep` and `sed`. Logs are written by this process and rotated
+//! in place; a background job's output is written by its copier (see
+//! `jobs::copier`), which rotates it through a new file.
 //!
 //! A log that cannot be created or written never fails a call: the call
 //! runs without one and says so.
 
-use std::collections::VecDeque;
+use std::collections::{HashSet, VecDeque};
 use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Write};
-use std::os::unix::fs::OpenOptionsExt as _;
+use std::io::Write;
+use std::os::unix::fs::{FileExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
+
+use bashtool_core::{CappedLog, format_bytes};
 
 use crate::state_dir::ensure_private_dir;
 
@@ -32,27 +44,171 @@ const PRUNE_EVERY: u64 = 32;
 /// call in `bashtool mcp --stateless`, the most of its system calls). An
 /// agent's calls, seconds apart, take longer than this for 32 files.
 const PRUNE_INTERVAL: Duration = Duration::from_secs(10);
-/// Files written more recently than this may be in use by another process.
+/// Logs written more recently than this may be in use by another process
+/// that does not mark its files (an older bashtool).
 const IN_USE: Duration = Duration::from_secs(60);
-/// Logs and job outputs older than this are removed whatever the caps.
+/// Logs and job outputs older than this are removed whatever the caps
+/// (unless in use).
 const MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// Buffer of the log writer: few syscalls for chatty commands.
 const LOG_BUFFER: usize = 256 * 1024;
+/// Chunk in which a rotation moves the kept end of a log.
+const MOVE_CHUNK: usize = 64 * 1024;
+/// How far around a cut a rotation looks for a line end, so that the kept
+/// end starts with a whole line.
+const LINE_ALIGN: u64 = 4096;
 /// Longest part of the command used in a file name.
 const MAX_SLUG_CHARS: usize = 40;
+/// The smallest cap of one file: room for both parts and the marker.
+pub(crate) const MIN_FILE_CAP: u64 = 4096;
+
+/// How a file is cut at its size cap: once the output outgrows `cap`, the
+/// file holds the output's first `head` bytes, a marker line, and (at
+/// least) its last `tail` bytes, and never more than `cap`. The last part
+/// is the bigger one: for a running server, and for the error at the end of
+/// a build, the end is what matters most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CapLayout {
+    pub cap: u64,
+    pub head: u64,
+    pub tail: u64,
+}
+
+impl CapLayout {
+    /// The layout for a cap of `cap` bytes (at least [`MIN_FILE_CAP`]).
+    pub fn for_cap(cap: u64) -> Self {
+        let cap = cap.max(MIN_FILE_CAP);
+        Self {
+            cap,
+            head: cap / 8,
+            tail: cap / 2,
+        }
+    }
+}
+
+/// `path` with `suffix` appended (`job-1.out` → `job-1.out.lock`).
+pub(crate) fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// The lock file that a background job's copier holds while it writes the
+/// job's output (the output itself is replaced at each rotation, so its
+/// own lock would not last).
+pub(crate) fn output_lock_path(output: &Path) -> PathBuf {
+    with_suffix(output, ".lock")
+}
+
+/// A write lock on the whole of `file`, held by its open file description:
+/// by every descriptor duplicated or inherited from it (a copier process
+/// too), until the last one closes. Another process sees it with
+/// [`is_in_use`].
+pub(crate) fn mark_in_use(file: &File) -> std::io::Result<()> {
+    let lock = whole_file_lock(libc::F_WRLCK);
+    nix::fcntl::fcntl(file, nix::fcntl::FcntlArg::F_OFD_SETLK(&lock))
+        .map(drop)
+        .map_err(std::io::Error::from)
+}
+
+fn whole_file_lock(kind: libc::c_int) -> libc::flock {
+    libc::flock {
+        l_type: kind as libc::c_short,
+        l_whence: libc::SEEK_SET as libc::c_short,
+        l_start: 0,
+        l_len: 0,
+        l_pid: 0,
+    }
+}
+
+/// True while a process holds the mark of [`mark_in_use`] on `path`. Only
+/// asks (`F_OFD_GETLK`): it takes no lock and never waits.
+pub(crate) fn is_in_use(path: &Path) -> bool {
+    let Ok(file) = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    else {
+        return false;
+    };
+    let mut lock = whole_file_lock(libc::F_RDLCK);
+    nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_OFD_GETLK(&mut lock)).is_ok()
+        && i32::from(lock.l_type) != libc::F_UNLCK
+}
+
+/// True while a job output is being written: by an in-process writer (a
+/// mark on the file) or by a background job's copier (a mark on its lock
+/// file).
+pub(crate) fn output_in_use(output: &Path) -> bool {
+    is_in_use(output) || is_in_use(&output_lock_path(output))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A call's log (`*.log`).
+    Log,
+    /// A job's output (`job-*.out`).
+    Output,
+    /// A copier's lock file or rotation file (`job-*.out.lock`, `.part`).
+    Sidecar,
+}
+
+impl Kind {
+    fn of(name: &str) -> Option<Self> {
+        let (stem, extension) = name.rsplit_once('.')?;
+        let job = name.starts_with("job-");
+        match extension {
+            "log" => Some(Self::Log),
+            "out" if job => Some(Self::Output),
+            "lock" | "part"
+                if job
+                    && stem
+                        .rsplit_once('.')
+                        .is_some_and(|(_, inner)| inner == "out") =>
+            {
+                Some(Self::Sidecar)
+            }
+            _ => None,
+        }
+    }
+}
 
 #[derive(Debug)]
 struct Record {
     path: PathBuf,
-    size: Arc<AtomicU64>,
-    open: Arc<AtomicBool>,
+    kind: Kind,
+    /// Bytes written so far (a log); a job output's size is not followed
+    /// in this process (its copier writes it) and counts as 0 here, until
+    /// the next scan of the directory.
+    size: Option<Arc<AtomicU64>>,
+    /// A log still being written.
+    open: Option<Arc<AtomicBool>>,
+}
+
+impl Record {
+    fn in_use(&self) -> bool {
+        match self.kind {
+            Kind::Log => self
+                .open
+                .as_ref()
+                .is_some_and(|open| open.load(Ordering::Relaxed)),
+            Kind::Output | Kind::Sidecar => output_in_use(&self.path),
+        }
+    }
+
+    fn size(&self) -> u64 {
+        self.size
+            .as_ref()
+            .map_or(0, |size| size.load(Ordering::Relaxed))
+    }
 }
 
 #[derive(Debug, Default)]
 struct State {
     sequence: u64,
-    logs: VecDeque<Record>,
+    /// This process's files, oldest first.
+    files: VecDeque<Record>,
     /// When this process last scanned the directory.
     directory_pruned: Option<Instant>,
 }
@@ -78,20 +234,78 @@ pub struct LogDir {
     dir: PathBuf,
     max_files: usize,
     max_bytes: u64,
-    /// Cap of one log file.
-    max_file_bytes: u64,
+    /// How one file is cut at its cap.
+    layout: CapLayout,
     state: Mutex<State>,
     /// The directory was created or verified (once), or why it is unusable.
     ready: OnceLock<Result<(), String>>,
 }
 
-/// A log file being written: a buffered writer that stops at the size cap.
+/// A background job's output file, new and empty, and the lock file its
+/// copier holds (marked in use) while it writes the output.
+#[derive(Debug)]
+pub(crate) struct JobOutputFile {
+    pub path: PathBuf,
+    pub lock: File,
+    pub layout: CapLayout,
+}
+
+/// The marker of a capped log: where the last part starts.
+#[derive(Debug, Clone, Copy)]
+struct Marker {
+    /// Its length in the file, the newline before it included.
+    length: u64,
+    /// Output bytes dropped from the middle so far.
+    omitted: u64,
+}
+
+/// Line counts of the output written to a log (what [`CappedLog`] needs).
+#[derive(Debug, Default, Clone, Copy)]
+struct Lines {
+    /// Output bytes written so far.
+    bytes: u64,
+    /// Line ends in the whole output.
+    newlines: u64,
+    /// Whether the last byte was a line end.
+    ends_with_newline: bool,
+    /// Line ends in the first part (the first `head` bytes).
+    head_newlines: u64,
+    /// Whether the first part ends with a line end (once it is complete).
+    head_ends_line: bool,
+    /// Line ends in what the file holds after the first part (and its
+    /// marker).
+    tail_newlines: u64,
+    /// Line ends in everything dropped from the middle.
+    dropped_newlines: u64,
+}
+
+impl Lines {
+    /// The number of the last line (a last line without a line end counts).
+    fn last_line(&self) -> u64 {
+        self.newlines + u64::from(self.bytes > 0 && !self.ends_with_newline)
+    }
+
+    /// The number of the first part's last line.
+    fn head_last_line(&self) -> u64 {
+        self.head_newlines + u64::from(!self.head_ends_line)
+    }
+}
+
+/// A log file being written: buffered, and past its cap cut to its first
+/// and last parts (its first eighth and last half) by rewriting the last part in place,
+/// so memory stays at the buffer whatever the output's size.
 #[derive(Debug)]
 pub struct LogWriter {
-    file: BufWriter<File>,
+    file: File,
+    /// Bytes waiting to be written at `end`.
+    buffer: Vec<u8>,
+    /// Length of the file (without the buffer).
+    end: u64,
+    layout: CapLayout,
+    marker: Option<Marker>,
+    lines: Lines,
     written: Arc<AtomicU64>,
-    limit: u64,
-    truncated: Arc<AtomicBool>,
+    capped: Arc<Mutex<Option<CappedLog>>>,
     open: Arc<AtomicBool>,
 }
 
@@ -100,61 +314,286 @@ pub struct LogWriter {
 pub struct LogHandle {
     pub path: PathBuf,
     written: Arc<AtomicU64>,
-    truncated: Arc<AtomicBool>,
-    limit: u64,
+    capped: Arc<Mutex<Option<CappedLog>>>,
 }
 
 impl LogHandle {
-    /// The note to give the model when the log was cut at the cap.
+    /// The note to give the model when the log was cut at its cap: which
+    /// lines it keeps (see [`CappedLog`]).
     pub fn truncation_note(&self) -> Option<String> {
-        self.truncated.load(Ordering::Relaxed).then(|| {
-            format!(
-                "the log file stops at {} bytes, its size cap; the rest of the output was not logged",
-                self.limit
-            )
-        })
+        self.capped
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .map(|capped| capped.note())
     }
 
+    /// The size of the log file.
     pub fn bytes_written(&self) -> u64 {
         self.written.load(Ordering::Relaxed)
     }
 }
 
+impl LogWriter {
+    fn new(file: File, layout: CapLayout) -> Self {
+        Self {
+            file,
+            buffer: Vec::with_capacity(LOG_BUFFER),
+            end: 0,
+            layout,
+            marker: None,
+            lines: Lines::default(),
+            written: Arc::new(AtomicU64::new(0)),
+            capped: Arc::new(Mutex::new(None)),
+            open: Arc::new(AtomicBool::new(true)),
+        }
+    }
+
+    /// Counts the lines of `bytes`, the output that follows what was
+    /// counted so far.
+    fn count(&mut self, bytes: &[u8]) {
+        let lines = &mut self.lines;
+        let in_head = usize::try_from(self.layout.head.saturating_sub(lines.bytes))
+            .unwrap_or(usize::MAX)
+            .min(bytes.len());
+        let (head, rest) = bytes.split_at(in_head);
+        let head_newlines = memchr::memchr_iter(b'\n', head).count() as u64;
+        let rest_newlines = memchr::memchr_iter(b'\n', rest).count() as u64;
+        lines.head_newlines += head_newlines;
+        lines.tail_newlines += rest_newlines;
+        lines.newlines += head_newlines + rest_newlines;
+        lines.bytes += bytes.len() as u64;
+        if in_head > 0 && lines.bytes >= self.layout.head {
+            lines.head_ends_line = head.last() == Some(&b'\n');
+        }
+        if let Some(&last) = bytes.last() {
+            lines.ends_with_newline = last == b'\n';
+        }
+    }
+
+    fn flush_buffer(&mut self) -> std::io::Result<()> {
+        if !self.buffer.is_empty() {
+            self.file.write_all_at(&self.buffer, self.end)?;
+            self.end += self.buffer.len() as u64;
+            self.buffer.clear();
+        }
+        Ok(())
+    }
+
+    /// What the model is told about this log (see [`CappedLog`]), once
+    /// the log was capped.
+    fn publish(&self) {
+        if self.marker.is_none() {
+            return;
+        }
+        let head_last_line = self.lines.head_last_line();
+        let capped = CappedLog {
+            cap_bytes: self.layout.cap,
+            head_last_line,
+            tail_first_line: self.lines.head_newlines + self.lines.dropped_newlines + 1,
+            last_line: self.lines.last_line(),
+            // The first part's lines, then the marker's line.
+            tail_first_file_line: head_last_line + 2,
+        };
+        *self.capped.lock().unwrap_or_else(PoisonError::into_inner) = Some(capped);
+    }
+
+    /// How far before a cut a rotation looks for a line end.
+    fn align(&self) -> u64 {
+        LINE_ALIGN.min(self.layout.cap / 16)
+    }
+
+    /// Cuts the file to its first part, a marker line, and the last `keep`
+    /// bytes of what it held after the first part followed by `new` (the
+    /// write that did not fit, already counted), or a little more so that
+    /// the kept part starts with a whole line. The buffer must be flushed.
+    ///
+    /// A write that does not fit keeps `tail` and two line alignments'
+    /// worth more; the end of the log (on drop) keeps `tail`: the file then
+    /// holds the last `tail` bytes from a line start near them, whatever
+    /// the sizes of the writes were.
+    fn rotate(&mut self, mut new: &[u8], keep: u64) -> std::io::Result<()> {
+        let head = self.layout.head;
+        if self.marker.is_none() && self.end < head {
+            // One write larger than the room left: its start completes the
+            // first part.
+            let fill = usize::try_from(head - self.end)
+                .unwrap_or(usize::MAX)
+                .min(new.len());
+            self.file.write_all_at(&new[..fill], self.end)?;
+            self.end += fill as u64;
+            new = &new[fill..];
+        }
+        let start = head + self.marker.map_or(0, |marker| marker.length);
+        let source = Source {
+            file: &self.file,
+            start,
+            held: self.end.saturating_sub(start),
+            new,
+        };
+        let total = source.len();
+        let mut cut = total.saturating_sub(keep);
+        if cut == 0 && self.marker.is_some() {
+            // All of it fits: nothing to drop.
+            return Ok(());
+        }
+        let mut chunk = vec![0_u8; MOVE_CHUNK];
+        let mut mid_line = false;
+        if cut > 0 {
+            // A line end shortly before the cut, else shortly after it.
+            let align = self.align();
+            let from = cut.saturating_sub(align);
+            let length = usize::try_from(cut - from).unwrap_or(0);
+            let filled = source.read(from, &mut chunk[..length])?;
+            if let Some(newline) = memchr::memrchr(b'\n', &chunk[..filled]) {
+                cut = from + newline as u64 + 1;
+            } else {
+                let length = usize::try_from(align.min(total - cut)).unwrap_or(0);
+                let filled = source.read(cut, &mut chunk[..length])?;
+                match memchr::memchr(b'\n', &chunk[..filled]) {
+                    Some(newline) => cut += newline as u64 + 1,
+                    None => mid_line = true,
+                }
+            }
+        }
+        let mut kept_newlines = 0;
+        let mut position = cut;
+        while position < total {
+            let filled = source.read(position, &mut chunk)?;
+            kept_newlines += memchr::memchr_iter(b'\n', &chunk[..filled]).count() as u64;
+            position += filled as u64;
+        }
+        self.lines.dropped_newlines += self.lines.tail_newlines - kept_newlines;
+        self.lines.tail_newlines = kept_newlines;
+        let omitted = self.marker.map_or(0, |marker| marker.omitted) + cut;
+        let next_line = self.lines.head_newlines + self.lines.dropped_newlines + 1;
+        let separator = if self.lines.head_ends_line { "" } else { "\n" };
+        let next = if mid_line {
+            format!("the next line is the end of line {next_line} of the full log")
+        } else {
+            format!("the next line is line {next_line} of the full log")
+        };
+        let marker = format!(
+            "{separator}[... {} omitted here: the output was over the log's size cap of {}; {next} ...]\n",
+            format_bytes(omitted),
+            format_bytes(self.layout.cap)
+        );
+        let target = head + marker.len() as u64;
+        source.move_to(cut, target, &mut chunk)?;
+        // After the move: the marker may cover bytes the move read.
+        self.file.write_all_at(marker.as_bytes(), head)?;
+        let end = target + (total - cut);
+        self.file.set_len(end)?;
+        self.end = end;
+        self.marker = Some(Marker {
+            length: marker.len() as u64,
+            omitted,
+        });
+        self.publish();
+        Ok(())
+    }
+}
+
+/// The bytes a rotation keeps from: what the file holds from `start` on
+/// (`held` bytes), then `new`.
+struct Source<'a> {
+    file: &'a File,
+    start: u64,
+    held: u64,
+    new: &'a [u8],
+}
+
+impl Source<'_> {
+    fn len(&self) -> u64 {
+        self.held + self.new.len() as u64
+    }
+
+    /// Writes bytes `from..` to the file at `target`, in the order that
+    /// never overwrites a byte of the file before it was read (a forward
+    /// move when the target is before the source, else a backward one).
+    fn move_to(&self, from: u64, target: u64, chunk: &mut [u8]) -> std::io::Result<()> {
+        let total = self.len();
+        if target <= self.start + from {
+            let mut position = from;
+            while position < total {
+                let filled = self.read(position, chunk)?;
+                self.file
+                    .write_all_at(&chunk[..filled], target + (position - from))?;
+                position += filled as u64;
+            }
+        } else {
+            let mut position = total;
+            while position > from {
+                let length = usize::try_from(position - from)
+                    .unwrap_or(usize::MAX)
+                    .min(chunk.len());
+                let begin = position - length as u64;
+                let filled = self.read(begin, &mut chunk[..length])?;
+                self.file
+                    .write_all_at(&chunk[..filled], target + (begin - from))?;
+                position = begin;
+            }
+        }
+        Ok(())
+    }
+
+    /// Fills `buffer` from `from` on, as far as there are bytes.
+    fn read(&self, from: u64, buffer: &mut [u8]) -> std::io::Result<usize> {
+        let mut filled = 0;
+        let mut position = from;
+        while filled < buffer.len() && position < self.len() {
+            let room = buffer.len() - filled;
+            if position < self.held {
+                let count = usize::try_from(self.held - position)
+                    .unwrap_or(usize::MAX)
+                    .min(room);
+                self.file
+                    .read_exact_at(&mut buffer[filled..filled + count], self.start + position)?;
+                filled += count;
+            } else {
+                let offset = usize::try_from(position - self.held).unwrap_or(usize::MAX);
+                let count = (self.new.len() - offset).min(room);
+                buffer[filled..filled + count].copy_from_slice(&self.new[offset..offset + count]);
+                filled += count;
+            }
+            position = from + filled as u64;
+        }
+        Ok(filled)
+    }
+}
+
 impl Write for LogWriter {
     fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        if self.truncated.load(Ordering::Relaxed) {
-            // Swallow: the output buffer goes on counting lines for the model.
-            return Ok(bytes.len());
+        self.count(bytes);
+        let length = self.end + self.buffer.len() as u64;
+        if length + bytes.len() as u64 <= self.layout.cap {
+            self.buffer.extend_from_slice(bytes);
+            if self.buffer.len() >= LOG_BUFFER {
+                self.flush_buffer()?;
+            }
+        } else {
+            self.flush_buffer()?;
+            // Room for the line alignment of this cut and of the last.
+            self.rotate(bytes, self.layout.tail + 2 * self.align())?;
         }
-        let written = self.written.load(Ordering::Relaxed);
-        let room = self.limit.saturating_sub(written);
-        if (bytes.len() as u64) > room {
-            let fits = usize::try_from(room).unwrap_or(usize::MAX);
-            self.file.write_all(&bytes[..fits])?;
-            let marker = format!(
-                "\n[log truncated: the log size cap of {} bytes was reached]\n",
-                self.limit
-            );
-            self.file.write_all(marker.as_bytes())?;
-            self.written
-                .store(written + room + marker.len() as u64, Ordering::Relaxed);
-            self.truncated.store(true, Ordering::Relaxed);
-            return Ok(bytes.len());
-        }
-        self.file.write_all(bytes)?;
         self.written
-            .store(written + bytes.len() as u64, Ordering::Relaxed);
+            .store(self.end + self.buffer.len() as u64, Ordering::Relaxed);
         Ok(bytes.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        self.file.flush()
+        self.flush_buffer()
     }
 }
 
 impl Drop for LogWriter {
     fn drop(&mut self) {
-        let _ = self.file.flush();
+        let _ = self.flush_buffer();
+        if self.marker.is_some() {
+            // The last `tail` bytes, whatever the sizes of the writes: the
+            // file (and so the model's note) depends on the output alone.
+            let _ = self.rotate(&[], self.layout.tail);
+        }
+        self.publish();
         self.open.store(false, Ordering::Relaxed);
     }
 }
@@ -179,7 +618,6 @@ fn slug(command: &str) -> String {
         slug.to_owned()
     }
 }
-
 impl LogDir {
     /// The log directory `dir`, with caps on the number and total size of
     /// its files (each log is also capped at `max_bytes`).
@@ -187,7 +625,8 @@ impl LogDir {
         Self::with_file_cap(dir, max_files, max_bytes, max_bytes)
     }
 
-    /// As [`LogDir::new`], with a cap of its own for one log file.
+    /// As [`LogDir::new`], with a cap of its own for one file (a log or a
+    /// job's output; at least 4 KiB).
     pub fn with_file_cap(
         dir: PathBuf,
         max_files: usize,
@@ -198,7 +637,7 @@ impl LogDir {
             dir,
             max_files: max_files.max(1),
             max_bytes,
-            max_file_bytes: max_file_bytes.min(max_bytes),
+            layout: CapLayout::for_cap(max_file_bytes.min(max_bytes)),
             state: Mutex::new(State::default()),
             ready: OnceLock::new(),
         }
@@ -214,6 +653,11 @@ impl LogDir {
 
     pub fn path(&self) -> &Path {
         &self.dir
+    }
+
+    /// How one file of this directory is cut at its cap.
+    pub(crate) fn layout(&self) -> CapLayout {
+        self.layout
     }
 
     fn next_path(
@@ -249,27 +693,67 @@ impl LogDir {
         // Private, new (never an existing file another user planted), and
         // never through a symlink.
         OpenOptions::new()
+            .read(true)
             .write(true)
             .create_new(true)
             .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(path)
     }
 
-    /// Removes, across processes, the oldest files beyond the caps and the
-    /// files older than [`MAX_AGE`]. Best effort: a failure changes nothing.
+    /// A new file named `prefix<n>-<slug>.<extension>`, marked in use
+    /// (see [`mark_in_use`]).
+    fn create_marked(
+        &self,
+        state: &mut State,
+        prefix: &str,
+        command: &str,
+        extension: &str,
+    ) -> std::io::Result<(PathBuf, File)> {
+        loop {
+            let path = self.next_path(state, prefix, command, extension);
+            match self.create_new(&path) {
+                Ok(file) => {
+                    if let Err(error) = mark_in_use(&file) {
+                        let _ = std::fs::remove_file(&path);
+                        return Err(error);
+                    }
+                    return Ok((path, file));
+                }
+                // Another process shares this directory: take the next number.
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// Prunes this process's files, and every so often the directory.
+    fn prune_before_new_file(&self, state: &mut State) {
+        self.prune(state);
+        if state.claim_directory_prune() && self.ensure_ready().is_ok() {
+            // Other processes' files count toward the caps too.
+            self.prune_directory();
+        }
+    }
+
+    /// Removes, across processes, the oldest logs and job outputs beyond
+    /// the caps (counted together) and those older than [`MAX_AGE`], never
+    /// one in use. Best effort: a failure changes nothing. If another
+    /// process holds the directory's lock, it is pruning now (or a command
+    /// holds the lock to stall us): this time is skipped, never waited for.
     fn prune_directory(&self) {
         let Ok(lock_file) = OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
             .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(self.dir.join(".lock"))
         else {
             return;
         };
-        let Ok(_lock) = nix::fcntl::Flock::lock(lock_file, nix::fcntl::FlockArg::LockExclusive)
+        let Ok(_lock) =
+            nix::fcntl::Flock::lock(lock_file, nix::fcntl::FlockArg::LockExclusiveNonblock)
         else {
             return;
         };
@@ -277,134 +761,181 @@ impl LogDir {
             return;
         };
         let now = SystemTime::now();
-        let mut logs: Vec<(SystemTime, u64, PathBuf)> = Vec::new();
+        let age = |modified: SystemTime| now.duration_since(modified).unwrap_or_default();
+        let in_use = |kind: Kind, path: &Path, modified: SystemTime| match kind {
+            Kind::Log => age(modified) < IN_USE || is_in_use(path),
+            Kind::Output | Kind::Sidecar => output_in_use(path),
+        };
+        let mut files: Vec<(SystemTime, u64, PathBuf, Kind)> = Vec::new();
+        let mut sidecars: Vec<PathBuf> = Vec::new();
         for entry in entries.flatten() {
-            let path = entry.path();
             let name = entry.file_name();
-            let name = name.to_string_lossy();
-            let is_log = name.ends_with(".log");
-            let is_job = name.starts_with("job-") && name.ends_with(".out");
+            let Some(kind) = Kind::of(&name.to_string_lossy()) else {
+                continue;
+            };
             let Ok(metadata) = entry.metadata() else {
                 continue;
             };
-            if !(is_log || is_job) || !metadata.is_file() {
+            if !metadata.is_file() {
                 continue;
             }
+            let path = entry.path();
             let modified = metadata.modified().unwrap_or(now);
-            let age = now.duration_since(modified).unwrap_or_default();
-            if age > MAX_AGE {
-                let _ = std::fs::remove_file(&path);
-            } else if is_log {
-                logs.push((modified, metadata.len(), path));
+            if kind == Kind::Sidecar {
+                sidecars.push(path);
+            } else if age(modified) > MAX_AGE && !in_use(kind, &path, modified) {
+                remove_file_and_sidecars(&path);
+            } else {
+                files.push((modified, metadata.len(), path, kind));
             }
         }
-        logs.sort();
-        let mut count = logs.len();
-        let mut total: u64 = logs.iter().map(|(_, size, _)| size).sum();
-        for (modified, size, path) in logs {
-            if count <= self.max_files && total <= self.max_bytes {
-                break;
-            }
-            if now.duration_since(modified).unwrap_or_default() < IN_USE {
-                // Possibly still being written by a running call: only
-                // files older than this go; the newest are the ones to keep.
-                break;
-            }
-            if std::fs::remove_file(&path).is_ok() {
+        files.sort_by(|(one, _, first, _), (other, _, second, _)| {
+            (one, first).cmp(&(other, second))
+        });
+        let mut count = files.len();
+        let mut total: u64 = files.iter().map(|(_, size, _, _)| size).sum();
+        let mut kept: HashSet<PathBuf> = HashSet::new();
+        for (modified, size, path, kind) in files {
+            // Room for the file about to be made, as in `prune`.
+            if (count >= self.max_files || total >= self.max_bytes)
+                && !in_use(kind, &path, modified)
+                && remove_file_and_sidecars(&path)
+            {
                 count -= 1;
                 total -= size;
+            } else {
+                kept.insert(path);
+            }
+        }
+        // The lock and rotation files of outputs that are gone (a copier
+        // that was killed leaves them).
+        for sidecar in sidecars {
+            let owner = sidecar.with_extension("");
+            if !kept.contains(&owner) && !is_in_use(&output_lock_path(&owner)) {
+                let _ = std::fs::remove_file(&sidecar);
             }
         }
     }
 
-    /// Creates the log file of a new call, removing the oldest logs first
+    /// Creates the log file of a new call, removing the oldest files first
     /// when over the caps.
     pub fn create_log(&self, command: &str) -> std::io::Result<(LogWriter, LogHandle)> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        self.prune(&mut state);
-        if state.claim_directory_prune() && self.ensure_ready().is_ok() {
-            // Other processes' logs count toward the caps too.
-            self.prune_directory();
-        }
-        let (path, file) = loop {
-            let path = self.next_path(&mut state, "", command, "log");
-            match self.create_new(&path) {
-                Ok(file) => break (path, file),
-                // Another process shares this directory: take the next number.
-                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(error) => return Err(error),
-            }
-        };
-        let written = Arc::new(AtomicU64::new(0));
-        let truncated = Arc::new(AtomicBool::new(false));
-        let open = Arc::new(AtomicBool::new(true));
-        state.logs.push_back(Record {
+        self.prune_before_new_file(&mut state);
+        let (path, file) = self.create_marked(&mut state, "", command, "log")?;
+        let writer = LogWriter::new(file, self.layout);
+        state.files.push_back(Record {
             path: path.clone(),
-            size: Arc::clone(&written),
-            open: Arc::clone(&open),
+            kind: Kind::Log,
+            size: Some(Arc::clone(&writer.written)),
+            open: Some(Arc::clone(&writer.open)),
         });
-        let writer = LogWriter {
-            file: BufWriter::with_capacity(LOG_BUFFER, file),
-            written: Arc::clone(&written),
-            limit: self.max_file_bytes,
-            truncated: Arc::clone(&truncated),
-            open,
-        };
         let handle = LogHandle {
             path,
-            written,
-            truncated,
-            limit: self.max_file_bytes,
+            written: Arc::clone(&writer.written),
+            capped: Arc::clone(&writer.capped),
         };
         Ok((writer, handle))
     }
 
-    /// Creates the output file of a background job. Job files are not
-    /// rotated: a running job must keep its file.
+    /// Creates the output file of an interactive job, written by this
+    /// process, marked in use until the returned file is closed. Job
+    /// outputs count toward the caps like logs, but one in use is never
+    /// removed.
     pub fn create_job_output(&self, command: &str) -> std::io::Result<(PathBuf, File)> {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        if state.claim_directory_prune() && self.ensure_ready().is_ok() {
-            self.prune_directory();
-        }
-        loop {
-            let path = self.next_path(&mut state, "job-", command, "out");
-            match self.create_new(&path) {
-                Ok(file) => return Ok((path, file)),
-                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(error) => return Err(error),
-            }
-        }
+        self.prune_before_new_file(&mut state);
+        let (path, file) = self.create_marked(&mut state, "job-", command, "out")?;
+        state.files.push_back(Record {
+            path: path.clone(),
+            kind: Kind::Output,
+            size: None,
+            open: None,
+        });
+        Ok((path, file))
     }
 
-    /// Forgets a log that could not be completed (and removes its file).
+    /// Creates the output file of a background job (empty) and its lock
+    /// file, marked in use: the job's copier writes the output and holds
+    /// the lock (its descriptor) until the job's output ends.
+    pub(crate) fn create_background_output(&self, command: &str) -> std::io::Result<JobOutputFile> {
+        let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        self.prune_before_new_file(&mut state);
+        // The lock first: from the moment the output exists, it is in use.
+        // Either name may be taken by another process's job (an output
+        // whose copier ended has no lock file any more): then the next
+        // number.
+        let (path, lock) = loop {
+            state.sequence += 1;
+            let path = self
+                .dir
+                .join(format!("job-{:05}-{}.out", state.sequence, slug(command)));
+            let lock_path = output_lock_path(&path);
+            let lock = match self.create_new(&lock_path) {
+                Ok(lock) => lock,
+                Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(error) => return Err(error),
+            };
+            let created = mark_in_use(&lock).and_then(|()| self.create_new(&path));
+            match created {
+                Ok(_) => break (path, lock),
+                Err(error) => {
+                    let _ = std::fs::remove_file(&lock_path);
+                    if error.kind() != std::io::ErrorKind::AlreadyExists {
+                        return Err(error);
+                    }
+                }
+            }
+        };
+        state.files.push_back(Record {
+            path: path.clone(),
+            kind: Kind::Output,
+            size: None,
+            open: None,
+        });
+        Ok(JobOutputFile {
+            path,
+            lock,
+            layout: self.layout,
+        })
+    }
+
+    /// Forgets a file that could not be completed (and removes it).
     pub fn discard(&self, path: &Path) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
-        state.logs.retain(|record| record.path != path);
-        let _ = std::fs::remove_file(path);
+        state.files.retain(|record| record.path != path);
+        remove_file_and_sidecars(path);
     }
 
-    /// Removes the oldest closed logs until one more fits in the caps.
+    /// Removes the oldest of this process's files not in use until one
+    /// more fits in the caps.
     fn prune(&self, state: &mut State) {
-        let mut total: u64 = state
-            .logs
-            .iter()
-            .map(|record| record.size.load(Ordering::Relaxed))
-            .sum();
-        let mut count = state.logs.len();
+        let mut total: u64 = state.files.iter().map(Record::size).sum();
+        let mut count = state.files.len();
         let mut index = 0;
-        while (count >= self.max_files || total >= self.max_bytes) && index < state.logs.len() {
-            if state.logs[index].open.load(Ordering::Relaxed) {
-                // Still being written by a running call: keep it.
+        while (count >= self.max_files || total >= self.max_bytes) && index < state.files.len() {
+            if state.files[index].in_use() {
                 index += 1;
                 continue;
             }
-            if let Some(record) = state.logs.remove(index) {
-                let _ = std::fs::remove_file(&record.path);
-                total -= record.size.load(Ordering::Relaxed);
+            if let Some(record) = state.files.remove(index) {
+                remove_file_and_sidecars(&record.path);
+                total -= record.size();
                 count -= 1;
             }
         }
     }
+}
+
+/// Removes a log or job output, with a job output's lock and rotation
+/// files; returns whether the file itself was removed.
+fn remove_file_and_sidecars(path: &Path) -> bool {
+    let removed = std::fs::remove_file(path).is_ok();
+    if path.extension().is_some_and(|extension| extension == "out") {
+        let _ = std::fs::remove_file(output_lock_path(path));
+        let _ = std::fs::remove_file(with_suffix(path, ".part"));
+    }
+    removed
 }
 
 #[cfg(test)]
@@ -467,20 +998,158 @@ mod tests {
         );
     }
 
-    #[test]
-    fn cuts_a_log_at_the_byte_cap() {
+    /// A log of `lines` lines `line NNNN` (10 bytes each), one write
+    /// each, in a directory with a file cap of [`MIN_FILE_CAP`]; its text
+    /// and the note for the model.
+    fn log_of_lines(lines: u32) -> (String, Option<String>) {
         let temp = tempfile::tempdir().expect("tempdir");
-        let logs = LogDir::new(temp.path().to_path_buf(), 10, 10);
+        let logs = LogDir::with_file_cap(temp.path().join("logs"), 10, u64::MAX, MIN_FILE_CAP);
         let (mut writer, handle) = logs.create_log("big").expect("log");
-        writer.write_all(b"0123456").expect("write");
-        writer.write_all(b"789abcdef").expect("write");
-        writer.write_all(b"more").expect("write");
+        for number in 1..=lines {
+            writer
+                .write_all(format!("line {number:04}\n").as_bytes())
+                .expect("write");
+        }
+        drop(writer);
+        let text = std::fs::read_to_string(&handle.path).expect("read");
+        (text, handle.truncation_note())
+    }
+
+    #[test]
+    fn a_log_under_its_cap_is_whole() {
+        let (text, note) = log_of_lines(409);
+        assert_eq!(text.len(), 4090);
+        assert!(text.ends_with("line 0408\nline 0409\n"));
+        assert_eq!(note, None);
+    }
+
+    #[test]
+    fn a_capped_log_keeps_its_first_and_last_lines_with_a_marker_between() {
+        let (text, note) = log_of_lines(1000);
+        let expected_head: String = (1..=51)
+            .map(|number| format!("line {number:04}\n"))
+            .collect();
+        let (head, rest) = text.split_at(512);
+        assert_eq!(head, format!("{expected_head}li"));
+        let (marker, tail) = rest.split_once("...]\n").expect("a marker");
+        assert_eq!(
+            marker,
+            "\n[... 7.3 KiB omitted here: the output was over the log's size cap of 4.0 KiB; the next line is line 796 of the full log "
+        );
+        let expected_tail: String = (796..=1000)
+            .map(|number| format!("line {number:04}\n"))
+            .collect();
+        assert_eq!(tail, expected_tail);
+        assert!(text.len() <= 4096, "{}", text.len());
+        assert_eq!(
+            note.as_deref(),
+            Some(
+                "the output was over the log file's size cap of 4.0 KiB, so it keeps lines 1-52 and 796-1000 with a marker line between them: line N >= 796 is line N-742 of the file"
+            )
+        );
+        // The note's arithmetic holds in the file.
+        let file_lines: Vec<&str> = text.lines().collect();
+        assert_eq!(file_lines[796 - 742 - 1], "line 0796");
+        assert_eq!(file_lines[1000 - 742 - 1], "line 1000");
+    }
+
+    #[test]
+    fn one_write_larger_than_the_cap_keeps_its_start_and_end() {
+        let temp = tempfile::tempdir().expect("tempdir");
+        let logs = LogDir::with_file_cap(temp.path().join("logs"), 10, u64::MAX, 4096);
+        let (mut writer, handle) = logs.create_log("big").expect("log");
+        writer.write_all(b"$ big\n").expect("write");
+        let mut output = vec![b'x'; 100_000];
+        output.extend_from_slice(b"\nerror: the end\n");
+        writer.write_all(&output).expect("write");
         drop(writer);
         let text = std::fs::read_to_string(&handle.path).expect("read");
         assert_eq!(
             text,
-            "0123456789\n[log truncated: the log size cap of 10 bytes was reached]\n"
+            format!(
+                "$ big\n{}\n[... 95.2 KiB omitted here: the output was over the log's size cap of 4.0 KiB; the next line is the end of line 2 of the full log ...]\n{}\nerror: the end\n",
+                "x".repeat(506),
+                "x".repeat(2032)
+            )
         );
-        assert!(handle.truncation_note().is_some());
+    }
+
+    #[test]
+    fn any_chunking_gives_the_same_file_with_the_start_the_end_and_true_line_numbers() {
+        let temp = tempfile::tempdir().expect("tempdir");
+        let logs = LogDir::with_file_cap(temp.path().join("logs"), 100, u64::MAX, 8192);
+        let layout = logs.layout();
+        let stream: Vec<u8> = (1..=20_000)
+            .map(|number| format!("{number} {}\n", "y".repeat(number % 37)))
+            .collect::<String>()
+            .into_bytes();
+        let mut files = std::collections::HashSet::new();
+        for seed in 1..=5_u64 {
+            let (mut writer, handle) = logs.create_log("chunks").expect("log");
+            let mut state = seed;
+            let mut at = 0;
+            while at < stream.len() {
+                // xorshift: chunks of 1 byte to 20 KiB, some over the cap.
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let length = usize::try_from(state % 20_000).expect("small") + 1;
+                let end = (at + length).min(stream.len());
+                writer.write_all(&stream[at..end]).expect("write");
+                at = end;
+                assert!(handle.bytes_written() <= layout.cap);
+            }
+            drop(writer);
+            let text = std::fs::read(&handle.path).expect("read");
+            assert!(text.len() as u64 <= layout.cap);
+            files.insert(text.clone());
+            let head = usize::try_from(layout.head).expect("small");
+            assert_eq!(text[..head], stream[..head]);
+            let after_marker =
+                memchr::memmem::find(&text[head..], b"...]\n").expect("marker") + head + 5;
+            assert!(stream.ends_with(&text[after_marker..]));
+            let note = handle.truncation_note().expect("capped");
+            // "... line N >= FIRST is line N-SHIFT of the file"
+            let (_, numbers) = note.rsplit_once(": line N >= ").expect("mapping");
+            let (first, shift) = numbers.split_once(" is line N-").expect("shift");
+            let first: usize = first.parse().expect("number");
+            let shift: usize = shift
+                .trim_end_matches(" of the file")
+                .parse()
+                .expect("number");
+            let file = String::from_utf8(text).expect("UTF-8");
+            let file_lines: Vec<&str> = file.lines().collect();
+            let stream_text = String::from_utf8(stream.clone()).expect("UTF-8");
+            let stream_lines: Vec<&str> = stream_text.lines().collect();
+            for number in [first + 1, stream_lines.len()] {
+                assert_eq!(file_lines[number - shift - 1], stream_lines[number - 1]);
+            }
+        }
+        // The file depends on the output alone, not on how it was written.
+        assert_eq!(files.len(), 1);
+    }
+
+    #[test]
+    fn a_background_output_takes_the_next_number_when_another_process_has_one() {
+        let temp = tempfile::tempdir().expect("tempdir");
+        let dir = temp.path().join("logs");
+        let logs = LogDir::new(dir.clone(), 100, u64::MAX);
+        logs.ensure_ready().expect("ready");
+        // Another process's: an ended job's output (its lock file gone),
+        // and a running one's lock file.
+        std::fs::write(dir.join("job-00001-x.out"), "old").expect("write");
+        let running = File::create(dir.join("job-00002-x.out.lock")).expect("create");
+        mark_in_use(&running).expect("marked");
+        let output = logs.create_background_output("x").expect("created");
+        assert_eq!(output.path, dir.join("job-00003-x.out"));
+        assert!(output_in_use(&output.path));
+        assert_eq!(
+            std::fs::read_to_string(dir.join("job-00001-x.out")).expect("read"),
+            "old"
+        );
+        assert!(!dir.join("job-00001-x.out.lock").exists());
+        drop(output);
+        assert!(!output_in_use(&dir.join("job-00003-x.out")));
+        drop(running);
     }
 }

@@ -202,3 +202,214 @@ async fn sleep_started(group: u32) -> bool {
     })
     .await
 }
+
+/// An environment in `dir` whose files are capped at 64 KiB each: a job's
+/// output keeps its first 8 KiB and its last 32 KiB past that.
+fn capped_exec(dir: &std::path::Path) -> LocalExec {
+    LocalExec::new(LocalConfig {
+        max_log_file_bytes: 64 * 1024,
+        ..test_config(dir)
+    })
+}
+
+const OUTPUT_CAP: u64 = 64 * 1024;
+
+#[tokio::test]
+async fn a_job_that_prints_forever_stays_within_the_cap_and_shows_its_latest_output() {
+    let dir = temp_dir();
+    let exec = capped_exec(dir.path());
+    let job = start(&exec, "i=0; while :; do echo \"line $i\"; i=$((i+1)); done")
+        .await
+        .background
+        .expect("job");
+    let output_file = job.output_file.clone().expect("output file");
+    let pid = job.pid.expect("pid");
+    // Until the latest line read is far past what the cap could hold whole
+    // (line 20000 ends at byte ~129 000), the file never passes the cap.
+    let mut latest = 0_u64;
+    let passed = wait_until(Duration::from_secs(60), || {
+        let size = std::fs::metadata(&output_file).map_or(0, |metadata| metadata.len());
+        assert!(size <= OUTPUT_CAP, "the output file has {size} bytes");
+        latest = std::fs::read_to_string(&output_file)
+            .ok()
+            .and_then(|text| {
+                text.lines()
+                    .rev()
+                    .find_map(|line| line.strip_prefix("line ")?.parse().ok())
+            })
+            .unwrap_or(0);
+        latest > 20_000
+    })
+    .await;
+    assert!(passed, "the job printed up to line {latest}");
+    // The model's tail read shows the latest lines, with cursors of the
+    // whole output.
+    let tail = Jobs::read(
+        &exec,
+        &job.id,
+        bashtool_core::ReadFrom::Tail { lines: 3 },
+        10_000,
+    )
+    .await
+    .expect("read");
+    // The last line may be unfinished (the job is writing it).
+    let newest = tail
+        .text
+        .lines()
+        .filter_map(|line| line.strip_prefix("line ")?.parse::<u64>().ok())
+        .max();
+    assert!(newest >= Some(latest), "{:?}", tail.text);
+    assert!(tail.next_cursor > OUTPUT_CAP * 2, "{}", tail.next_cursor);
+    let stopped = Jobs::stop(&exec, &job.id).await.expect("stopped");
+    assert!(!stopped.state.is_running());
+    assert!(!bashtool_tests::process_alive(pid));
+    let text = std::fs::read_to_string(&output_file).expect("read");
+    assert!(text.len() as u64 <= OUTPUT_CAP);
+    let head: String = (0..)
+        .map(|number| format!("line {number}\n"))
+        .take(1500)
+        .collect();
+    assert_eq!(text[..8192], head[..8192]);
+    let (marker, last_part) = text[8192..].split_once(" ...]\n").expect("a marker");
+    assert!(marker.starts_with("\n[... "), "{marker}");
+    assert!(
+        marker.ends_with(" bytes omitted here: this file keeps the first 8.0 KiB and the last 32.0 KiB of the output (its size cap is 64.0 KiB)"),
+        "{marker}"
+    );
+    assert_eq!(last_part.len(), 32 * 1024);
+    assert!(
+        last_part.ends_with("\n[background job killed by signal SIGTERM]\n"),
+        "{}",
+        &last_part[last_part.len() - 200..]
+    );
+}
+
+#[tokio::test]
+async fn a_finished_jobs_capped_output_is_its_first_part_a_marker_and_its_last_part() {
+    let dir = temp_dir();
+    let exec = capped_exec(dir.path());
+    let job = start(&exec, "seq 1 30000").await.background.expect("job");
+    let waited = Jobs::wait(&exec, &job.id, WAIT, CancellationToken::new())
+        .await
+        .expect("known");
+    assert_eq!(waited.exit_code, Some(0));
+    let stream: String = (1..=30_000)
+        .map(|number| format!("{number}\n"))
+        .chain(std::iter::once(
+            "\n[background job exited with code 0]\n".to_owned(),
+        ))
+        .collect();
+    let omitted = stream.len() - 8192 - 32768;
+    // The first part ends inside a line: the marker starts a line of its own.
+    assert_eq!(&stream[8187..8192], "\n1860");
+    let expected = format!(
+        "{}\n[... {omitted} bytes omitted here: this file keeps the first 8.0 KiB and the last 32.0 KiB of the output (its size cap is 64.0 KiB) ...]\n{}",
+        &stream[..8192],
+        &stream[stream.len() - 32768..]
+    );
+    let text = std::fs::read_to_string(job.output_file.expect("output file")).expect("read");
+    assert!(
+        text == expected,
+        "{} bytes, expected {}",
+        text.len(),
+        expected.len()
+    );
+    // Paging from 0 sees the first part, the marker, then the last part.
+    let mut cursor = 0;
+    let mut paged = String::new();
+    loop {
+        let window = Jobs::read(
+            &exec,
+            &job.id,
+            bashtool_core::ReadFrom::Cursor(cursor),
+            8000,
+        )
+        .await
+        .expect("read");
+        paged.push_str(&window.text);
+        cursor = window.next_cursor;
+        if !window.more {
+            break;
+        }
+    }
+    assert!(paged == expected, "paged {} bytes", paged.len());
+    assert_eq!(cursor, stream.len() as u64);
+}
+
+/// A containment that cannot stop anything (as when the job's processes
+/// may not be signalled from here).
+#[derive(Debug)]
+struct Unstoppable;
+
+impl bashtool_env_local::Containment for Unstoppable {
+    fn members(&self, _escapees: bool) -> Vec<bashtool_env_local::ProcessInfo> {
+        Vec::new()
+    }
+    fn signal_all(
+        &self,
+        _signal: nix::sys::signal::Signal,
+    ) -> Vec<bashtool_env_local::ProcessInfo> {
+        Vec::new()
+    }
+    // What `#[async_trait]` makes of `async fn terminate`.
+    fn terminate<'life, 'future>(
+        &'life self,
+        _grace: Duration,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = usize> + Send + 'future>>
+    where
+        'life: 'future,
+        Self: 'future,
+    {
+        Box::pin(async { 0 })
+    }
+    fn kill_now(&self) {}
+}
+
+impl bashtool_env_local::ContainmentStrategy for Unstoppable {
+    fn contain(
+        &self,
+        _root_pid: u32,
+        _marker: &bashtool_env_local::RunMarker,
+        _adopter: Option<u32>,
+    ) -> Arc<dyn bashtool_env_local::Containment> {
+        Arc::new(Unstoppable)
+    }
+}
+
+#[tokio::test]
+async fn a_job_that_outlives_its_stop_is_reported_as_not_stopped() {
+    let dir = temp_dir();
+    let exec = LocalExec::new(LocalConfig {
+        containment: Arc::new(Unstoppable),
+        ..test_config(dir.path())
+    });
+    let job = start(&exec, "sleep 300").await.background.expect("job");
+    let pid = job.pid.expect("pid");
+    let _cleanup = KillGroup(pid);
+    let jobs = JobsTool::new(ToolConfig::default(), Arc::new(exec.clone()));
+    let stopped = jobs
+        .call(&serde_json::json!({"action": "stop", "job": job.id}))
+        .await;
+    assert!(process_alive(pid), "the job still runs");
+    assert!(stopped.is_error);
+    assert_eq!(
+        stopped.text(),
+        format!(
+            "job `{id}` could not be stopped: it was still running 4s after SIGTERM and SIGKILL were sent to its process tree; it is still running (pid {pid}). Stop it from where it was started (`kill -TERM -- -{pid}` there)",
+            id = job.id
+        )
+    );
+}
+
+/// Kills the process group of a job nothing else may stop, whatever the
+/// test's outcome.
+struct KillGroup(u32);
+
+impl Drop for KillGroup {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(self.0 as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}

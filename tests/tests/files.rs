@@ -116,13 +116,126 @@ fn the_caps_hold_across_processes() {
     assert_eq!(ours, "00001-echo-new.log");
     assert_eq!(
         left,
-        [
-            "00001-echo-new.log",
-            "00007-other.log",
-            "00008-other.log",
-            "00009-other.log"
-        ]
+        ["00001-echo-new.log", "00008-other.log", "00009-other.log"]
     );
+}
+
+/// The logs and job outputs in `logs`, by name.
+fn logs_and_outputs(logs: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(logs)
+        .expect("list")
+        .map(|entry| {
+            entry
+                .expect("entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .filter(|name| {
+            Path::new(name)
+                .extension()
+                .is_some_and(|extension| extension == "log" || extension == "out")
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// Another process's files in `logs` (created 0700 if missing): `(name,
+/// bytes, hours old)`.
+fn plant(logs: &Path, files: &[(&str, usize, u32)]) {
+    std::fs::create_dir_all(logs).expect("mkdir");
+    std::fs::set_permissions(logs, std::fs::Permissions::from_mode(0o700)).expect("chmod");
+    for &(name, bytes, hours) in files {
+        let path = logs.join(name);
+        std::fs::write(&path, "x".repeat(bytes)).expect("write");
+        age(&path, hours);
+    }
+}
+
+fn capped_config(dir: &Path, max_log_files: usize, max_log_bytes: u64) -> LocalConfig {
+    LocalConfig {
+        working_directory: dir.to_path_buf(),
+        log_dir: Some(dir.join("logs")),
+        max_log_files,
+        max_log_bytes,
+        kill_grace: Duration::from_secs(1),
+        ..LocalConfig::default()
+    }
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .expect("name")
+        .to_string_lossy()
+        .into_owned()
+}
+
+#[tokio::test]
+async fn job_outputs_count_toward_the_file_cap_with_logs_and_a_running_jobs_output_stays() {
+    let dir = temp_dir();
+    let logs = dir.path().join("logs");
+    // A silent job whose output is the oldest file, older than a week.
+    let first = LocalExec::new(capped_config(dir.path(), 3, u64::MAX));
+    let job = first
+        .spawn(
+            "sleep 300",
+            SpawnOptions::default().mode(bashtool_core::ExecMode::Background),
+        )
+        .await
+        .expect("starts")
+        .background
+        .expect("a job");
+    let running = job.output_file.expect("output file");
+    age(&running, 24 * 8);
+    plant(
+        &logs,
+        &[
+            ("job-00901-a.out", 10, 72),
+            ("00902-b.log", 10, 48),
+            ("job-00903-c.out", 10, 24),
+        ],
+    );
+    // Another environment (another process would do the same) prunes
+    // before its first file: four files, a cap of three with room for the
+    // new one, and the running job's output is not removed.
+    let second = LocalExec::new(capped_config(dir.path(), 3, u64::MAX));
+    let log = run(&second, "echo new").await.log_file.expect("a log");
+    let mut expected = vec![
+        file_name(&log),
+        "job-00903-c.out".to_owned(),
+        file_name(&running),
+    ];
+    expected.sort();
+    assert_eq!(logs_and_outputs(&logs), expected);
+    bashtool_core::Jobs::stop(&first, &job.id)
+        .await
+        .expect("stopped");
+}
+
+#[tokio::test]
+async fn job_outputs_count_toward_the_size_cap_with_logs() {
+    let dir = temp_dir();
+    let logs = dir.path().join("logs");
+    plant(
+        &logs,
+        &[
+            ("job-00901-a.out", 60_000, 72),
+            ("00902-b.log", 30_000, 48),
+            ("job-00903-c.out", 30_000, 24),
+        ],
+    );
+    // 120 000 bytes against a cap of 100 000: the oldest goes, a job's
+    // output like any log.
+    let exec = LocalExec::new(capped_config(dir.path(), 100, 100_000));
+    let log = run(&exec, "echo new").await.log_file.expect("a log");
+    let mut expected = vec![
+        "00902-b.log".to_owned(),
+        file_name(&log),
+        "job-00903-c.out".to_owned(),
+    ];
+    expected.sort();
+    assert_eq!(logs_and_outputs(&logs), expected);
 }
 
 #[tokio::test]

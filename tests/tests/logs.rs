@@ -78,18 +78,26 @@ async fn log_size_is_capped() {
     });
     let first = run(&exec, "seq 1 10000").await;
     let path = first.log_file.clone().expect("log");
-    let size = std::fs::metadata(&path).expect("stat").len();
-    assert!(size < 10_200, "{size}");
+    let log = std::fs::read_to_string(&path).expect("read");
+    assert!(log.len() <= 10_000, "{}", log.len());
     assert_eq!(first.output.total_lines(), 10_000);
+    // Its start and its end are kept: the end is where errors are.
+    assert!(log.starts_with("$ seq 1 10000\nstdout:\n1\n2\n"), "{log}");
+    assert!(log.ends_with("\n9999\n10000\n"), "{log}");
     assert!(
-        first.notes.iter().any(|note| note.contains("size cap")),
+        first
+            .notes
+            .iter()
+            .any(|note| note.starts_with("the output was over the log file's size cap of 9.8 KiB")),
         "{:?}",
         first.notes
     );
-    // The next call's log pushes the full one out.
-    let second = run(&exec, "echo small").await;
+    // Logs over the total cap push the oldest out.
+    let second = run(&exec, "seq 1 10000").await;
+    let third = run(&exec, "echo small").await;
     assert!(!path.exists());
     assert!(second.log_file.expect("log").exists());
+    assert!(third.log_file.expect("log").exists());
 }
 
 #[tokio::test]
@@ -117,5 +125,46 @@ async fn an_unwritable_log_directory_means_no_log_not_a_failure() {
     assert!(
         error.starts_with("writing the log file failed: could not create a log file in "),
         "{error}"
+    );
+}
+
+#[tokio::test]
+async fn the_model_is_told_which_lines_a_capped_log_keeps_and_they_are_there() {
+    let dir = temp_dir();
+    let exec = std::sync::Arc::new(LocalExec::new(LocalConfig {
+        max_log_file_bytes: 16 * 1024,
+        ..test_config(dir.path())
+    }));
+    let tool = bashtool_core::BashTool::new(bashtool_core::ToolConfig::default(), exec);
+    let result = tool
+        .call(serde_json::json!({"command": "seq 1 20000; echo 'error: the last line'; exit 3"}))
+        .await;
+    let log = result.details.log_file.clone().expect("a log");
+    let text = result.text().replace(&log, "LOG");
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[lines.len() - 3..],
+        [
+            "[the output was over the log file's size cap of 16.0 KiB, so it keeps lines 1-527 and 18641-20003 with a marker line between them: line N >= 18641 is line N-18112 of the file]",
+            "exit code 3",
+            "[output shortened: the output had 20001 lines (106.4 KiB), and the log LOG keeps its first and last parts; read parts of it with sed -n 'FROM,TOp' LOG or search it with grep -n PATTERN LOG]",
+        ]
+    );
+    // What the note says holds in the file.
+    let file = std::fs::read_to_string(&log).expect("read");
+    let file_lines: Vec<&str> = file.lines().collect();
+    assert_eq!(
+        file_lines[..3],
+        [
+            "$ seq 1 20000; echo 'error: the last line'; exit 3",
+            "stdout:",
+            "1"
+        ]
+    );
+    // Output line N is line N+2 of the log (after `$ command` and `stdout:`).
+    assert_eq!(file_lines[18641 - 18112 - 1], "18639");
+    assert_eq!(
+        file_lines[20002 - 18112 - 1..],
+        ["20000", "error: the last line"]
     );
 }

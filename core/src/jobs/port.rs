@@ -170,11 +170,15 @@ pub enum JobError {
 /// - [`Jobs::read`] with [`ReadFrom::Cursor`] returns at most `max_bytes`
 ///   (whole lines, except a single line longer than that) starting exactly at
 ///   the cursor, and `next_cursor` right after it: reading on from each
-///   `next_cursor` sees every byte once;
+///   `next_cursor` sees every byte once, except where the environment caps
+///   a job's output by dropping its middle: a cursor there gets the window
+///   from the marker that says what was dropped;
 /// - [`Jobs::wait`] returns when the job ends, at `timeout`, or on `cancel`,
 ///   with the job's state then; it never stops the job;
 /// - [`Jobs::stop`] stops the job's whole process tree and returns once it
-///   is gone; stopping an ended job returns its info unchanged;
+///   is gone; stopping an ended job returns its info unchanged; a job that
+///   could not be stopped (its processes may not be signalled from here,
+///   or it outlived SIGKILL) is an error that says why, never its info;
 /// - [`Jobs::write`] sends input to an interactive job and returns what it
 ///   printed until it waits for input again, ends, or `yield_after` passes.
 #[cfg_attr(feature = "mock", mockall::automock)]

@@ -133,6 +133,16 @@ impl JobsTool {
             Action::Read => self.read(&id, &arguments).await,
             Action::Wait => self.wait(&id, arguments.timeout, cancel).await,
             Action::Stop => match self.jobs.stop(&id).await {
+                // An environment that returns a job still running did not
+                // stop it, whatever it meant: never report that as done.
+                Ok(job) if job.state.is_running() => job_error(&JobError::Environment {
+                    message: format!(
+                        "job `{id}` could not be stopped: it is still running{}",
+                        job.pid
+                            .map(|pid| format!(" (pid {pid})"))
+                            .unwrap_or_default()
+                    ),
+                }),
                 Ok(job) => success(
                     format!("stopped (with its whole process tree)\n{}", info_line(&job)),
                     job_details(&job, None),
@@ -319,5 +329,68 @@ fn job_details(
         state: Some(job.state.as_str().to_owned()),
         next_cursor: output.map(|output| output.next_cursor),
         ..Details::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobs::port::{JobInfo, JobOutput, JobState};
+
+    /// Jobs whose `stop` answers with the job in `state`.
+    struct StopsAs(JobState);
+
+    #[async_trait::async_trait]
+    impl Jobs for StopsAs {
+        async fn list(&self) -> Vec<JobInfo> {
+            Vec::new()
+        }
+        async fn read(&self, id: &str, _: ReadFrom, _: usize) -> Result<JobOutput, JobError> {
+            Err(JobError::UnknownJob { id: id.to_owned() })
+        }
+        async fn wait(
+            &self,
+            id: &str,
+            _: Duration,
+            _: CancellationToken,
+        ) -> Result<JobInfo, JobError> {
+            Err(JobError::UnknownJob { id: id.to_owned() })
+        }
+        async fn stop(&self, id: &str) -> Result<JobInfo, JobError> {
+            Ok(JobInfo {
+                id: id.to_owned(),
+                command: "sleep 300".to_owned(),
+                state: self.0,
+                exit_code: None,
+                signal: (self.0 == JobState::Signaled).then(|| "SIGTERM".to_owned()),
+                runtime_ms: 1500,
+                pid: Some(4242),
+                output_file: None,
+                interactive: false,
+            })
+        }
+        async fn stop_all(&self) {}
+    }
+
+    async fn stop_with(state: JobState) -> ToolResult {
+        JobsTool::new(ToolConfig::default(), Arc::new(StopsAs(state)))
+            .call(&json!({"action": "stop", "job": "j1"}))
+            .await
+    }
+
+    #[tokio::test]
+    async fn a_stop_is_reported_only_for_a_job_that_ended() {
+        let stopped = stop_with(JobState::Signaled).await;
+        assert!(!stopped.is_error);
+        assert_eq!(
+            stopped.text(),
+            "stopped (with its whole process tree)\njob j1 · terminated by SIGTERM · 1.5s · sleep 300"
+        );
+        let running = stop_with(JobState::Running).await;
+        assert!(running.is_error);
+        assert_eq!(
+            running.text(),
+            "job `j1` could not be stopped: it is still running (pid 4242)"
+        );
     }
 }

@@ -1,21 +1,27 @@
 //! Background jobs of a [`LocalExec`]: detached under their supervisor.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bashtool_core::{BackgroundJob, CommandResult, ExecError, SpawnOptions};
 
 use super::LocalExec;
-use crate::jobs::{StartedJob, supervised_argv};
+use crate::jobs::{StartedJob, copier, supervised_argv};
 use crate::kill::RunMarker;
 use crate::spawn::{self, ChildIo, Sink};
 use crate::wrap::Launch;
 
+/// The size asked for the pipe between a job and its copier.
+const PIPE_SIZE: i32 = 1024 * 1024;
+/// How long a copier whose job could not start gets to end.
+const COPIER_END: Duration = Duration::from_secs(1);
+
 impl LocalExec {
     /// Starts a detached job under its supervisor (see
-    /// [`crate::supervised_argv`]), output to a new file in the log
-    /// directory. The job outlives the call, and with
+    /// [`crate::supervised_argv`]), its output through a pipe to its copier
+    /// (see `jobs::copier`), which writes a new file in the log directory
+    /// within the file cap. The job outlives the call, and with
     /// `keep_jobs_on_drop` this process too.
-    pub(super) fn run_background(
+    pub(super) async fn run_background(
         &self,
         command: &str,
         options: &SpawnOptions,
@@ -23,21 +29,36 @@ impl LocalExec {
         let started = Instant::now();
         let config = &self.inner.config;
         let cwd = spawn::resolve_cwd(&config.working_directory, options.cwd.as_deref())?;
-        let (output_file, file) = self
+        let output = self
             .inner
             .logs
-            .create_job_output(command)
+            .create_background_output(command)
             .map_err(|error| ExecError::Other {
                 message: format!(
                     "could not create an output file for the background job in {}: {error}",
                     self.inner.logs.path().display()
                 ),
             })?;
+        let output_file = output.path.clone();
         let marker = RunMarker::new();
         let spawn_error = |source: std::io::Error| ExecError::Spawn {
             program: config.shell.display().to_string(),
             source,
         };
+        let (pipe_read, pipe_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .map_err(|errno| spawn_error(errno.into()))?;
+        // A bigger pipe: a burst of output waits less on the copier. Best
+        // effort (the system caps what an unprivileged process may ask).
+        let _ = nix::fcntl::fcntl(&pipe_write, nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_SIZE));
+        let copier = match copier::start(&output, pipe_read) {
+            Ok(copier) => copier,
+            Err(error) => {
+                self.inner.logs.discard(&output_file);
+                return Err(error);
+            }
+        };
+        // Ours goes: the copier holds the lock until the output ends.
+        drop(output);
         // The supervisor removes a long command's script file when done:
         // this process may be gone by then.
         let script = if command.len() > spawn::MAX_INLINE_SCRIPT {
@@ -55,7 +76,7 @@ impl LocalExec {
             config.non_interactive,
             &marker,
         );
-        let second = file.try_clone().map_err(&spawn_error)?;
+        let second = pipe_write.try_clone().map_err(&spawn_error)?;
         let wrappers: Vec<_> = config
             .wrappers
             .iter()
@@ -71,8 +92,8 @@ impl LocalExec {
             &wrappers,
             ChildIo {
                 stdin_pipe: false,
-                stdout: Sink::Fd(file.into()),
-                stderr: Sink::Fd(second.into()),
+                stdout: Sink::Fd(pipe_write),
+                stderr: Sink::Fd(second),
                 extra: Vec::new(),
                 terminal: None,
             },
@@ -81,7 +102,10 @@ impl LocalExec {
         let spawned = match spawned {
             Ok(spawned) => spawned,
             Err(error) => {
-                let _ = std::fs::remove_file(&output_file);
+                // The pipe's last writer is gone: the copier ends at once.
+                let _ = tokio::time::timeout(COPIER_END, copier.exited()).await;
+                drop(copier);
+                self.inner.logs.discard(&output_file);
                 if let Some(script) = &script {
                     let _ = std::fs::remove_file(script);
                 }
@@ -92,13 +116,19 @@ impl LocalExec {
         let tree = config
             .containment
             .contain(pid, &marker, crate::wrap::adopter(&config.wrappers));
-        let id = self.inner.jobs.add(StartedJob {
-            root: spawned.root,
-            tree,
-            command: command.to_owned(),
-            output_file: output_file.clone(),
-            working_directory: Some(cwd.display().to_string()),
-        });
+        let (id, note) = self
+            .inner
+            .jobs
+            .add(StartedJob {
+                root: spawned.root,
+                tree,
+                command: command.to_owned(),
+                output_file: output_file.clone(),
+                working_directory: Some(cwd.display().to_string()),
+                copier: Some(copier),
+                output_head: Some(self.inner.logs.layout().head),
+            })
+            .await;
         Ok(CommandResult {
             exit_code: None,
             signal: None,
@@ -107,7 +137,7 @@ impl LocalExec {
             cancelled: false,
             output: options.output.finish(),
             log_file: None,
-            notes: Vec::new(),
+            notes: note.into_iter().collect(),
             background: Some(BackgroundJob {
                 id,
                 pid: Some(pid),

@@ -42,6 +42,15 @@ impl Jobs for LocalExec {
 
     async fn stop(&self, id: &str) -> Result<JobInfo, JobError> {
         if let Some(info) = self.inner.interactive.stop(id).await {
+            if info.state.is_running() {
+                return Err(JobError::Environment {
+                    message: crate::jobs::not_stopped(
+                        id,
+                        info.pid.unwrap_or_default(),
+                        self.inner.config.kill_grace,
+                    ),
+                });
+            }
             return Ok(info);
         }
         self.inner.jobs.stop(id).await

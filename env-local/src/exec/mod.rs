@@ -414,7 +414,7 @@ impl CommandExec for LocalExec {
         }
         let mut result = match options.mode {
             ExecMode::Foreground => self.run_foreground(command, options).await,
-            ExecMode::Background => self.run_background(command, &options),
+            ExecMode::Background => self.run_background(command, &options).await,
             ExecMode::Interactive => self.run_interactive(command, &options).await,
         }?;
         if !result.success()

@@ -3,6 +3,7 @@
 //! read by cursor; the [`bashtool_core::Jobs`] port over them, in this
 //! process ([`JobTable`]) and across processes ([`RecordedJobs`]).
 
+pub(crate) mod copier;
 mod interactive;
 mod recorded;
 mod records;
@@ -16,5 +17,5 @@ pub use recorded::RecordedJobs;
 pub use records::{JobRecord, JobStore};
 pub use supervisor::{FINAL_LINE_PREFIX, parse_final_line, supervised_argv};
 pub use table::JobTable;
-pub(crate) use table::{StartedJob, new_job_id};
+pub(crate) use table::{StartedJob, new_job_id, not_stopped};
 pub use window::{Window, read_after, read_last_lines};

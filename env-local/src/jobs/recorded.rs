@@ -16,8 +16,14 @@ use tokio::io::unix::AsyncFd;
 use tokio_util::sync::CancellationToken;
 
 use crate::jobs::records::{JobRecord, JobStore};
-use crate::jobs::table::read_output_file;
+use crate::jobs::table::{not_stopped, read_output_file};
 use crate::kill::{ProcessTree, process_info};
+use crate::logs::{is_in_use, output_lock_path};
+
+/// How long, after the job's supervisor ended, to wait for its copier to
+/// write the last of its output (the status line), checked this often.
+const OUTPUT_DRAIN: Duration = Duration::from_secs(1);
+const OUTPUT_CHECK: Duration = Duration::from_millis(5);
 
 /// The recorded jobs of a state directory.
 #[derive(Debug, Clone)]
@@ -85,6 +91,17 @@ fn pin(record: &JobRecord) -> Option<OwnedFd> {
     same.then_some(pidfd)
 }
 
+/// Waits (at most [`OUTPUT_DRAIN`]) until the copier of the job's output
+/// let go of its lock: it has written the last of the output. The lock has
+/// no release event to wait for, so it is checked again and again.
+async fn output_written(record: &JobRecord) {
+    let lock = output_lock_path(&record.output_file);
+    let deadline = tokio::time::Instant::now() + OUTPUT_DRAIN;
+    while is_in_use(&lock) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(OUTPUT_CHECK).await;
+    }
+}
+
 /// Waits until the pinned process exits, or `timeout`, or `cancel`.
 async fn wait_pinned(pidfd: OwnedFd, timeout: Duration, cancel: &CancellationToken) {
     // SAFETY: the `OwnedFd` moves into the `AsyncFd`, which keeps it open
@@ -119,7 +136,14 @@ impl Jobs for RecordedJobs {
         max_bytes: usize,
     ) -> Result<JobOutput, JobError> {
         let record = self.record(id)?;
-        read_output_file(record.info(), &record.output_file, from, max_bytes).await
+        read_output_file(
+            record.info(),
+            &record.output_file,
+            record.output_head,
+            from,
+            max_bytes,
+        )
+        .await
     }
 
     async fn wait(
@@ -129,19 +153,38 @@ impl Jobs for RecordedJobs {
         cancel: CancellationToken,
     ) -> Result<JobInfo, JobError> {
         let record = self.record(id)?;
+        if let Some(message) = record.foreign() {
+            return Err(JobError::Environment { message });
+        }
         if let Some(pidfd) = pin(&record) {
             wait_pinned(pidfd, timeout, &cancel).await;
+        }
+        if pin(&record).is_none() {
+            output_written(&record).await;
         }
         Ok(record.info())
     }
 
     async fn stop(&self, id: &str) -> Result<JobInfo, JobError> {
         let record = self.record(id)?;
+        if let Some(message) = record.foreign() {
+            return Err(JobError::Environment { message });
+        }
         let Some(pidfd) = pin(&record) else {
+            output_written(&record).await;
             return Ok(record.info());
         };
         // While the pinned supervisor lives, its group id cannot be reused:
-        // signalling the group reaches the job and nothing else.
+        // signalling the group reaches the job and nothing else. A group
+        // none of whose processes may be signalled from here (another
+        // user's, or one outside the sandbox this process runs in) is
+        // refused at once, and said so: waiting would only end in the same.
+        let group = nix::unistd::Pid::from_raw(record.pid as i32);
+        if nix::sys::signal::killpg(group, Signal::SIGTERM) == Err(nix::errno::Errno::EPERM) {
+            return Err(JobError::Environment {
+                message: not_stopped(id, record.pid, Duration::ZERO),
+            });
+        }
         let tree = ProcessTree::new(record.pid, None);
         tree.signal_all(Signal::SIGTERM, false);
         let cancel = CancellationToken::new();
@@ -153,6 +196,12 @@ impl Jobs for RecordedJobs {
             tree.signal_all(Signal::SIGKILL, false);
             wait_pinned(pidfd, self.kill_grace, &cancel).await;
         }
+        if pin(&record).is_some() {
+            return Err(JobError::Environment {
+                message: not_stopped(id, record.pid, self.kill_grace * 2),
+            });
+        }
+        output_written(&record).await;
         Ok(record.info())
     }
 

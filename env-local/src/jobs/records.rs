@@ -20,6 +20,47 @@ use crate::jobs::supervisor::parse_final_line;
 use crate::kill::process_info;
 use crate::state_dir::ensure_private_dir;
 
+/// How long a change of the records waits for their lock. Another
+/// bashtool holds it for the few milliseconds of a change; a process that
+/// holds it longer (a command that locked the file to stall us) gets the
+/// change refused, with an error, instead of a call that hangs.
+const RECORDS_LOCK_WAIT: Duration = Duration::from_secs(2);
+/// The longest pause between two tries of a busy lock.
+const LOCK_RETRY: Duration = Duration::from_millis(50);
+
+/// An exclusive `flock` on `file`, tried until `wait` has passed. `flock`
+/// has no timed form (and a blocking one could wait forever in a thread we
+/// cannot stop), so it is tried, with pauses that grow to [`LOCK_RETRY`].
+/// Callers run it off the async workers.
+pub(crate) fn lock_within(
+    file: std::fs::File,
+    wait: Duration,
+) -> std::io::Result<nix::fcntl::Flock<std::fs::File>> {
+    let deadline = std::time::Instant::now() + wait;
+    let mut pause = Duration::from_millis(1);
+    let mut file = file;
+    loop {
+        match nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock) {
+            Ok(lock) => return Ok(lock),
+            Err((back, nix::errno::Errno::EWOULDBLOCK)) if std::time::Instant::now() < deadline => {
+                file = back;
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(LOCK_RETRY);
+            }
+            Err((_, nix::errno::Errno::EWOULDBLOCK)) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::WouldBlock,
+                    format!(
+                        "another process has held this lock for more than {}s, so nothing was changed",
+                        wait.as_secs()
+                    ),
+                ));
+            }
+            Err((_, errno)) => return Err(errno.into()),
+        }
+    }
+}
+
 /// Ended jobs older than this are forgotten.
 const FORGET_AFTER: Duration = Duration::from_secs(7 * 24 * 3600);
 /// How much of the end of an output file is read for its final line.
@@ -39,6 +80,14 @@ pub struct JobRecord {
     pub start_ticks: Option<u64>,
     /// The process that started the job.
     pub owner: u32,
+    /// Where the marker of a capped output would start (see `copier`).
+    #[serde(default)]
+    pub output_head: Option<u64>,
+    /// The pid namespace of `pid` (the inode of the starter's
+    /// `/proc/self/ns/pid`): from another one (inside a sandbox), the pid
+    /// names another process or none.
+    #[serde(default)]
+    pub pid_namespace: Option<u64>,
 }
 
 impl JobRecord {
@@ -49,6 +98,7 @@ impl JobRecord {
         command: &str,
         output_file: PathBuf,
         cwd: Option<String>,
+        output_head: Option<u64>,
     ) -> Self {
         Self {
             id: id.to_owned(),
@@ -59,7 +109,22 @@ impl JobRecord {
             started_unix_ms: now_unix_ms(),
             start_ticks: process_info(pid).map(|info| info.start_time),
             owner: std::process::id(),
+            output_head,
+            pid_namespace: pid_namespace(),
         }
+    }
+
+    /// Why this process cannot act on the job's pid, if it cannot: the job
+    /// was started in another pid namespace (this process runs inside a
+    /// sandbox, or the job inside one).
+    pub fn foreign(&self) -> Option<String> {
+        let (theirs, ours) = (self.pid_namespace?, pid_namespace()?);
+        (theirs != ours).then(|| {
+            format!(
+                "job `{}` runs in another process namespace than this one (outside the sandbox this runs in, or inside one): its pid {} means nothing here, so it can be neither stopped nor watched from here; stop it from where it was started",
+                self.id, self.pid
+            )
+        })
     }
 
     /// True while the job's process exists (and is the job, not a reused pid).
@@ -114,6 +179,14 @@ pub(crate) fn read_end(path: &Path) -> Option<String> {
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// The inode of this process's pid namespace.
+fn pid_namespace() -> Option<u64> {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::metadata("/proc/self/ns/pid")
+        .ok()
+        .map(|metadata| metadata.ino())
 }
 
 pub(crate) fn now_unix_ms() -> u64 {
@@ -173,11 +246,11 @@ impl JobStore {
             .truncate(false)
             .write(true)
             .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
             .open(&lock_path)
             .map_err(Self::io_error(&lock_path))?;
-        let _lock = nix::fcntl::Flock::lock(lock_file, nix::fcntl::FlockArg::LockExclusive)
-            .map_err(|(_, errno)| Self::io_error(&lock_path)(errno.into()))?;
+        let _lock =
+            lock_within(lock_file, RECORDS_LOCK_WAIT).map_err(Self::io_error(&lock_path))?;
         let mut records = self.load()?;
         change(&mut records);
         let forget_before = now_unix_ms().saturating_sub(FORGET_AFTER.as_millis() as u64);
@@ -226,10 +299,24 @@ mod tests {
         let store = JobStore::new(dir.path().join("state"));
         let own = std::process::id();
         store
-            .add(JobRecord::new("j1", own, "first", "/tmp/a".into(), None))
+            .add(JobRecord::new(
+                "j1",
+                own,
+                "first",
+                "/tmp/a".into(),
+                None,
+                None,
+            ))
             .expect("added");
         store
-            .add(JobRecord::new("j1", own, "second", "/tmp/b".into(), None))
+            .add(JobRecord::new(
+                "j1",
+                own,
+                "second",
+                "/tmp/b".into(),
+                None,
+                None,
+            ))
             .expect("added");
         let records = store.load().expect("loaded");
         assert_eq!(records.len(), 1);
@@ -245,7 +332,7 @@ mod tests {
 
     #[test]
     fn a_reused_pid_is_not_the_job() {
-        let mut record = JobRecord::new("j", std::process::id(), "x", "/tmp/x".into(), None);
+        let mut record = JobRecord::new("j", std::process::id(), "x", "/tmp/x".into(), None, None);
         record.start_ticks = record.start_ticks.map(|ticks| ticks + 1);
         assert!(!record.is_running());
     }
@@ -255,7 +342,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let file = dir.path().join("out");
         std::fs::write(&file, "hello\n\n[background job exited with code 3]\n").expect("written");
-        let mut record = JobRecord::new("j", 1, "x", file, None);
+        let mut record = JobRecord::new("j", 1, "x", file, None, None);
         record.start_ticks = Some(u64::MAX);
         let info = record.info();
         assert_eq!((info.state, info.exit_code), (JobState::Exited, Some(3)));

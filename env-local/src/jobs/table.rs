@@ -23,6 +23,11 @@ use crate::spawn::{ExitStatus, RootProcess};
 
 /// Extra time [`JobTable::stop`] allows after the grace for SIGKILL to land.
 const STOP_SLACK: Duration = Duration::from_secs(2);
+/// How long the waiter waits, after the job's supervisor ended, for the
+/// copier to write the last of the output (the supervisor's status line):
+/// it ends as soon as every writer of the job's pipe is gone, unless a
+/// process the job left behind still holds it.
+const COPIER_DRAIN: Duration = Duration::from_secs(1);
 
 /// How a job ended, as the waiter saw it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,6 +62,8 @@ struct Job {
     ending: watch::Sender<Ending>,
     stop: CancellationToken,
     tree: Arc<dyn Containment>,
+    /// Where the marker of a capped output would start.
+    output_head: Option<u64>,
 }
 
 impl Job {
@@ -99,6 +106,10 @@ pub(crate) struct StartedJob {
     pub command: String,
     pub output_file: PathBuf,
     pub working_directory: Option<String>,
+    /// The process that copies the job's output into its file, if one does.
+    pub copier: Option<RootProcess>,
+    /// Where the marker of a capped output would start.
+    pub output_head: Option<u64>,
 }
 
 /// A new job id: opaque, short, and unique across processes and time (the
@@ -137,8 +148,9 @@ impl JobTable {
     }
 
     /// Registers a started job, records it for other processes and starts
-    /// its waiter task. Returns its id.
-    pub(crate) fn add(&self, started: StartedJob) -> String {
+    /// its waiter task. Returns its id, and a note if it could not be
+    /// recorded (the job runs all the same).
+    pub(crate) async fn add(&self, started: StartedJob) -> (String, Option<String>) {
         let pid = started.root.pid();
         let id = new_job_id(pid);
         let (ending, _) = watch::channel(Ending::Running);
@@ -152,17 +164,21 @@ impl JobTable {
             ending,
             stop: CancellationToken::new(),
             tree: started.tree,
+            output_head: started.output_head,
         });
-        if let Some(store) = &self.store {
-            // Best effort: the job runs whether or not other processes see it.
-            let _ = store.add(JobRecord::new(
+        // Made before the waiter may reap the job: the record holds the
+        // start time of its pid, which tells it from a later process with
+        // the same pid.
+        let record = self.store.as_ref().map(|_| {
+            JobRecord::new(
                 &id,
                 pid,
                 &job.command,
                 job.output_file.clone(),
                 started.working_directory,
-            ));
-        }
+                job.output_head,
+            )
+        });
         self.jobs
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -171,8 +187,34 @@ impl JobTable {
             job: Arc::clone(&job),
             armed: !self.keep_on_drop,
         };
-        tokio::spawn(watch_job(job, started.root, self.kill_grace, guard));
-        id
+        tokio::spawn(watch_job(
+            Arc::clone(&job),
+            started.root,
+            started.copier,
+            self.kill_grace,
+            guard,
+        ));
+        let mut note = None;
+        if let (Some(store), Some(record)) = (&self.store, record) {
+            // Off the async workers: the records' lock may be held by
+            // another process (or by a command, to stall us), and the
+            // store gives up after a bound rather than wait.
+            let store = store.clone();
+            let recorded = tokio::task::spawn_blocking(move || store.add(record))
+                .await
+                .unwrap_or_else(|join| {
+                    Err(crate::Error::Io {
+                        path: PathBuf::from("jobs.json"),
+                        source: std::io::Error::other(join.to_string()),
+                    })
+                });
+            if let Err(error) = recorded {
+                note = Some(format!(
+                    "the job runs, but other bashtool processes (`bashtool jobs`) will not see it: {error}"
+                ));
+            }
+        }
+        (id, note)
     }
 
     /// Every job of this table, oldest first.
@@ -203,7 +245,7 @@ impl JobTable {
         let job = self.job(id)?;
         // The state first: output read after it contains at least as much.
         let info = job.info();
-        read_output_file(info, &job.output_file, from, max_bytes).await
+        read_output_file(info, &job.output_file, job.output_head, from, max_bytes).await
     }
 
     /// Waits until the job ends, `timeout` passes or `cancel`; returns its
@@ -223,15 +265,22 @@ impl JobTable {
         Ok(job.info())
     }
 
-    /// Stops a job: SIGTERM to its whole tree, SIGKILL after the grace.
-    /// A job that already ended is left as it is.
+    /// Stops a job: SIGTERM to its whole tree, SIGKILL after the grace;
+    /// returns once it ended. A job that already ended is left as it is;
+    /// one still running after the SIGKILL is an error, never a success.
     pub async fn stop(&self, id: &str) -> Result<JobInfo, JobError> {
         let job = self.job(id)?;
         job.stop.cancel();
         let mut ending = job.ending.subscribe();
-        let limit = self.kill_grace + STOP_SLACK;
+        let limit = self.kill_grace + STOP_SLACK + COPIER_DRAIN;
         let _ = tokio::time::timeout(limit, ending.wait_for(|ending| !ending.is_running())).await;
-        Ok(job.info())
+        let info = job.info();
+        if info.state.is_running() {
+            return Err(JobError::Environment {
+                message: not_stopped(id, job.pid, limit),
+            });
+        }
+        Ok(info)
     }
 
     /// Stops every running job, concurrently.
@@ -248,7 +297,7 @@ impl JobTable {
         for job in &jobs {
             job.stop.cancel();
         }
-        let deadline = tokio::time::Instant::now() + self.kill_grace + STOP_SLACK;
+        let deadline = tokio::time::Instant::now() + self.kill_grace + STOP_SLACK + COPIER_DRAIN;
         for job in &jobs {
             let mut ending = job.ending.subscribe();
             let _ =
@@ -258,18 +307,37 @@ impl JobTable {
     }
 }
 
-/// Reads a window of `path` for the job described by `info`.
+/// Why a job that was told to stop is still running: what the model (and
+/// the user) are told instead of "stopped".
+pub(crate) fn not_stopped(id: &str, pid: u32, waited: Duration) -> String {
+    let reason = match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), None) {
+        Err(nix::errno::Errno::EPERM) => {
+            "signals to it are not permitted from here (permission denied: it runs as another user, or outside the sandbox this runs in)".to_owned()
+        }
+        _ => format!(
+            "it was still running {}s after SIGTERM and SIGKILL were sent to its process tree",
+            waited.as_secs()
+        ),
+    };
+    format!(
+        "job `{id}` could not be stopped: {reason}; it is still running (pid {pid}). Stop it from where it was started (`kill -TERM -- -{pid}` there)"
+    )
+}
+
+/// Reads a window of `path` for the job described by `info`; `head`: where
+/// the marker of a capped output would start.
 pub(crate) async fn read_output_file(
     info: JobInfo,
     path: &Path,
+    head: Option<u64>,
     from: ReadFrom,
     max_bytes: usize,
 ) -> Result<JobOutput, JobError> {
     let path = path.to_path_buf();
     let window = tokio::task::spawn_blocking(move || -> std::io::Result<Window> {
         match from {
-            ReadFrom::Cursor(cursor) => read_after(&path, cursor, max_bytes),
-            ReadFrom::Tail { lines } => read_last_lines(&path, lines, max_bytes),
+            ReadFrom::Cursor(cursor) => read_after(&path, cursor, max_bytes, head),
+            ReadFrom::Tail { lines } => read_last_lines(&path, lines, max_bytes, head),
         }
     })
     .await
@@ -325,7 +393,13 @@ impl Drop for StopOnDrop {
     }
 }
 
-async fn watch_job(job: Arc<Job>, mut root: RootProcess, grace: Duration, mut guard: StopOnDrop) {
+async fn watch_job(
+    job: Arc<Job>,
+    mut root: RootProcess,
+    copier: Option<RootProcess>,
+    grace: Duration,
+    mut guard: StopOnDrop,
+) {
     tokio::select! {
         () = root.exited() => {}
         () = job.stop.cancelled() => {
@@ -336,6 +410,12 @@ async fn watch_job(job: Arc<Job>, mut root: RootProcess, grace: Duration, mut gu
     root.exited().await;
     let mut ending = Ending::from_exit(root.status());
     root.try_reap();
+    if let Some(copier) = copier {
+        // The supervisor's status line is the last thing in the pipe.
+        let _ = tokio::time::timeout(COPIER_DRAIN, copier.exited()).await;
+        // Reaped now, or by its handle's drop once it exits.
+        drop(copier);
+    }
     match &ending {
         Ending::Signaled(signal) => {
             // The supervisor itself was killed (SIGKILL after the grace): it
