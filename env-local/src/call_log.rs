@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use bashtool_core::OutputCapture;
 
-use crate::{LogDir, LogHandle, LogWriter};
+use crate::logs::{LogDir, LogHandle, LogWriter};
 
 /// Characters of the command kept for the log file's name.
 const NAME_CHARS: usize = 64;

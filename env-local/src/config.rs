@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use std::sync::Arc;
 
-use crate::containment::{ContainmentStrategy, SessionAndMarker};
+use bashtool_process::{ContainmentStrategy, SessionAndMarker};
 
 /// Default grace between SIGTERM and SIGKILL.
 pub const DEFAULT_KILL_GRACE: Duration = Duration::from_secs(2);
@@ -87,17 +87,21 @@ pub struct LocalConfig {
     pub max_log_file_bytes: u64,
     /// Background jobs keep running when the `LocalExec` is dropped.
     pub keep_jobs_on_drop: bool,
-    /// Steps applied to every process this environment starts (a sandbox,
-    /// limits), in order; see [`crate::SpawnWrapper`].
-    pub wrappers: crate::Wrappers,
+    /// Steps applied to every process this environment starts (limits, a
+    /// parent-death signal), in order; see [`bashtool_process::Wrapper`].
+    /// The sandbox comes from [`LocalConfig::confinement`] and applies last.
+    pub wrappers: bashtool_process::Wrappers,
     /// How each command's process tree is tracked and stopped.
     pub containment: Arc<dyn ContainmentStrategy>,
     /// Where background jobs are recorded for other processes (`bashtool
     /// jobs`). `None`: not recorded.
     pub job_records: Option<PathBuf>,
-    /// The OS sandbox asked for; default workspace-write. Turned into a
-    /// wrapper by [`crate::wrappers_for`].
-    pub sandbox: crate::SandboxConfig,
+    /// How commands are confined: a sandbox's settings
+    /// (`bashtool_sandbox::SandboxConfig`), from which this environment
+    /// makes its sandbox (and each session its own, with its directory in
+    /// it). `None`: commands run with the caller's rights. Default: the
+    /// workspace-write sandbox.
+    pub confinement: Option<Arc<dyn bashtool_process::Confinement>>,
     /// Shells kept started ahead of stateless calls. A foreground call in
     /// the default working directory with no variables of its own takes
     /// one that is already running: a fresh `bash` still, one per call,
@@ -126,7 +130,7 @@ impl Default for LocalConfig {
             wrappers: Vec::new(),
             containment: Arc::new(SessionAndMarker),
             job_records: None,
-            sandbox: crate::SandboxConfig::default(),
+            confinement: bashtool_sandbox::SandboxConfig::default().confinement(),
             warm_shells: 0,
         }
     }

@@ -39,29 +39,18 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
-    /// A sandbox setting is invalid; nothing runs.
-    #[error("sandbox setting `{setting}`: {message}")]
-    SandboxSetting {
-        setting: &'static str,
-        message: String,
-    },
-    /// The kernel cannot enforce the requested sandbox. Never silently
-    /// skipped: the user turns the sandbox off explicitly.
-    #[error(
-        "the sandbox ({mode}) cannot be enforced on this machine: {feature} is not available ({reason}); \
-         run `bashtool sandbox` to see what this machine supports, or turn the sandbox off with `--sandbox off` \
-         (TOML: [sandbox] mode = \"off\")"
-    )]
-    SandboxUnsupported {
-        mode: String,
-        feature: &'static str,
-        reason: String,
-    },
-    /// Preparing the sandbox failed for another reason.
-    #[error("could not prepare the sandbox: {step}: {source}")]
-    SandboxSetup {
-        step: String,
-        #[source]
-        source: std::io::Error,
-    },
+    /// The environment's sandbox could not be prepared.
+    #[error("{message}")]
+    Sandbox { message: String },
+}
+
+/// A launch's error as the port's: a program that is not there, a spawn
+/// failure, or a wrapper (a sandbox) that cannot be applied.
+pub(crate) fn exec_error(error: bashtool_process::Error) -> bashtool_core::ExecError {
+    use bashtool_core::ExecError;
+    match error {
+        bashtool_process::Error::ProgramNotFound { program } => ExecError::ShellNotFound { program },
+        bashtool_process::Error::Spawn { program, source } => ExecError::Spawn { program, source },
+        bashtool_process::Error::Wrapper { message } => ExecError::Other { message },
+    }
 }

@@ -12,10 +12,12 @@
 //! output in a file; [`LocalExec`] implements the [`bashtool_core::Jobs`]
 //! port over them.
 //!
-//! Commands run with the caller's rights unless a [`Sandbox`] wraps every
-//! launch ([`wrappers_for`] turns [`LocalConfig::sandbox`] into one): writes
-//! only beneath the writable roots, protected git hooks and config, the
-//! network on or off (see `docs/sandbox.md`).
+//! Commands run confined by [`LocalConfig::confinement`], a sandbox's
+//! settings (`bashtool-sandbox`, by default workspace-write): this
+//! environment makes its sandbox from them, and each session its own (see
+//! `docs/sandbox.md`). Processes start through `bashtool-process`, the one
+//! launch path; this crate is the orchestration on top of it: stateless
+//! calls, sessions, jobs, interactive screens, logs.
 //!
 //! ```no_run
 //! # async fn demo() {
@@ -35,17 +37,16 @@
 //! so that the cwd, variables, functions and aliases carry over between calls
 //! (see `docs/sessions.md`).
 //!
-//! The pieces are public for environments built on top (a persistent
-//! session, a server): [`launch()`] starts any process through the
-//! [`SpawnWrapper`]s (the sandbox seam), [`OutputPump`] reads its pipes into
-//! core's capture, [`ContainmentStrategy`] tracks and stops a tree,
-//! [`LogDir`] manages log files, [`JobTable`] and [`RecordedJobs`] implement
-//! the jobs port in this process and across processes.
+//! [`RecordedJobs`] implements the jobs port across processes (`bashtool
+//! jobs`), over the records a [`JobStore`] keeps; [`LogDir`] is the log
+//! directory, capped across processes.
 //!
 //! [`InteractiveJob`] runs a command in its own pseudo-terminal: it returns
 //! when the command exits, when the kernel shows it waiting for input, or
 //! at a yield time, and takes text and named [`Key`]s (see
 //! `docs/interactive.md`).
+
+#![forbid(unsafe_code)]
 
 // Linux only (process groups, /proc, pidfd_open, bash): one clear error
 // naming the OS elsewhere, rather than a screen of unresolved symbols.
@@ -67,65 +68,37 @@ compile_error!(
 );
 
 mod call_log;
-mod clone_exec;
 mod config;
-mod containment;
+mod confine;
 mod editor_guards;
 mod error;
 mod exec;
-mod exit_statuses;
-mod fixed_width;
 mod inherited_env;
 mod interactive;
 mod jobs;
-mod kill;
 mod logs;
-mod owner;
-mod posix_spawn;
-mod program_path;
+mod orphans;
 mod reader;
-mod sandbox;
+mod realm;
 mod session;
 mod spawn;
-mod spawner;
 mod state_dir;
 mod tools;
-mod wrap;
 
 pub use config::{
     DEFAULT_KILL_GRACE, DEFAULT_MAX_LOG_BYTES, DEFAULT_MAX_LOG_FILE_BYTES, DEFAULT_MAX_LOG_FILES,
-    LocalConfig, NO_EDITOR, NON_INTERACTIVE_ENV,
+    LocalConfig,
 };
-pub use containment::{Containment, ContainmentStrategy, SessionAndMarker};
+pub use confine::{describe_sandbox, sandbox_info};
 pub use error::Error;
-pub use exec::{DRAIN_AFTER_EXIT, FINAL_DRAIN, LEFTOVER_WAIT, LocalExec};
+pub use exec::LocalExec;
 pub use interactive::{
-    DEFAULT_COLUMNS, DEFAULT_ROWS, DEFAULT_SILENCE_FALLBACK, DEFAULT_TEXT_CAPACITY, DEFAULT_YIELD,
-    Detection, INTERACTIVE_TERM, InteractiveJob, InteractiveOptions, JobExit,
-    JobState as InteractiveState, KEY_NAMES, Key, MAX_COLUMNS, MAX_ROWS, PROBE_INTERVAL, Snapshot,
-    TerminalModes, TerminalSize, TextRead, interactive_env, interactive_launch,
+    Detection, InteractiveJob, InteractiveOptions, JobState as InteractiveState, Key,
+    PROBE_INTERVAL, Snapshot, interactive_launch,
 };
-pub use jobs::{
-    FINAL_LINE_PREFIX, JobRecord, JobStore, JobTable, RecordedJobs, Window, parse_final_line,
-    read_after, read_last_lines, supervised_argv,
-};
-pub use kill::{
-    MARKER_VARIABLE, ProcessInfo, ProcessTree, RunMarker, all_processes, is_alive, kill_survivors,
-    process_info, signal_process,
-};
-pub use logs::{LogDir, LogHandle, LogWriter};
-pub use owner::{OWNER_VARIABLE, Reaped, StopWithOwner, reap_orphans};
-pub use reader::OutputPump;
-pub use sandbox::{
-    Capabilities, NetworkMode, SANDBOX_VARIABLE, Sandbox, SandboxConfig, SandboxMode, StatePaths,
-    probe, sandbox_for, sandbox_info, wrappers_for,
-};
+pub use jobs::{JobStore, RecordedJobs};
+pub use logs::LogDir;
+pub use orphans::{Reaped, reap_orphans};
 pub use session::{Session, SessionConfig};
-pub use spawn::{
-    ChildIo, ExitStatus, MAX_INLINE_SCRIPT, Output, RootProcess, Sink, SpawnRequest, Spawned,
-    child_environment, launch, resolve_cwd, spawn,
-};
-pub use spawner::Spawner;
-pub use state_dir::{default_state_dir, ensure_private_dir, verify_private};
+pub use state_dir::{default_state_dir, ensure_private_dir};
 pub use tools::available_tools;
-pub use wrap::{Launch, SpawnWrapper, Wrappers, apply_wrappers, need_pre_exec};

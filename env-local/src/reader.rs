@@ -196,13 +196,8 @@ fn grow_if_full(source: &mut Source, length: usize) {
     }
     source.grown = true;
     if let Some(pipe) = &source.pipe {
-        use std::os::fd::AsRawFd as _;
         // Failure is fine: the pipe stays as it is.
-        // SAFETY: fcntl on a descriptor the pipe owns, with an integer.
-        #[allow(unsafe_code)]
-        unsafe {
-            libc::fcntl(pipe.as_raw_fd(), libc::F_SETPIPE_SZ, GROWN_PIPE_SIZE);
-        }
+        let _ = rustix::pipe::fcntl_setpipe_size(pipe, GROWN_PIPE_SIZE as usize);
     }
 }
 

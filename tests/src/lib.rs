@@ -210,7 +210,7 @@ pub fn open_fds() -> usize {
 /// Children of this process that are zombies.
 pub fn zombie_children() -> Vec<u32> {
     let own = std::process::id();
-    bashtool_env_local::all_processes()
+    bashtool_process::all_processes()
         .into_iter()
         .filter(|info| info.parent == own && info.zombie)
         .map(|info| info.pid)

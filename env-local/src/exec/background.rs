@@ -6,9 +6,10 @@ use bashtool_core::{BackgroundJob, CommandResult, ExecError, SpawnOptions};
 
 use super::LocalExec;
 use crate::jobs::{StartedJob, copier, supervised_argv};
-use crate::kill::RunMarker;
-use crate::spawn::{self, ChildIo, Sink};
-use crate::wrap::Launch;
+use bashtool_process::RunMarker;
+use crate::spawn;
+use bashtool_process::{ChildIo, Sink};
+use bashtool_process::Launch;
 
 /// The size asked for the pipe between a job and its copier.
 const PIPE_SIZE: i32 = 1024 * 1024;
@@ -80,7 +81,7 @@ impl LocalExec {
         let wrappers: Vec<_> = config
             .wrappers
             .iter()
-            .filter(|wrapper| !config.keep_jobs_on_drop || wrapper.applies_to_kept_jobs())
+            .filter(|wrapper| !config.keep_jobs_on_drop || wrapper.applies_to_detached_jobs())
             .cloned()
             .collect();
         let spawned = spawn::launch(
@@ -115,7 +116,7 @@ impl LocalExec {
         let pid = spawned.root.pid();
         let tree = config
             .containment
-            .contain(pid, &marker, crate::wrap::adopter(&config.wrappers));
+            .contain(pid, &marker, crate::realm::adopter(&config.wrappers));
         let (id, note) = self
             .inner
             .jobs
@@ -143,7 +144,7 @@ impl LocalExec {
                 pid: Some(pid),
                 // A sandbox's pid namespace has its own numbers: the model
                 // stops the job from inside.
-                pid_in_sandbox: crate::wrap::inner_pid(&config.wrappers, pid),
+                pid_in_sandbox: crate::realm::inner_pid(&config.wrappers, pid),
                 output_file: Some(output_file),
             }),
             interactive: None,

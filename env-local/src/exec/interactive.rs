@@ -6,7 +6,7 @@ use bashtool_core::{CommandResult, ExecError, SpawnOptions};
 
 use super::LocalExec;
 use crate::jobs::{detection_note, new_job_id, port_state};
-use crate::kill::RunMarker;
+use bashtool_process::RunMarker;
 use crate::spawn;
 
 impl LocalExec {

@@ -18,12 +18,13 @@ mod warm;
 
 use crate::call_log::CallLog;
 use crate::config::LocalConfig;
-use crate::containment::Containment;
+use bashtool_process::Containment;
 use crate::jobs::{InteractiveJobs, JobStore, JobTable};
-use crate::kill::{ProcessInfo, RunMarker, group_is_empty, kill_survivors, signal_process};
+use bashtool_process::{ProcessInfo, RunMarker, group_is_empty, kill_survivors, signal_process};
 use crate::logs::LogDir;
 use crate::reader::OutputPump;
-use crate::spawn::{self, ExitStatus, RootProcess, SpawnRequest};
+use crate::spawn::{self, SpawnRequest};
+use bashtool_process::{ExitStatus, RootProcess};
 
 /// After the command's main process exits, how long we wait for the pipes
 /// to close. Data written before the exit is already in the pipes; what keeps
@@ -111,31 +112,9 @@ const STOPPED_CHECK: Duration = Duration::from_millis(200);
 pub(crate) async fn stopped(pid: u32) {
     loop {
         tokio::time::sleep(STOPPED_CHECK).await;
-        if crate::kill::stopped_with_children(pid) {
+        if bashtool_process::stopped_with_children(pid) {
             return;
         }
-    }
-}
-
-/// `config` with its sandbox prepared and put last among the wrappers (its
-/// seccomp filter, installed last, refuses calls other steps make),
-/// the sandbox's description, or why it cannot be had.
-pub(crate) fn with_sandbox(
-    mut config: LocalConfig,
-    private: &[std::path::PathBuf],
-) -> (
-    LocalConfig,
-    Option<bashtool_core::SandboxInfo>,
-    Option<String>,
-) {
-    match crate::sandbox::sandbox_for(&config, private) {
-        Ok(Some(sandbox)) => {
-            let info = sandbox.info();
-            config.wrappers.push(sandbox);
-            (config, Some(info), None)
-        }
-        Ok(None) => (config, None, None),
-        Err(error) => (config, None, Some(error.to_string())),
     }
 }
 
@@ -162,7 +141,7 @@ impl LocalExec {
     /// fails with an error that names the missing feature and the setting
     /// that turns the sandbox off (never a silent fallback).
     pub fn new(config: LocalConfig) -> Self {
-        let (config, sandbox, sandbox_error) = with_sandbox(config, &[]);
+        let (config, sandbox, sandbox_error) = crate::confine::with_sandbox(config, &[]);
         Self::prepared(config, sandbox, sandbox_error)
     }
 
@@ -282,14 +261,14 @@ impl LocalExec {
         } else {
             let marker = RunMarker::new();
             let request = SpawnRequest::from_config(config, command, &cwd, &options.env, &marker);
-            (spawn::spawn(&request, spawn::Output::Pipes)?, marker)
+            (spawn::spawn(&request)?, marker)
         };
         // The next call's shell starts while this one runs.
         self.fill_warm_shells();
         let tree = config.containment.contain(
             spawned.root.pid(),
             &marker,
-            crate::wrap::adopter(&config.wrappers),
+            crate::realm::adopter(&config.wrappers),
         );
         let mut guard = KillOnDrop {
             tree: Arc::clone(&tree),
@@ -369,7 +348,7 @@ impl LocalExec {
                     .to_owned(),
             );
         }
-        notes.extend(crate::wrap::after_call(&config.wrappers));
+        notes.extend(crate::realm::after_call(&config.wrappers));
         let log_file = finish_log(&self.inner.logs, &log, &output, &mut notes);
         Ok(CommandResult {
             exit_code: match status {

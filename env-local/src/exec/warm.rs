@@ -45,9 +45,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::io::AsyncWriteExt as _;
 
 use crate::config::LocalConfig;
-use crate::kill::RunMarker;
-use crate::spawn::{self, ChildIo, Sink, Spawned};
-use crate::wrap::Launch;
+use bashtool_process::RunMarker;
+use crate::spawn::{self, Spawned};
+use bashtool_process::{ChildIo, Sink};
+use bashtool_process::Launch;
 
 /// The script a warm shell runs: read the command's length (ten digits)
 /// and then the command from fd 3, close fd 3, put `$_` back to what bash
@@ -156,7 +157,7 @@ impl WarmShells {
             let alive = spare
                 .spawned
                 .as_ref()
-                .is_some_and(|spawned| spawned.root.status() == spawn::ExitStatus::Running);
+                .is_some_and(|spawned| spawned.root.status() == bashtool_process::ExitStatus::Running);
             if !alive || spare.directory != directory {
                 continue;
             }

@@ -35,7 +35,7 @@
 use std::io::Read as _;
 use std::os::unix::fs::{FileExt as _, FileTypeExt as _, MetadataExt as _};
 
-use crate::kill::all_processes;
+use bashtool_process::all_processes;
 
 /// Device number of `/dev/tty` (major 5, minor 0): the calling process's
 /// controlling terminal, which for the job's processes is the job's slave.

@@ -3,7 +3,7 @@
 //! the root process and the job's timeout, and at the end stops what is
 //! left of the tree, reads the last bytes and reaps the root.
 
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::fd::AsFd;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
@@ -12,14 +12,14 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::child::ChildProcess;
-use super::pty::Pty;
+use bashtool_process::RootProcess;
+use bashtool_process::Pty;
 use super::screen::ScreenTracker;
 use super::state::JobExit;
 use super::transcript::{LogSink, TextWindow};
 use crate::error::Error;
-use crate::kill::ProcessTree;
-use crate::spawn::ExitStatus;
+use bashtool_process::ProcessTree;
+use bashtool_process::ExitStatus;
 
 /// After the tree ended, how long the terminal is read for the last bytes.
 const FINAL_DRAIN: Duration = Duration::from_millis(20);
@@ -59,25 +59,9 @@ impl Shared {
     }
 }
 
-/// The terminal's master side, registered with tokio (the slave rides
-/// along for its ioctls).
-#[derive(Debug)]
-pub(super) struct Master(pub Pty);
-
-impl AsRawFd for Master {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0.master.as_raw_fd()
-    }
-}
-
-impl AsFd for Master {
-    fn as_fd(&self) -> BorrowedFd<'_> {
-        self.0.master.as_fd()
-    }
-}
 
 pub(super) async fn write_all(
-    master: &AsyncFd<Master>,
+    master: &AsyncFd<Pty>,
     bytes: &[u8],
     deadline: Instant,
 ) -> Result<(), Error> {
@@ -114,8 +98,8 @@ enum End {
 /// The task that reads the terminal and watches the root and the timeout.
 pub(super) struct Driver {
     pub shared: Arc<Shared>,
-    pub master: Arc<AsyncFd<Master>>,
-    pub child: Arc<ChildProcess>,
+    pub master: Arc<AsyncFd<Pty>>,
+    pub child: Arc<RootProcess>,
     pub tree: ProcessTree,
     pub deadline: Option<Instant>,
     pub stop: CancellationToken,
@@ -177,7 +161,7 @@ pub(super) async fn drive(driver: Driver) {
 /// lock sees either none or all of a read). False once reading failed.
 fn read_available(
     driver: &Driver,
-    guard: &mut tokio::io::unix::AsyncFdReadyGuard<'_, Master>,
+    guard: &mut tokio::io::unix::AsyncFdReadyGuard<'_, Pty>,
     buffer: &mut [u8],
 ) -> bool {
     let mut replies = Vec::new();

@@ -16,18 +16,18 @@ use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::child::ChildProcess;
+use bashtool_process::RootProcess;
 use super::detect::{Detector, Probe};
-use super::driver::{Driver, Master, Shared, Terminal, drive, write_all};
+use super::driver::{Driver, Shared, Terminal, drive, write_all};
 use super::keys::Key;
 use super::options::InteractiveOptions;
-use super::pty::{Pty, TerminalModes, TerminalSize, spawn_on};
+use bashtool_process::{Pty, TerminalModes, TerminalSize};
 use super::screen::ScreenTracker;
 use super::state::{Detection, JobExit, JobState, Snapshot};
 use super::transcript::{LogSink, TextRead, TextWindow};
 use crate::error::Error;
-use crate::kill::{ProcessTree, RunMarker};
-use crate::wrap::{Launch, SpawnWrapper};
+use bashtool_process::{ProcessTree, RunMarker};
+use bashtool_process::{Launch, Wrapper};
 
 /// After this much silence without a read, a job is probed less often:
 /// a probe scans `/proc` (about a millisecond per hundred processes), and a
@@ -45,8 +45,8 @@ const MAX_LINE: usize = 4095;
 /// What exists while the job has not been released: fds and the task.
 #[derive(Debug)]
 struct Live {
-    master: Arc<AsyncFd<Master>>,
-    child: Arc<ChildProcess>,
+    master: Arc<AsyncFd<Pty>>,
+    child: Arc<RootProcess>,
     tree: ProcessTree,
     stop: CancellationToken,
     driver: JoinHandle<()>,
@@ -84,7 +84,7 @@ impl InteractiveJob {
     /// the session, to stop them too.
     pub fn start(
         launch: Launch,
-        wrappers: &[Arc<dyn SpawnWrapper>],
+        wrappers: &[Arc<dyn Wrapper>],
         marker: RunMarker,
         options: InteractiveOptions,
     ) -> Result<Self, ExecError> {
@@ -98,26 +98,21 @@ impl InteractiveJob {
             source,
         };
         let size = options.size.clamped();
-        let ptmx = crate::wrap::terminal_multiplexer(wrappers);
-        let pty = Pty::open(size, ptmx.as_deref()).map_err(io_error)?;
+        let (pty, root) = bashtool_process::launch_on_terminal(launch, wrappers, size, &marker)
+            .map_err(crate::error::exec_error)?;
+        let pid = root.pid();
         let detector = Detector::new(pty.device);
-        let pid = spawn_on(&pty, launch, wrappers, &marker)?;
-        let child = Arc::new(ChildProcess::new(pid));
-        let tree = ProcessTree::new(pid, Some(marker)).with_adopter(crate::wrap::adopter(wrappers));
-        // SAFETY: the `Pty` (and its master fd) moves into the `AsyncFd`,
-        // which keeps it open and unchanged until it is dropped.
-        #[allow(unsafe_code)]
-        let registered = unsafe {
-            AsyncFd::register_with_interest(
-                Master(pty),
-                tokio::io::Interest::READABLE | tokio::io::Interest::WRITABLE,
-            )
-        };
+        let child = Arc::new(root);
+        let tree = ProcessTree::new(pid, Some(marker)).with_adopter(crate::realm::adopter(wrappers));
+        let registered = bashtool_process::register(
+            pty,
+            tokio::io::Interest::READABLE | tokio::io::Interest::WRITABLE,
+        );
         let master = match registered {
             Ok(master) => Arc::new(master),
             Err(error) => {
                 tree.kill_now(true);
-                return Err(io_error(error.into_parts().1));
+                return Err(io_error(error));
             }
         };
         let (changes, receiver) = watch::channel(0);
@@ -258,7 +253,7 @@ impl InteractiveJob {
         for key in keys {
             bytes.extend_from_slice(key.bytes(application_cursor));
         }
-        let modes: TerminalModes = live.master.get_ref().0.modes();
+        let modes: TerminalModes = live.master.get_ref().modes();
         if modes.canonical {
             // In line mode the kernel silently drops what goes beyond its
             // line buffer: refuse rather than send a cut line.
@@ -284,7 +279,6 @@ impl InteractiveJob {
         if let Some(live) = &self.live {
             live.master
                 .get_ref()
-                .0
                 .resize(size)
                 .map_err(|source| Error::Terminal { source })?;
         }
@@ -327,7 +321,7 @@ impl InteractiveJob {
     /// yet, or output not read yet, means it is not waiting yet.
     async fn awaiting_input(&self, quiet_for: Duration) -> Option<Detection> {
         let live = self.live.as_ref()?;
-        let pty = &live.master.get_ref().0;
+        let pty = &live.master.get_ref();
         let output_before = self.shared.lock().output_bytes;
         let probe = |pty: &Pty| {
             if pty.unread_input() > 0 {
@@ -356,7 +350,7 @@ impl InteractiveJob {
         let echo_off = self
             .live
             .as_ref()
-            .is_some_and(|live| live.master.get_ref().0.modes().hides_input());
+            .is_some_and(|live| live.master.get_ref().modes().hides_input());
         let mut terminal = self.shared.lock();
         let read = terminal.window.read(self.cursor, usize::MAX);
         let screen = terminal.screen.take_view();

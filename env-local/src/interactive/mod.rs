@@ -19,23 +19,19 @@
 //!
 //! See `docs/interactive.md` for the behaviour and its limits.
 
-mod child;
 mod detect;
 mod driver;
 mod env;
 mod job;
 mod keys;
 mod options;
-mod pty;
 mod screen;
 mod sequences;
 mod state;
 mod transcript;
 
-pub use env::{INTERACTIVE_TERM, interactive_env, interactive_launch};
+pub use env::interactive_launch;
 pub use job::InteractiveJob;
-pub use keys::{KEY_NAMES, Key};
-pub use options::{DEFAULT_SILENCE_FALLBACK, DEFAULT_YIELD, InteractiveOptions, PROBE_INTERVAL};
-pub use pty::{DEFAULT_COLUMNS, DEFAULT_ROWS, MAX_COLUMNS, MAX_ROWS, TerminalModes, TerminalSize};
-pub use state::{Detection, JobExit, JobState, Snapshot};
-pub use transcript::{DEFAULT_TEXT_CAPACITY, TextRead};
+pub use keys::Key;
+pub use options::{DEFAULT_YIELD, InteractiveOptions, PROBE_INTERVAL};
+pub use state::{Detection, JobState, Snapshot};

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use super::pty::TerminalSize;
+use bashtool_process::TerminalSize;
 use super::transcript::DEFAULT_TEXT_CAPACITY;
 use crate::config::{DEFAULT_KILL_GRACE, DEFAULT_MAX_LOG_BYTES};
 

@@ -16,7 +16,7 @@
 
 use std::num::NonZeroU16;
 
-use super::pty::TerminalSize;
+use bashtool_process::TerminalSize;
 use super::sequences::{Notice, SequenceScanner};
 
 /// Lines of scrollback the emulator keeps (the screen is what counts).

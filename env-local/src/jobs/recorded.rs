@@ -7,17 +7,15 @@
 //! supervisor and the start time proves it is still the job: a reused pid is
 //! never hit.
 
-use std::os::fd::{FromRawFd as _, OwnedFd};
 use std::time::Duration;
 
 use bashtool_core::{JobError, JobInfo, JobOutput, Jobs, ReadFrom};
 use nix::sys::signal::Signal;
-use tokio::io::unix::AsyncFd;
 use tokio_util::sync::CancellationToken;
 
 use crate::jobs::records::{JobRecord, JobStore};
 use crate::jobs::table::{not_stopped, read_output_file};
-use crate::kill::{ProcessTree, process_info};
+use bashtool_process::{PinnedProcess, ProcessTree};
 use crate::logs::{is_in_use, output_lock_path};
 
 /// How long, after the job's supervisor ended, to wait for its copier to
@@ -69,26 +67,9 @@ impl RecordedJobs {
     }
 }
 
-/// A pidfd on the job's supervisor if it is still the job (same start time).
-fn pin(record: &JobRecord) -> Option<OwnedFd> {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1.
-    #[allow(unsafe_code)]
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, record.pid as libc::pid_t, 0) };
-    if fd < 0 {
-        return None;
-    }
-    // SAFETY: the kernel just gave us this fd and nobody else owns it.
-    #[allow(unsafe_code)]
-    let pidfd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
-    // Checked after opening: the fd now refers to whatever had the pid, and
-    // a matching start time proves that is the job.
-    let same = process_info(record.pid).is_some_and(|info| {
-        !info.zombie
-            && record
-                .start_ticks
-                .is_none_or(|ticks| ticks == info.start_time)
-    });
-    same.then_some(pidfd)
+/// The job's supervisor, pinned, if it is still the job (same start time).
+fn pin(record: &JobRecord) -> Option<PinnedProcess> {
+    PinnedProcess::open(record.pid, record.start_ticks)
 }
 
 /// Waits (at most [`OUTPUT_DRAIN`]) until the copier of the job's output
@@ -103,17 +84,9 @@ async fn output_written(record: &JobRecord) {
 }
 
 /// Waits until the pinned process exits, or `timeout`, or `cancel`.
-async fn wait_pinned(pidfd: OwnedFd, timeout: Duration, cancel: &CancellationToken) {
-    // SAFETY: the `OwnedFd` moves into the `AsyncFd`, which keeps it open
-    // and unchanged until it is dropped.
-    #[allow(unsafe_code)]
-    let registered =
-        unsafe { AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE) };
-    let Ok(readable) = registered else {
-        return;
-    };
+async fn wait_pinned(process: &PinnedProcess, timeout: Duration, cancel: &CancellationToken) {
     tokio::select! {
-        _ = tokio::time::timeout(timeout, readable.readable()) => {}
+        _ = tokio::time::timeout(timeout, process.exited()) => {}
         () = cancel.cancelled() => {}
     }
 }
@@ -157,7 +130,7 @@ impl Jobs for RecordedJobs {
             return Err(JobError::Environment { message });
         }
         if let Some(pidfd) = pin(&record) {
-            wait_pinned(pidfd, timeout, &cancel).await;
+            wait_pinned(&pidfd, timeout, &cancel).await;
         }
         if pin(&record).is_none() {
             output_written(&record).await;
@@ -188,13 +161,10 @@ impl Jobs for RecordedJobs {
         let tree = ProcessTree::new(record.pid, None);
         tree.signal_all(Signal::SIGTERM, false);
         let cancel = CancellationToken::new();
-        let duplicate = pidfd.try_clone().map_err(|error| JobError::Environment {
-            message: format!("could not watch the job: {error}"),
-        })?;
-        wait_pinned(duplicate, self.kill_grace, &cancel).await;
+        wait_pinned(&pidfd, self.kill_grace, &cancel).await;
         if pin(&record).is_some() {
             tree.signal_all(Signal::SIGKILL, false);
-            wait_pinned(pidfd, self.kill_grace, &cancel).await;
+            wait_pinned(&pidfd, self.kill_grace, &cancel).await;
         }
         if pin(&record).is_some() {
             return Err(JobError::Environment {

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
 use crate::jobs::supervisor::parse_final_line;
-use crate::kill::process_info;
+use bashtool_process::process_info;
 use crate::state_dir::ensure_private_dir;
 
 /// How long a change of the records waits for their lock. Another

@@ -15,11 +15,11 @@ use bashtool_core::{JobError, JobInfo, JobOutput, JobState, ReadFrom};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::containment::Containment;
+use bashtool_process::Containment;
 use crate::jobs::records::{JobRecord, JobStore};
 use crate::jobs::supervisor::FINAL_LINE_PREFIX;
 use crate::jobs::window::{Window, read_after, read_last_lines};
-use crate::spawn::{ExitStatus, RootProcess};
+use bashtool_process::{ExitStatus, RootProcess};
 
 /// Extra time [`JobTable::stop`] allows after the grace for SIGKILL to land.
 const STOP_SLACK: Duration = Duration::from_secs(2);

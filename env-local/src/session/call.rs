@@ -11,7 +11,7 @@ use bashtool_core::{CommandResult, ExecError, ShellState, SpawnOptions, Stream};
 use super::protocol::Record;
 use super::shell::Shell;
 use super::{CallPipes, Session, State, driver, nonce, procs, state};
-use crate::RunMarker;
+use bashtool_process::RunMarker;
 
 /// How a call's wait ended.
 enum Ending {
@@ -79,13 +79,13 @@ impl Session {
 
         // A repository made or a config replaced since the shell started
         // is protected before the command runs.
-        crate::wrap::before_call(&inner.config.local.wrappers)?;
+        crate::realm::before_call(&inner.config.local.wrappers)?;
         let mut shell = state.shell.take().ok_or_else(|| ExecError::Other {
             message: "the session shell is not running".to_owned(),
         })?;
         // A dropped call (its future cancelled) stops its whole tree,
         // setsid escapees included.
-        let adopter = crate::wrap::adopter(&inner.config.local.wrappers);
+        let adopter = crate::realm::adopter(&inner.config.local.wrappers);
         let mut dropped = procs::KillCallOnDrop {
             shell_pid: shell.pid,
             marker: marker.clone(),
@@ -172,7 +172,7 @@ impl Session {
         }
         CallPipes::finish(output);
         let output = output.finish();
-        notes.extend(crate::wrap::after_call(&inner.config.local.wrappers));
+        notes.extend(crate::realm::after_call(&inner.config.local.wrappers));
         notes.extend(log.truncation_note());
         state.pipes = Some(pipes);
         let state = &mut *state;

@@ -2,13 +2,14 @@
 //! single place where their bytes go to the call's output, and how we wait
 //! for them.
 
-use std::os::fd::{AsFd as _, AsRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd as _, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use bashtool_core::{OutputCapture, Stream};
 use nix::fcntl::{OFlag, open};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags};
 use nix::sys::stat::Mode;
+use bashtool_process::EpollSet;
 use tokio::io::unix::AsyncFd;
 use tokio::io::{Interest, Ready};
 
@@ -38,15 +39,6 @@ pub(crate) struct CallPipes {
     buffer: Vec<u8>,
 }
 
-/// An epoll set that tokio can watch (it is readable when one of its
-/// descriptors is).
-struct EpollSet(Epoll);
-
-impl AsRawFd for EpollSet {
-    fn as_raw_fd(&self) -> RawFd {
-        self.0.0.as_raw_fd()
-    }
-}
 
 /// One FIFO: its read end, registered in the set, and a write end we hold
 /// while a command runs, so that EOF afterwards means no process of the
@@ -86,11 +78,7 @@ fn stream_index(stream: Stream) -> u64 {
 impl CallPipes {
     pub(crate) fn new() -> std::io::Result<Self> {
         let set = EpollSet(Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?);
-        // SAFETY: the set owns its descriptor, which nothing replaces or
-        // closes before the set is dropped with the `AsyncFd`.
-        #[allow(unsafe_code)]
-        let poll = unsafe { AsyncFd::register_with_interest(set, Interest::READABLE) }
-            .map_err(std::io::Error::from)?;
+        let poll = bashtool_process::register(set, Interest::READABLE)?;
         Ok(Self {
             poll,
             stdout: None,
@@ -125,7 +113,7 @@ impl CallPipes {
                     // A held FIFO goes first, path and all.
                     *slot = None;
                     let pipe = CallPipe::create(dir, id, stream)?;
-                    self.poll.get_ref().0.add(
+                    self.poll.get_ref().add(
                         pipe.receiver.as_fd(),
                         EpollEvent::new(EpollFlags::EPOLLIN, stream_index(stream)),
                     )?;

@@ -67,7 +67,7 @@ pub(crate) fn remove_stale_session_dirs() -> usize {
             let ours = std::fs::symlink_metadata(entry.path())
                 .is_ok_and(|metadata| metadata.is_dir() && metadata.uid() == own);
             if ours
-                && crate::kill::process_info(pid).is_none()
+                && bashtool_process::process_info(pid).is_none()
                 && std::fs::remove_dir_all(entry.path()).is_ok()
             {
                 removed += 1;

@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
-use crate::MARKER_VARIABLE;
-use crate::fixed_width::push_decimal;
-use crate::kill::MARKER_WIDTH;
+use bashtool_process::MARKER_VARIABLE;
+use bashtool_process::fixed_width::push_decimal;
+use bashtool_process::MARKER_WIDTH;
 
 /// The shell side of a session: `init.sh`, run by `bash -c` when a shell
 /// starts (after the snapshot, if any, is restored). It is one loop that

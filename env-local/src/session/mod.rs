@@ -41,7 +41,10 @@ use std::time::Duration;
 
 use bashtool_core::{CommandExec, CommandResult, ExecError, ExecMode, SpawnOptions};
 
-use crate::{JobTable, LocalConfig, LocalExec, LogDir, NON_INTERACTIVE_ENV};
+use crate::config::NON_INTERACTIVE_ENV;
+use crate::jobs::JobTable;
+use crate::logs::LogDir;
+use crate::{LocalConfig, LocalExec};
 use call_pipe::CallPipes;
 use dir::SessionDir;
 pub(crate) use dir::remove_stale_session_dirs;
@@ -161,7 +164,7 @@ impl Session {
         // session's directory is visible and no other session's is; one
         // the kernel cannot enforce is an error, never a silent fallback.
         let (local, sandbox, sandbox_error) =
-            crate::exec::with_sandbox(config.local, std::slice::from_ref(&dir.path));
+            crate::confine::with_sandbox(config.local, std::slice::from_ref(&dir.path));
         if let Some(message) = sandbox_error {
             return Err(ExecError::Other { message });
         }

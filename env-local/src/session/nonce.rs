@@ -18,18 +18,15 @@ pub(crate) fn next() -> std::io::Result<String> {
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let (bytes, used) = &mut *pool;
     if *used + NONCE_BYTES > bytes.len() {
-        // SAFETY: getrandom writes at most `bytes.len()` bytes into the
-        // live array it is given.
-        #[allow(unsafe_code)]
-        let written = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-        if usize::try_from(written).ok() != Some(bytes.len()) {
-            return Err(std::io::Error::last_os_error());
+        let written = rustix::rand::getrandom(&mut bytes[..], rustix::rand::GetRandomFlags::empty())?;
+        if written != bytes.len() {
+            return Err(std::io::Error::other("getrandom gave fewer bytes than asked"));
         }
         *used = 0;
     }
     let drawn = &mut bytes[*used..*used + NONCE_BYTES];
     let mut nonce = String::with_capacity(driver::NONCE_DIGITS);
-    crate::fixed_width::push_hex(&mut nonce, drawn);
+    bashtool_process::fixed_width::push_hex(&mut nonce, drawn);
     // Used bytes are wiped: the pool holds only nonces still to come.
     drawn.fill(0);
     *used += NONCE_BYTES;

@@ -7,14 +7,12 @@
 //! the group, which would take the shell along. Waiting on them uses pidfds
 //! (readable when the process exits), not polling.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use tokio::io::unix::AsyncFd;
 
-use crate::{ProcessInfo, ProcessTree, RunMarker, process_info};
+use bashtool_process::{PinnedProcess, ProcessInfo, ProcessTree, RunMarker};
 
 /// How long to wait for SIGKILL to take effect.
 const KILL_WAIT: Duration = Duration::from_secs(1);
@@ -61,62 +59,7 @@ pub(crate) async fn stop_shell_tree(
         .await;
 }
 
-/// A handle on one process that cannot be confused with a later process
-/// reusing its pid.
-struct PidFd(AsyncFd<OwnedFd>);
-
-impl PidFd {
-    /// Opens a pidfd on `info.pid` if it is still the process `info` saw.
-    fn open(info: &ProcessInfo) -> Option<Self> {
-        // SAFETY: pidfd_open takes a pid and flags and returns a new fd or
-        // -1; no memory is shared.
-        #[allow(unsafe_code)]
-        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, info.pid as libc::pid_t, 0) };
-        if fd < 0 {
-            return None;
-        }
-        // SAFETY: the kernel just returned this fd; we are its only owner.
-        #[allow(unsafe_code)]
-        let fd = unsafe { OwnedFd::from_raw_fd(fd as i32) };
-        // The pidfd pins the process: if the start time still matches now,
-        // it is the process we found, not a newcomer with its pid.
-        let same = process_info(info.pid)
-            .is_some_and(|now| now.start_time == info.start_time && !now.zombie);
-        if !same {
-            return None;
-        }
-        // SAFETY: the OwnedFd moves into the AsyncFd, which owns it until
-        // dropped; nothing else closes or replaces it.
-        #[allow(unsafe_code)]
-        let registered =
-            unsafe { AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE) };
-        registered.ok().map(PidFd)
-    }
-
-    fn signal(&self, signal: Signal) {
-        // SAFETY: pidfd_send_signal with a null siginfo and no flags; the fd
-        // stays open for the duration of the call.
-        #[allow(unsafe_code)]
-        unsafe {
-            libc::syscall(
-                libc::SYS_pidfd_send_signal,
-                self.0.get_ref().as_raw_fd(),
-                signal as libc::c_int,
-                std::ptr::null::<libc::siginfo_t>(),
-                0,
-            );
-        }
-    }
-
-    /// Resolves when the process has exited (a pidfd polls readable then).
-    async fn exited(&self) {
-        if let Ok(mut guard) = self.0.readable().await {
-            guard.retain_ready();
-        }
-    }
-}
-
-async fn all_exited(handles: &[PidFd]) {
+async fn all_exited(handles: &[PinnedProcess]) {
     for handle in handles {
         handle.exited().await;
     }
@@ -125,16 +68,19 @@ async fn all_exited(handles: &[PidFd]) {
 /// Stops `processes`: SIGTERM, up to `grace` for them to exit, then
 /// SIGKILL. Returns how many were still there to be signalled.
 pub(crate) async fn stop(processes: &[ProcessInfo], grace: Duration) -> usize {
-    let handles: Vec<PidFd> = processes.iter().filter_map(PidFd::open).collect();
+    let handles: Vec<PinnedProcess> = processes
+        .iter()
+        .filter_map(|info| PinnedProcess::open(info.pid, Some(info.start_time)))
+        .collect();
     for handle in &handles {
-        handle.signal(Signal::SIGTERM);
+        let _ = handle.signal(Signal::SIGTERM);
     }
     if tokio::time::timeout(grace, all_exited(&handles))
         .await
         .is_err()
     {
         for handle in &handles {
-            handle.signal(Signal::SIGKILL);
+            let _ = handle.signal(Signal::SIGKILL);
         }
         let _ = tokio::time::timeout(KILL_WAIT, all_exited(&handles)).await;
     }

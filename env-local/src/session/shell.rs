@@ -3,7 +3,6 @@
 
 use std::collections::BTreeMap;
 use std::ffi::{OsStr, OsString};
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::ExitStatus;
 use std::sync::Arc;
@@ -12,8 +11,8 @@ use bashtool_core::ExecError;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::unix::pipe;
 
-use crate::spawn::{ChildIo, RootProcess, Sink};
-use crate::wrap::{Launch, SpawnWrapper};
+use bashtool_process::{ChildIo, RootProcess, Sink};
+use bashtool_process::{Launch, Wrapper};
 
 use super::procs;
 use super::protocol::{Record, take_records};
@@ -38,7 +37,7 @@ pub(crate) struct ShellSpec<'a> {
     pub remove: Vec<OsString>,
     /// The environment's spawn wrappers (a sandbox applies to the shell and
     /// so to every command it runs).
-    pub wrappers: &'a [Arc<dyn SpawnWrapper>],
+    pub wrappers: &'a [Arc<dyn Wrapper>],
 }
 
 /// A running shell. Dropping it kills its process group.
@@ -142,15 +141,9 @@ impl Shell {
     /// yet: after the shell died, this tells whether it took the call at
     /// all (the kernel's count, not the shell's word).
     pub(crate) fn unread_driver_bytes(&self) -> usize {
-        let mut count: libc::c_int = 0;
-        // SAFETY: FIONREAD writes one c_int through the pointer, which
-        // points to a live local; the fd stays open for the call.
-        #[allow(unsafe_code)]
-        let result =
-            unsafe { libc::ioctl(self.driver.as_raw_fd(), libc::FIONREAD, &raw mut count) };
-        if result < 0 {
+        let Ok(count) = rustix::io::ioctl_fionread(&self.driver) else {
             return 0;
-        }
+        };
         usize::try_from(count).unwrap_or_default()
     }
 
@@ -177,12 +170,12 @@ impl Shell {
 }
 
 /// Our exit status as the standard library's (`code()`, `signal()`).
-fn std_status(status: crate::spawn::ExitStatus) -> ExitStatus {
+fn std_status(status: bashtool_process::ExitStatus) -> ExitStatus {
     use std::os::unix::process::ExitStatusExt as _;
     match status {
-        crate::spawn::ExitStatus::Code(code) => ExitStatus::from_raw((code & 0xff) << 8),
-        crate::spawn::ExitStatus::Signal(signal) => ExitStatus::from_raw(signal as i32),
-        crate::spawn::ExitStatus::Running => ExitStatus::from_raw(0xff << 8),
+        bashtool_process::ExitStatus::Code(code) => ExitStatus::from_raw((code & 0xff) << 8),
+        bashtool_process::ExitStatus::Signal(signal) => ExitStatus::from_raw(signal as i32),
+        bashtool_process::ExitStatus::Running => ExitStatus::from_raw(0xff << 8),
     }
 }
 

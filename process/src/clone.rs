@@ -35,14 +35,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::posix_spawn::{CLaunch, ChildFds, DEFAULT_SIGNALS};
-use crate::wrap::SpawnWrapper;
+use crate::wrapper::{Wrapper, need_pre_fork};
 
 /// Forks, applies `fds`, a new session, default signals and each wrapper's
 /// step in the child, and execs `launch`. Returns the child's pid.
 pub(crate) fn spawn(
     launch: &CLaunch,
     fds: &ChildFds,
-    wrappers: &[Arc<dyn SpawnWrapper>],
+    wrappers: &[Arc<dyn Wrapper>],
 ) -> io::Result<u32> {
     let mut argv: Vec<*const libc::c_char> = launch.argv.iter().map(|arg| arg.as_ptr()).collect();
     argv.push(std::ptr::null());
@@ -118,19 +118,14 @@ pub(crate) fn spawn(
     }
 }
 
-/// True when some wrapper needs a step before the command's process is
-/// made (see [`SpawnWrapper::pre_fork`]).
-fn need_pre_fork(wrappers: &[Arc<dyn SpawnWrapper>]) -> bool {
-    wrappers.iter().any(|wrapper| wrapper.needs_pre_fork())
-}
 
 /// The first wrapper's spawner, with the wrapper's index, for a launch
 /// whose directory is absolute (the spawner's thread stands elsewhere: a
 /// relative one would be found from there).
 fn spawner_for(
     launch: &CLaunch,
-    wrappers: &[Arc<dyn SpawnWrapper>],
-) -> Option<(usize, Arc<crate::Spawner>)> {
+    wrappers: &[Arc<dyn Wrapper>],
+) -> Option<(usize, Arc<crate::spawner::Spawner>)> {
     if launch.cwd.as_bytes().first() != Some(&b'/') {
         return None;
     }
@@ -141,19 +136,17 @@ fn spawner_for(
 }
 
 /// The child's arguments, handed to the spawner's thread, which uses them
-/// while this thread waits in [`crate::Spawner::run`].
+/// while this thread waits in [`crate::spawner::Spawner::run`].
 struct SharedArguments<'a>(*mut ChildArguments<'a>);
 
 // SAFETY: the pointee lives on the stack of the thread that waits in
 // `Spawner::run` until the spawner's thread is done with it; only one
 // thread uses it at a time.
-#[allow(unsafe_code)]
 unsafe impl Send for SharedArguments<'_> {}
 
 impl<'a> SharedArguments<'a> {
     /// A method, not a field access, so that a closure takes the whole
     /// (Send) wrapper.
-    #[allow(unsafe_code)]
     fn get<'b>(self) -> &'b mut ChildArguments<'a> {
         // SAFETY: see the Send impl: the pointee outlives the use.
         unsafe { &mut *self.0 }
@@ -168,7 +161,6 @@ fn above(fd: OwnedFd, floor: RawFd) -> io::Result<OwnedFd> {
     let raw = nix::fcntl::fcntl(&fd, nix::fcntl::FcntlArg::F_DUPFD_CLOEXEC(floor))
         .map_err(io::Error::from)?;
     // SAFETY: F_DUPFD_CLOEXEC returned a new descriptor that we own.
-    #[allow(unsafe_code)]
     Ok(unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(raw) })
 }
 
@@ -181,7 +173,7 @@ const CHILD_STACK: usize = 256 * 1024;
 struct ChildArguments<'a> {
     launch: &'a CLaunch,
     fds: &'a ChildFds,
-    wrappers: &'a [Arc<dyn SpawnWrapper>],
+    wrappers: &'a [Arc<dyn Wrapper>],
     argv: &'a [*const libc::c_char],
     envp: &'a [*const libc::c_char],
     report: libc::c_int,
@@ -229,7 +221,6 @@ impl ChildStack {
 impl ChildStack {
     fn map() -> io::Result<Self> {
         // SAFETY: a fresh private anonymous mapping, owned by the result.
-        #[allow(unsafe_code)]
         let base = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
@@ -246,7 +237,6 @@ impl ChildStack {
         let stack = Self { base };
         // The stack grows down: its lowest page stops an overflow.
         // SAFETY: the first page of our own mapping.
-        #[allow(unsafe_code)]
         let guarded = unsafe { libc::mprotect(base, page_size(), libc::PROT_NONE) };
         if guarded != 0 {
             return Err(io::Error::last_os_error());
@@ -263,7 +253,6 @@ impl Drop for ChildStack {
     fn drop(&mut self) {
         // SAFETY: our mapping; the child left it (it exec'd or exited
         // before `clone` returned: CLONE_VFORK).
-        #[allow(unsafe_code)]
         unsafe {
             libc::munmap(self.base, CHILD_STACK);
         }
@@ -272,7 +261,6 @@ impl Drop for ChildStack {
 
 fn page_size() -> usize {
     // SAFETY: sysconf has no preconditions.
-    #[allow(unsafe_code)]
     let size = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     usize::try_from(size).unwrap_or(4096)
 }
@@ -295,7 +283,6 @@ fn clone_child(arguments: &mut ChildArguments<'_>, try_clone3: bool) -> io::Resu
     // clone runs `child_entry` on the mapped stack with a pointer to
     // `arguments`, which outlives the child's use of it (CLONE_VFORK: this
     // thread waits until the child execs or exits).
-    #[allow(unsafe_code)]
     unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
         let mut previous: libc::sigset_t = std::mem::zeroed();
@@ -357,7 +344,6 @@ pub(crate) fn may_clear_handlers() -> bool {
 /// own cannot come back from the system call into Rust code, hence the few
 /// instructions below, as in glibc's `clone3.S`.
 #[cfg(target_arch = "x86_64")]
-#[allow(unsafe_code)]
 unsafe fn clone3_clearing_handlers(
     stack: &ChildStack,
     entry: extern "C" fn(*mut libc::c_void) -> libc::c_int,
@@ -423,7 +409,6 @@ unsafe fn clone3_clearing_handlers(
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-#[allow(unsafe_code)]
 unsafe fn clone3_clearing_handlers(
     _stack: &ChildStack,
     _entry: extern "C" fn(*mut libc::c_void) -> libc::c_int,
@@ -436,7 +421,6 @@ unsafe fn clone3_clearing_handlers(
 extern "C" fn child_entry(arguments: *mut libc::c_void) -> libc::c_int {
     // SAFETY: `clone_child` passes a pointer to a live `ChildArguments`;
     // `child` never returns and keeps to async-signal-safe calls.
-    #[allow(unsafe_code)]
     unsafe {
         let arguments = &*arguments.cast::<ChildArguments<'_>>();
         child(arguments)
@@ -444,12 +428,11 @@ extern "C" fn child_entry(arguments: *mut libc::c_void) -> libc::c_int {
 }
 
 /// The first child's entry point, for a launch with a step before the
-/// fork: it takes the wrappers' [`SpawnWrapper::pre_fork`] steps, makes
+/// fork: it takes the wrappers' [`Wrapper::pre_fork`] steps, makes
 /// the command's process (our child, on the lower half of its stack,
 /// through `CLONE_PARENT`), stores its pid and exits.
 extern "C" fn first_child_entry(arguments: *mut libc::c_void) -> libc::c_int {
     // SAFETY: as `child_entry`; `first_child` never returns.
-    #[allow(unsafe_code)]
     unsafe {
         let arguments = &*arguments.cast::<ChildArguments<'_>>();
         first_child(arguments, arguments_pointer(arguments))
@@ -463,7 +446,6 @@ fn arguments_pointer(arguments: &ChildArguments<'_>) -> *mut libc::c_void {
 /// The first child's side: never returns. Signals are blocked (as in the
 /// command's child, which inherits the mask), and it shares our memory:
 /// only system calls, and one atomic store into the arguments.
-#[allow(unsafe_code)]
 unsafe fn first_child(arguments: &ChildArguments<'_>, shared: *mut libc::c_void) -> ! {
     let fail = |errno: libc::c_int| -> ! {
         let bytes = errno.to_ne_bytes();
@@ -512,7 +494,6 @@ unsafe fn first_child(arguments: &ChildArguments<'_>, shared: *mut libc::c_void)
 /// Sets every signal that has a handler of ours back to its default: the
 /// handlers are our code, in the memory the child still shares with us.
 /// (Ignored signals stay ignored, as across `fork` and exec.)
-#[allow(unsafe_code)]
 unsafe fn reset_handlers() {
     // SAFETY: sigaction on a local struct, for each signal number.
     unsafe {
@@ -531,7 +512,6 @@ unsafe fn reset_handlers() {
 }
 
 /// The child's side: never returns.
-#[allow(unsafe_code)]
 unsafe fn child(arguments: &ChildArguments<'_>) -> ! {
     let ChildArguments {
         launch,

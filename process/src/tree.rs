@@ -23,7 +23,6 @@
 //! do that, and they are not available unprivileged).
 
 use std::collections::{HashMap, HashSet};
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -43,7 +42,7 @@ const KILL_WAIT: Duration = Duration::from_secs(5);
 /// Bytes of a [`RunMarker::new`] value, `<pid>-<count>-<nanos>` in 10, 20
 /// and 8 (hex) digits: fixed, so that a session's shell finds it at a fixed
 /// offset of its request.
-pub(crate) const MARKER_WIDTH: usize = 40;
+pub const MARKER_WIDTH: usize = 40;
 
 /// A unique `BASHTOOL_RUN_ID=<id>` for one command. Put [`RunMarker::value`]
 /// into the command's environment under [`MARKER_VARIABLE`].
@@ -196,54 +195,16 @@ pub fn is_alive(pid: u32) -> bool {
     process_info(pid).is_some_and(|info| !info.zombie)
 }
 
-fn pidfd_open(pid: u32) -> std::io::Result<OwnedFd> {
-    // SAFETY: pidfd_open takes a pid and flags and returns a new fd or -1;
-    // no memory is shared with the kernel.
-    #[allow(unsafe_code)]
-    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
-    if fd < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: the kernel just gave us this fd and nobody else owns it.
-    #[allow(unsafe_code)]
-    Ok(unsafe { OwnedFd::from_raw_fd(fd as i32) })
-}
-
-fn pidfd_send_signal(pidfd: &OwnedFd, signal: Signal) -> std::io::Result<()> {
-    use std::os::fd::AsRawFd;
-    // SAFETY: pidfd_send_signal with a null siginfo and no flags; the fd is
-    // open for the duration of the call.
-    #[allow(unsafe_code)]
-    let result = unsafe {
-        libc::syscall(
-            libc::SYS_pidfd_send_signal,
-            pidfd.as_raw_fd(),
-            signal as libc::c_int,
-            std::ptr::null::<libc::siginfo_t>(),
-            0,
-        )
-    };
-    if result < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// Opens a pidfd on a process we waited for ourselves (our child): race-free.
-pub fn open_pidfd(pid: u32) -> std::io::Result<OwnedFd> {
-    pidfd_open(pid)
-}
-
 /// Sends `signal` to the process `info` describes, if it is still that
 /// process (same start time). Returns whether it was signalled.
 pub fn signal_process(info: &ProcessInfo, signal: Signal) -> bool {
-    match pidfd_open(info.pid) {
+    match crate::fd::open_pidfd(info.pid) {
         Ok(pidfd) => {
             // The pidfd pins the process: if the start time still matches
             // now, the fd refers to the process we found, not a newcomer.
             let same = process_info(info.pid)
                 .is_some_and(|now| now.start_time == info.start_time && !now.zombie);
-            same && pidfd_send_signal(&pidfd, signal).is_ok()
+            same && crate::fd::pidfd_send_signal(&pidfd, signal).is_ok()
         }
         Err(error) if error.raw_os_error() == Some(libc::ENOSYS) => {
             // Kernels before 5.3: check and signal, with a tiny reuse race.

@@ -21,9 +21,6 @@
 //! a helper that joins the realm's mount namespace binds the changed ones
 //! again, in place, for every process of the realm at once.
 
-// System calls the standard library does not wrap; each block says why it
-// is sound.
-#![allow(unsafe_code)]
 
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt as _;
@@ -114,7 +111,7 @@ const OPEN_TREE_CLONE: libc::c_uint = 1;
 const MOVE_MOUNT_F_EMPTY_PATH: libc::c_uint = 4;
 
 pub fn c_path(path: &Path) -> Result<CString, Error> {
-    CString::new(path.as_os_str().as_bytes()).map_err(|_| Error::SandboxSetting {
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| Error::Setting {
         setting: "writable",
         message: format!("`{}` contains a NUL byte", path.display()),
     })
@@ -422,7 +419,7 @@ impl RealmMounts {
     /// one `lstat` per path.
     pub fn refresh(&self, realm: &Realm) -> Result<(), Error> {
         let listed = (self.paths)();
-        let mut protected = self.protected.lock().map_err(|_| Error::SandboxSetup {
+        let mut protected = self.protected.lock().map_err(|_| Error::Setup {
             step: "refreshing the sandbox's protected paths".to_owned(),
             source: std::io::Error::other("a launch panicked while holding the lock"),
         })?;
@@ -485,7 +482,7 @@ impl RealmMounts {
                 }
                 Ok(())
             })
-            .map_err(|source| Error::SandboxSetup {
+            .map_err(|source| Error::Setup {
                 step: "protecting paths that changed in the sandbox".to_owned(),
                 source,
             })?;

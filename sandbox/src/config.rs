@@ -38,7 +38,7 @@ pub enum NetworkMode {
     Off,
 }
 
-/// The sandbox settings of [`crate::LocalConfig::sandbox`].
+/// The sandbox settings: a mode, extra writable roots, the network.
 ///
 /// ```
 /// use bashtool_env_local::{NetworkMode, SandboxConfig, SandboxMode};
@@ -59,6 +59,13 @@ pub struct SandboxConfig {
 }
 
 impl SandboxConfig {
+    /// This configuration as what an environment confines its commands
+    /// with: `None` when the mode is `off`.
+    pub fn confinement(&self) -> Option<std::sync::Arc<dyn bashtool_process::Confinement>> {
+        (self.mode != SandboxMode::Off)
+            .then(|| std::sync::Arc::new(self.clone()) as std::sync::Arc<dyn bashtool_process::Confinement>)
+    }
+
     /// The configuration without a sandbox.
     pub fn off() -> Self {
         Self {
@@ -73,7 +80,7 @@ impl SandboxConfig {
         for path in &self.writable {
             check_path("writable", path)?;
             if path == Path::new("/") {
-                return Err(Error::SandboxSetting {
+                return Err(Error::Setting {
                     setting: "writable",
                     message: "`/` makes everything writable; use `--sandbox off` (mode = \"off\") to run without a sandbox".to_owned(),
                 });
@@ -81,7 +88,7 @@ impl SandboxConfig {
         }
         for path in &self.protected {
             if !path.is_absolute() {
-                return Err(Error::SandboxSetting {
+                return Err(Error::Setting {
                     setting: "protected",
                     message: format!("`{}` is not an absolute path", path.display()),
                 });
@@ -93,7 +100,7 @@ impl SandboxConfig {
 
 fn check_path(setting: &'static str, path: &Path) -> Result<(), Error> {
     if !path.is_absolute() {
-        return Err(Error::SandboxSetting {
+        return Err(Error::Setting {
             setting,
             message: format!(
                 "`{}` is not an absolute path; give the full path",
@@ -102,7 +109,7 @@ fn check_path(setting: &'static str, path: &Path) -> Result<(), Error> {
         });
     }
     if !path.exists() {
-        return Err(Error::SandboxSetting {
+        return Err(Error::Setting {
             setting,
             message: format!(
                 "`{}` does not exist; create it first or remove it from the list",
@@ -152,7 +159,7 @@ impl FromStr for SandboxMode {
             "off" => Ok(Self::Off),
             "read-only" => Ok(Self::ReadOnly),
             "workspace-write" => Ok(Self::WorkspaceWrite),
-            _ => Err(Error::SandboxSetting {
+            _ => Err(Error::Setting {
                 setting: "sandbox",
                 message: format!("`{text}` is not a mode; use off, read-only or workspace-write"),
             }),
@@ -167,7 +174,7 @@ impl FromStr for NetworkMode {
         match text {
             "on" => Ok(Self::On),
             "off" => Ok(Self::Off),
-            _ => Err(Error::SandboxSetting {
+            _ => Err(Error::Setting {
                 setting: "network",
                 message: format!("`{text}` is not a network setting; use on or off"),
             }),

@@ -4,7 +4,8 @@
 //!
 //! - [`StopWithOwner`], a spawn wrapper, gives every process started a
 //!   parent-death signal (SIGKILL when we die) and an owner mark
-//!   (`BASHTOOL_OWNER=<pid>.<start time>`) that its descendants inherit;
+//!   (`BASHTOOL_OWNER=<pid>.<start time>.<pid namespace>`) that its
+//!   descendants inherit;
 //! - [`reap_orphans`], run when the next server starts, kills what is left
 //!   of owners that are gone (the descendants a parent-death signal does not
 //!   reach) and removes their session directories.
@@ -14,20 +15,31 @@
 
 use std::ffi::OsString;
 
-use bashtool_core::ExecError;
 use nix::sys::signal::Signal;
 
-use crate::kill::{all_processes, process_info, signal_process};
-use crate::wrap::{Launch, SpawnWrapper};
+use crate::tree::{all_processes, process_info, signal_process};
+use crate::error::Error;
+use crate::launch::Launch;
+use crate::wrapper::Wrapper;
 
 /// The variable that marks a process as owned by a server process.
 pub const OWNER_VARIABLE: &str = "BASHTOOL_OWNER";
 
-/// `<pid>.<start time>` of this process: unique even after pid reuse.
+/// `<pid>.<start time>.<pid namespace>` of this process: unique even after
+/// pid reuse, and only meaningful in the pid namespace it names. A root
+/// server on the host reads the environment of processes inside containers
+/// too; their marks name the container's namespace, whose pids mean other
+/// processes here, so they must never be judged from outside.
 fn own_mark() -> String {
     let pid = std::process::id();
     let start = process_info(pid).map_or(0, |info| info.start_time);
-    format!("{pid}.{start}")
+    format!("{pid}.{start}.{}", own_pid_namespace().unwrap_or(0))
+}
+
+/// The inode of this process's pid namespace.
+fn own_pid_namespace() -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self/ns/pid").ok().map(|meta| meta.ino())
 }
 
 /// The spawn wrapper that ties started processes to this process.
@@ -53,8 +65,10 @@ impl Default for StopWithOwner {
     }
 }
 
-impl SpawnWrapper for StopWithOwner {
-    fn wrap(&self, launch: &mut Launch) -> Result<(), ExecError> {
+// SAFETY: `pre_exec` makes two system calls (prctl, getppid) on values
+// copied into the struct when it was made, and returns.
+unsafe impl Wrapper for StopWithOwner {
+    fn wrap(&self, launch: &mut Launch) -> Result<(), Error> {
         launch
             .env
             .retain(|(key, _)| key.as_os_str() != OWNER_VARIABLE);
@@ -68,13 +82,12 @@ impl SpawnWrapper for StopWithOwner {
         true
     }
 
-    fn applies_to_kept_jobs(&self) -> bool {
+    fn applies_to_detached_jobs(&self) -> bool {
         false
     }
 
     fn pre_exec(&self) -> std::io::Result<()> {
         // SAFETY: prctl and getppid are async-signal-safe system calls.
-        #[allow(unsafe_code)]
         unsafe {
             if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) < 0 {
                 return Err(std::io::Error::last_os_error());
@@ -98,18 +111,28 @@ impl SpawnWrapper for StopWithOwner {
 pub struct Reaped {
     /// Processes killed (owned by a server that is gone).
     pub processes: usize,
-    /// Session directories removed.
-    pub directories: usize,
 }
 
-/// True when the owner `<pid>.<start>` is gone.
-fn owner_gone(mark: &str) -> bool {
-    let Some((pid, start)) = mark.split_once('.') else {
+/// True when the owner `<pid>.<start>.<namespace>` is gone. A mark made in
+/// another pid namespace (or unreadable) is never gone: its pid cannot be
+/// looked up from here.
+fn owner_gone(mark: &str, namespace: u64) -> bool {
+    let mut parts = mark.split('.');
+    let (Some(pid), Some(start), Some(mark_namespace), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
         return false;
     };
-    let (Ok(pid), Ok(start)) = (pid.parse::<u32>(), start.parse::<u64>()) else {
+    let (Ok(pid), Ok(start), Ok(mark_namespace)) = (
+        pid.parse::<u32>(),
+        start.parse::<u64>(),
+        mark_namespace.parse::<u64>(),
+    ) else {
         return false;
     };
+    if mark_namespace != namespace {
+        return false;
+    }
     !process_info(pid).is_some_and(|info| info.start_time == start && !info.zombie)
 }
 
@@ -122,11 +145,14 @@ fn owner_of(environ: &[u8]) -> Option<String> {
 }
 
 /// Kills the processes of owners that are gone (a server killed with
-/// SIGKILL) and removes the session directories of processes that are gone.
-/// Only our own user's processes are readable, so only ours are touched.
+/// SIGKILL: the descendants a parent-death signal does not reach). Only our
+/// own user's processes are readable, so only ours are touched.
 pub fn reap_orphans() -> Reaped {
     let mut reaped = Reaped::default();
     let own = std::process::id();
+    let Some(namespace) = own_pid_namespace() else {
+        return reaped;
+    };
     for info in all_processes() {
         if info.zombie || info.pid == own {
             continue;
@@ -135,13 +161,12 @@ pub fn reap_orphans() -> Reaped {
             continue;
         };
         if let Some(mark) = owner_of(&environ)
-            && owner_gone(&mark)
+            && owner_gone(&mark, namespace)
             && signal_process(&info, Signal::SIGKILL)
         {
             reaped.processes += 1;
         }
     }
-    reaped.directories = crate::session::remove_stale_session_dirs();
     reaped
 }
 
@@ -160,9 +185,20 @@ mod tests {
 
     #[test]
     fn a_live_owner_is_not_gone_and_a_reused_pid_is() {
-        assert!(!owner_gone(&own_mark()));
+        let namespace = own_pid_namespace().unwrap();
+        assert!(!owner_gone(&own_mark(), namespace));
         let pid = std::process::id();
-        assert!(owner_gone(&format!("{pid}.1")));
-        assert!(!owner_gone("garbage"));
+        assert!(owner_gone(&format!("{pid}.1.{namespace}"), namespace));
+        assert!(!owner_gone("garbage", namespace));
+    }
+
+    #[test]
+    fn a_mark_from_another_pid_namespace_is_never_gone() {
+        let namespace = own_pid_namespace().unwrap();
+        let pid = std::process::id();
+        // The pid does not name our process there, whatever it names here.
+        assert!(!owner_gone(&format!("{pid}.1.{}", namespace + 1), namespace));
+        // Marks from before the namespace was part of them are not judged.
+        assert!(!owner_gone(&format!("{pid}.1"), namespace));
     }
 }

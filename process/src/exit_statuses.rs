@@ -14,12 +14,11 @@ use std::sync::Once;
 
 /// Makes sure the children we start leave an exit status (see the module
 /// documentation). Cheap after the first call: one atomic load.
-pub(crate) fn keep_exit_statuses() {
+pub fn keep_exit_statuses() {
     static CHECKED: Once = Once::new();
     CHECKED.call_once(|| {
         // SAFETY: sigaction reads and writes local structs; the handler,
         // if any, is kept as it was.
-        #[allow(unsafe_code)]
         unsafe {
             let mut current: libc::sigaction = std::mem::zeroed();
             if libc::sigaction(libc::SIGCHLD, std::ptr::null(), &raw mut current) != 0 {

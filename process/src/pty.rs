@@ -14,15 +14,17 @@
 //! typed input is still unread (`TIOCINQ`), which the waiting-for-input
 //! check needs.
 
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
-use bashtool_core::ExecError;
 use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
 use nix::sys::termios::{LocalFlags, tcgetattr};
 
-use crate::wrap::{Launch, SpawnWrapper};
+use crate::error::Error;
+use crate::launch::{ChildIo, Launch, Sink, launch};
+use crate::tree::RunMarker;
+use crate::wrapper::{Wrapper, realm_of};
 
 /// Default terminal width, in columns.
 pub const DEFAULT_COLUMNS: u16 = 120;
@@ -54,7 +56,7 @@ impl TerminalSize {
     /// Within 1..=[`MAX_COLUMNS`] and 1..=[`MAX_ROWS`]: a zero-sized
     /// terminal breaks programs and the emulator, and the emulator keeps a
     /// cell per position in memory.
-    pub(crate) fn clamped(self) -> Self {
+    pub fn clamped(self) -> Self {
         Self {
             columns: self.columns.clamp(1, MAX_COLUMNS),
             rows: self.rows.clamp(1, MAX_ROWS),
@@ -64,12 +66,25 @@ impl TerminalSize {
 
 /// Both ends of a pseudo-terminal.
 #[derive(Debug)]
-pub(crate) struct Pty {
+pub struct Pty {
     pub master: OwnedFd,
     pub slave: OwnedFd,
     /// The slave's device number: a process's fd is "the terminal" when it
     /// is this device (or `/dev/tty`, its controlling terminal).
     pub device: u64,
+}
+
+/// The master side, the terminal's end bashtool reads and writes.
+impl std::os::fd::AsRawFd for Pty {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.master.as_raw_fd()
+    }
+}
+
+impl std::os::fd::AsFd for Pty {
+    fn as_fd(&self) -> std::os::fd::BorrowedFd<'_> {
+        self.master.as_fd()
+    }
 }
 
 impl Pty {
@@ -83,31 +98,12 @@ impl Pty {
             OFlag::O_RDWR | OFlag::O_NOCTTY | OFlag::O_CLOEXEC,
             Mode::empty(),
         )?;
-        // SAFETY: TIOCSPTLCK reads one int (0: unlock) from the pointer.
-        #[allow(unsafe_code)]
-        let unlocked = unsafe {
-            let unlock: libc::c_int = 0;
-            libc::ioctl(master.as_raw_fd(), libc::TIOCSPTLCK, &raw const unlock)
-        };
-        if unlocked < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: TIOCGPTPEER opens the slave of this master with the given
-        // flags and returns a new descriptor that we own.
-        #[allow(unsafe_code)]
-        let slave = unsafe {
-            libc::ioctl(
-                master.as_raw_fd(),
-                libc::TIOCGPTPEER,
-                libc::O_RDWR | libc::O_NOCTTY | libc::O_CLOEXEC,
-            )
-        };
-        if slave < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        // SAFETY: a new descriptor from the kernel, owned by nobody else.
-        #[allow(unsafe_code)]
-        let slave = unsafe { <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(slave) };
+        rustix::pty::unlockpt(&master)?;
+        let slave = rustix::pty::ioctl_tiocgptpeer(
+            &master,
+            rustix::pty::OpenptFlags::RDWR | rustix::pty::OpenptFlags::NOCTTY,
+        )?;
+        // `ioctl_tiocgptpeer` opens the slave close-on-exec.
         let device = nix::sys::stat::fstat(&slave)?.st_rdev;
         let pty = Self {
             master,
@@ -128,33 +124,28 @@ impl Pty {
     /// group, so full-screen programs redraw.
     pub fn resize(&self, size: TerminalSize) -> std::io::Result<()> {
         let size = size.clamped();
-        let window = libc::winsize {
-            ws_row: size.rows,
-            ws_col: size.columns,
-            ws_xpixel: 0,
-            ws_ypixel: 0,
-        };
-        // SAFETY: TIOCSWINSZ reads one `winsize` from the pointer, which
-        // lives for the duration of the call.
-        #[allow(unsafe_code)]
-        let result =
-            unsafe { libc::ioctl(self.master.as_raw_fd(), libc::TIOCSWINSZ, &raw const window) };
-        if result < 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        Ok(())
+        rustix::termios::tcsetwinsize(
+            &self.master,
+            rustix::termios::Winsize {
+                ws_row: size.rows,
+                ws_col: size.columns,
+                ws_xpixel: 0,
+                ws_ypixel: 0,
+            },
+        )
+        .map_err(Into::into)
     }
 
     /// Bytes the programs wrote that we have not read yet.
     pub fn unread_output(&self) -> usize {
-        queued(&self.master, libc::FIONREAD)
+        queued(&self.master)
     }
 
     /// Typed input the program has not read yet. In canonical (line) mode
     /// the kernel counts only complete lines: a half-typed line does not
     /// count, as the program is still waiting for the rest of it.
     pub fn unread_input(&self) -> usize {
-        queued(&self.slave, libc::TIOCINQ)
+        queued(&self.slave)
     }
 
     /// The terminal's foreground process group: who gets the input and the
@@ -202,49 +193,46 @@ impl TerminalModes {
     }
 }
 
-fn queued(fd: &OwnedFd, request: libc::Ioctl) -> usize {
-    let mut count: libc::c_int = 0;
-    // SAFETY: FIONREAD/TIOCINQ write one int to the pointer, which lives
-    // for the duration of the call.
-    #[allow(unsafe_code)]
-    let result = unsafe { libc::ioctl(fd.as_raw_fd(), request, &raw mut count) };
-    if result < 0 {
-        0
-    } else {
-        usize::try_from(count).unwrap_or(0)
-    }
+/// Bytes waiting in `fd`'s queue (`FIONREAD`, which is `TIOCINQ` on a
+/// terminal's slave).
+fn queued(fd: &OwnedFd) -> usize {
+    rustix::io::ioctl_fionread(fd).map_or(0, |count| usize::try_from(count).unwrap_or(0))
 }
 
-/// Starts `launch` through the one launch path (the wrappers applied) on
-/// the terminal's slave: a new session with the slave as its controlling
-/// terminal and as 0/1/2. Returns the child's pid; the caller reaps it.
-pub(crate) fn spawn_on(
-    pty: &Pty,
-    launch: Launch,
-    wrappers: &[Arc<dyn SpawnWrapper>],
-    marker: &crate::kill::RunMarker,
-) -> Result<u32, ExecError> {
-    let terminal = pty.slave.try_clone().map_err(|source| ExecError::Spawn {
-        program: launch
-            .argv
-            .first()
-            .map(|program| program.to_string_lossy().into_owned())
-            .unwrap_or_default(),
-        source,
-    })?;
-    let spawned = crate::spawn::launch(
-        launch,
+/// Starts `launch` through the one launch path (the wrappers applied) on a
+/// new terminal from the realm's multiplexer (or the host's): a new session
+/// with the slave as its controlling terminal and as 0/1/2. Returns the
+/// terminal and the process.
+pub fn launch_on_terminal(
+    launch_spec: Launch,
+    wrappers: &[Arc<dyn Wrapper>],
+    size: TerminalSize,
+    marker: &RunMarker,
+) -> Result<(Pty, crate::root::RootProcess), Error> {
+    let program = launch_spec
+        .argv
+        .first()
+        .map(|program| program.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let ptmx = realm_of(wrappers).and_then(crate::wrapper::Realm::terminal_multiplexer);
+    let pty = Pty::open(size, ptmx.as_deref()).map_err(|source| Error::spawn(&program, source))?;
+    let terminal = pty
+        .slave
+        .try_clone()
+        .map_err(|source| Error::spawn(&program, source))?;
+    let launched = launch(
+        launch_spec,
         wrappers,
-        crate::spawn::ChildIo {
+        ChildIo {
             stdin_pipe: false,
-            stdout: crate::spawn::Sink::Null,
-            stderr: crate::spawn::Sink::Null,
+            stdout: Sink::Null,
+            stderr: Sink::Null,
             extra: Vec::new(),
             terminal: Some(terminal),
         },
         Some(marker),
     )?;
-    Ok(spawned.root.release())
+    Ok((pty, launched.root))
 }
 
 #[cfg(test)]

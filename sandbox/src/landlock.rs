@@ -9,9 +9,6 @@
 //! it has a pid a command can name, and its init ignores what it has no
 //! handler for.
 
-// System calls the standard library does not wrap; each block says why it
-// is sound.
-#![allow(unsafe_code)]
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
@@ -60,7 +57,7 @@ fn read_access() -> BitFlags<AccessFs> {
 pub fn build(writable: &[PathBuf]) -> Result<OwnedFd, Error> {
     let abi = abi_version();
     if abi < 1 {
-        return Err(Error::SandboxUnsupported {
+        return Err(Error::Unsupported {
             mode: "file system".to_owned(),
             feature: "Landlock",
             reason:
@@ -68,7 +65,7 @@ pub fn build(writable: &[PathBuf]) -> Result<OwnedFd, Error> {
                     .to_owned(),
         });
     }
-    let setup = |source: &dyn std::fmt::Display| Error::SandboxSetup {
+    let setup = |source: &dyn std::fmt::Display| Error::Setup {
         step: "building the Landlock ruleset".to_owned(),
         source: std::io::Error::other(source.to_string()),
     };
@@ -80,7 +77,7 @@ pub fn build(writable: &[PathBuf]) -> Result<OwnedFd, Error> {
         .and_then(|ruleset| ruleset.add_rules(path_beneath_rules(writable, write_access())))
         .map_err(|error| setup(&error))?;
     let descriptor: Option<OwnedFd> = created.into();
-    let descriptor = descriptor.ok_or_else(|| Error::SandboxUnsupported {
+    let descriptor = descriptor.ok_or_else(|| Error::Unsupported {
         mode: "file system".to_owned(),
         feature: "Landlock",
         reason: "the kernel refused to create a ruleset".to_owned(),

@@ -1,8 +1,5 @@
 //! What this machine can enforce, for `bashtool sandbox`.
 
-// System calls the standard library does not wrap; each block says why it
-// is sound.
-#![allow(unsafe_code)]
 
 use std::fmt;
 use std::path::PathBuf;
@@ -34,7 +31,7 @@ pub struct Capabilities {
 pub fn probe() -> Capabilities {
     // SAFETY: geteuid cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
-    let shell = crate::program_path::resolve(std::ffi::OsStr::new("bash"));
+    let shell = bashtool_process::resolve_program(std::ffi::OsStr::new("bash"));
     let try_realm = |user: bool, full: bool| {
         let Some(shell) = shell.clone() else {
             return false;

@@ -423,7 +423,6 @@ fn watch_loop(watcher: &std::sync::Weak<Watcher>, stop: &AtomicBool) {
         // A timeout so that a dropped watcher is noticed.
         // SAFETY: poll on one pollfd on the stack; the descriptor stays
         // open while the watcher lives, and a closed one makes poll return.
-        #[allow(unsafe_code)]
         let ready = unsafe { libc::poll(&raw mut poll, 1, 500) };
         if ready > 0
             && let Some(strong) = watcher.upgrade()

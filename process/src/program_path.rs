@@ -18,7 +18,7 @@ static FOUND: Mutex<Option<(OsString, HashMap<OsString, PathBuf>)>> = Mutex::new
 /// Where `execvp` would find `program` with our `PATH`, if that does not
 /// depend on the child's directory. `None`: let the child search (a name
 /// with a slash, a relative `PATH` entry, or nothing found).
-pub(crate) fn resolve(program: &OsStr) -> Option<PathBuf> {
+pub fn resolve(program: &OsStr) -> Option<PathBuf> {
     if program.is_empty() || program.as_bytes().contains(&b'/') {
         return None;
     }
@@ -37,7 +37,7 @@ pub(crate) fn resolve(program: &OsStr) -> Option<PathBuf> {
 }
 
 /// Forgets what was found (an exec of a remembered path failed).
-pub(crate) fn forget() {
+pub fn forget() {
     *FOUND.lock().unwrap_or_else(PoisonError::into_inner) = None;
 }
 

@@ -1,30 +1,57 @@
-//! The OS sandbox: a [`SpawnWrapper`] that confines every process env-local
-//! starts. Each sandbox has a realm of its own (`realm.rs`): a pid
-//! namespace with its own `/proc` (bashtool and the rest of the host are
-//! invisible), a mount namespace where `.git/hooks`, `.git/config` and the
-//! files that redirect git are read-only, bashtool's state is hidden, and
-//! `/dev/shm` and the terminals (`devpts`) are private, an IPC namespace,
-//! and with the network off a network namespace with only a loopback.
-//! Reads anywhere; writes only beneath the writable roots (Landlock); the
-//! system calls that would undo the rest denied (seccomp); no signal or
-//! `ptrace` to processes outside (none has a pid a command can name); root
-//! keeps only the
-//! capabilities a build uses. All of it is inherited by whatever the
-//! command starts, setsid escapees included, and everything left in the
-//! realm dies with it.
+//! `bashtool-sandbox`: the OS sandbox of bashtool, a [`Wrapper`] of
+//! `bashtool-process` that confines every process launched through it.
 //!
-//! Everything is prepared once in [`Sandbox::new`]; the child between fork
-//! and exec only makes system calls on that data. When the kernel cannot
+//! Each [`Sandbox`] has a realm of its own (`realm.rs`): a pid namespace
+//! with its own `/proc` (the launching process and the rest of the host are
+//! invisible), a mount namespace where git's code-running files are
+//! read-only, the launching program's state is hidden, and `/dev/shm` and
+//! the terminals are private, an IPC namespace, and with the network off a
+//! network namespace with only a loopback. Reads anywhere; writes only
+//! beneath the writable roots (Landlock); the system calls that would undo
+//! the rest denied (seccomp); root keeps only the capabilities a build
+//! uses. All of it is inherited by whatever the command starts, setsid
+//! escapees included, and everything left in the realm dies with it.
+//!
+//! It is not a policy on commands (bashtool-core's safety policy is), and
+//! it does not start processes itself: `bashtool_process::launch` does,
+//! with the sandbox among its wrappers. Linux only. When the kernel cannot
 //! enforce the requested mode, [`Sandbox::new`] fails with an error naming
-//! the missing feature and `--sandbox off`: a command never runs silently
-//! unsandboxed. See `docs/sandbox.md` for the design and measurements.
+//! the missing feature: a command never runs silently unsandboxed. See
+//! `docs/sandbox.md` for the design and measurements.
+//!
+//! ```no_run
+//! # fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use bashtool_process::{ChildIo, Launch, Sink, Wrapper, launch};
+//! use bashtool_sandbox::{Sandbox, SandboxConfig};
+//!
+//! let workspace = std::path::Path::new("/home/me/project");
+//! let sandbox: Arc<dyn Wrapper> = Sandbox::new(&SandboxConfig::default(), workspace, None)?;
+//! // `touch ~/.bashrc` is refused; writing in the workspace works.
+//! let launched = launch(
+//!     Launch {
+//!         argv: vec!["bash".into(), "-c".into(), "touch ~/.bashrc".into()],
+//!         env: std::env::vars_os().collect(),
+//!         cwd: workspace.to_path_buf(),
+//!     },
+//!     &[sandbox],
+//!     ChildIo { stderr: Sink::Pipe, ..ChildIo::null() },
+//!     None,
+//! )?;
+//! # drop(launched);
+//! # Ok(())
+//! # }
+//! ```
 
-// System calls the standard library does not wrap; each block says why it
-// is sound.
+// The kernel's sandboxing interfaces: namespaces, mounts, Landlock,
+// seccomp, capabilities, steps in a child that shares our memory. Every
+// `unsafe` block says why it is sound.
 #![allow(unsafe_code)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 mod child;
 mod config;
+mod error;
 mod git;
 mod git_audit;
 mod landlock;
@@ -40,18 +67,16 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use bashtool_core::{ExecError, SandboxInfo};
+use bashtool_process::{Confinement, Launch, RealmRequest, Spawner, Summary, Wrapper};
 
-use crate::error::Error;
-use crate::spawner::Spawner;
-use crate::wrap::{Launch, SpawnWrapper, Wrappers};
 use child::ChildSteps;
+pub use error::Error;
 pub use config::{NetworkMode, SandboxConfig, SandboxMode};
 use mounts::{Cover, Entry, Kept, MountPlan, RealmMounts, c_path};
 use paths::Layout;
 pub use paths::StatePaths;
 pub use probe::{Capabilities, probe};
-use realm::{Realm, RealmSpec};
+use realm::{Realm as RealmNamespaces, RealmSpec};
 
 /// Set in every sandboxed command's environment to the mode's name, so
 /// scripts (and the model) can tell.
@@ -96,7 +121,7 @@ impl Sandbox {
                 0o700,
             )
             .create(state_dir)
-            .map_err(|source| Error::SandboxSetup {
+            .map_err(|source| Error::Setup {
                 step: format!("creating the state directory `{}`", state_dir.display()),
                 source,
             })?;
@@ -118,7 +143,7 @@ impl Sandbox {
         kept: bool,
     ) -> Result<Arc<Self>, Error> {
         if config.mode == SandboxMode::Off {
-            return Err(Error::SandboxSetting {
+            return Err(Error::Setting {
                 setting: "sandbox",
                 message: "mode `off` has no sandbox to prepare".to_owned(),
             });
@@ -126,12 +151,12 @@ impl Sandbox {
         config.validate()?;
         let workspace = workspace
             .canonicalize()
-            .map_err(|source| Error::SandboxSetup {
+            .map_err(|source| Error::Setup {
                 step: format!("resolving the workspace `{}`", workspace.display()),
                 source,
             })?;
         if config.mode == SandboxMode::WorkspaceWrite && workspace == Path::new("/") {
-            return Err(Error::SandboxSetting {
+            return Err(Error::Setting {
                 setting: "sandbox",
                 message: "the workspace is `/`: workspace-write would make everything writable; \
                           run from a project directory (--cwd), or use --sandbox read-only or off"
@@ -158,7 +183,7 @@ impl Sandbox {
             .iter()
             .map(|cover| {
                 if cover.keep.len() > mounts::MAX_KEPT {
-                    return Err(Error::SandboxSetting {
+                    return Err(Error::Setting {
                         setting: "writable",
                         message: format!(
                             "more than {} paths to keep visible under `{}`",
@@ -170,7 +195,7 @@ impl Sandbox {
                 Ok(Cover {
                     path: c_path(&cover.path)?,
                     options: std::ffi::CString::new(cover.options).map_err(|_| {
-                        Error::SandboxSetting {
+                        Error::Setting {
                             setting: "sandbox",
                             message: "tmpfs options with a NUL byte".to_owned(),
                         }
@@ -190,14 +215,14 @@ impl Sandbox {
             })
             .collect::<Result<Vec<_>, Error>>()?;
         let shell =
-            crate::program_path::resolve(std::ffi::OsStr::new("bash")).ok_or_else(|| {
-                Error::SandboxUnsupported {
+            bashtool_process::resolve_program(std::ffi::OsStr::new("bash")).ok_or_else(|| {
+                Error::Unsupported {
                     mode: "namespaces".to_owned(),
                     feature: "bash",
                     reason: "the sandbox's init runs `bash`, which is not on PATH".to_owned(),
                 }
             })?;
-        let realm = Realm::create(&RealmSpec {
+        let realm = RealmNamespaces::create(&RealmSpec {
             user: !root,
             network: config.network == NetworkMode::Off,
             mounts: MountPlan {
@@ -264,10 +289,10 @@ impl Sandbox {
         }))
     }
 
-    /// What the environment reports about this sandbox (details and the
-    /// tool's description).
-    pub fn info(&self) -> SandboxInfo {
-        SandboxInfo {
+    /// What this sandbox is, for reports (a tool's description, a result's
+    /// details).
+    pub fn summary(&self) -> Summary {
+        Summary {
             mode: self.config.mode.name().to_owned(),
             network: self.config.network.name().to_owned(),
             writable: self.layout.roots.clone(),
@@ -386,13 +411,18 @@ impl Sandbox {
     }
 }
 
-impl SpawnWrapper for Sandbox {
-    fn wrap(&self, launch: &mut Launch) -> Result<(), ExecError> {
-        self.refresh().map_err(|error| ExecError::Other {
+// SAFETY: `pre_fork`, `pre_exec` and `pre_exec_on_spawner` only make
+// system calls (setns, capset, prctl, seccomp, landlock_restrict_self,
+// getcwd/chdir into a stack buffer) on descriptors and programs prepared in
+// `Sandbox::new`, write nothing but their own stack, and return; see
+// `child.rs`.
+unsafe impl Wrapper for Sandbox {
+    fn wrap(&self, launch: &mut Launch) -> Result<(), bashtool_process::Error> {
+        self.refresh().map_err(|error| bashtool_process::Error::Wrapper {
             message: error.to_string(),
         })?;
         if !self.steps.realm.is_alive() {
-            return Err(ExecError::Other {
+            return Err(bashtool_process::Error::Wrapper {
                 message: "the sandbox's process namespace is gone (its init was killed from \
                           outside); restart bashtool"
                     .to_owned(),
@@ -414,26 +444,6 @@ impl SpawnWrapper for Sandbox {
         Ok(())
     }
 
-    fn after_call(&self) -> Vec<String> {
-        // What a command may have made that must be protected from now on
-        // (a repository it created), then what it wrote that the mounts
-        // could not cover in advance.
-        let mut notes = Vec::new();
-        if let Err(error) = self.refresh() {
-            notes.push(format!("sandbox: {error}"));
-        }
-        if let Some(watch) = &self.watch {
-            notes.extend(watch.take_notes());
-        }
-        notes
-    }
-
-    fn before_call(&self) -> Result<(), ExecError> {
-        self.refresh().map_err(|error| ExecError::Other {
-            message: error.to_string(),
-        })
-    }
-
     fn needs_pre_exec(&self) -> bool {
         true
     }
@@ -450,16 +460,8 @@ impl SpawnWrapper for Sandbox {
         self.steps.before_fork()
     }
 
-    fn adopter(&self) -> Option<u32> {
-        Some(self.realm_init())
-    }
-
-    fn inner_pid(&self, host_pid: u32) -> Option<u32> {
-        self.pid_inside(host_pid)
-    }
-
-    fn terminal_multiplexer(&self) -> Option<PathBuf> {
-        Some(self.steps.realm.inside(Path::new("/dev/pts/ptmx")))
+    fn realm(&self) -> Option<&dyn bashtool_process::Realm> {
+        Some(self)
     }
 
     fn spawner(&self) -> Option<Arc<Spawner>> {
@@ -499,6 +501,41 @@ impl SpawnWrapper for Sandbox {
     }
 }
 
+impl bashtool_process::Realm for Sandbox {
+    fn adopter(&self) -> Option<u32> {
+        Some(self.realm_init())
+    }
+
+    fn inner_pid(&self, host_pid: u32) -> Option<u32> {
+        self.pid_inside(host_pid)
+    }
+
+    fn terminal_multiplexer(&self) -> Option<PathBuf> {
+        Some(self.steps.realm.inside(Path::new("/dev/pts/ptmx")))
+    }
+
+    fn after_call(&self) -> Vec<String> {
+        // What a command may have made that must be protected from now on
+        // (a repository it created), then what it wrote that the mounts
+        // could not cover in advance.
+        let mut notes = Vec::new();
+        if let Err(error) = self.refresh() {
+            notes.push(format!("sandbox: {error}"));
+        }
+        if let Some(watch) = &self.watch {
+            notes.extend(watch.take_notes());
+        }
+        notes
+    }
+
+    fn before_call(&self) -> Result<(), bashtool_process::Error> {
+        self.refresh().map_err(|error| bashtool_process::Error::Wrapper {
+            message: error.to_string(),
+        })
+    }
+
+}
+
 /// Which spawner a launch takes among the sandbox's.
 #[derive(Debug, PartialEq, Eq)]
 enum Pick {
@@ -527,78 +564,48 @@ fn spawners_per_sandbox() -> usize {
     *COUNT.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
 }
 
-/// The sandbox `config.sandbox` asks for: none when off, else the sandbox
-/// of the working directory. bashtool's own state (the state directory, the
-/// job records) is hidden from commands, with the log directory and the
-/// editors' stand-ins left visible, read-only; `private` (a session's own
-/// directory) stays visible and writable to this sandbox alone.
-pub fn sandbox_for(
-    config: &crate::LocalConfig,
-    private: &[PathBuf],
-) -> Result<Option<Arc<Sandbox>>, Error> {
-    if config.sandbox.mode == SandboxMode::Off {
-        return Ok(None);
+/// A sandbox's settings make a sandbox for each environment that asks (a
+/// stateless environment, each session): the [`Confinement`] a front end
+/// hands to an environment.
+impl Confinement for SandboxConfig {
+    fn confine(
+        &self,
+        request: &RealmRequest<'_>,
+    ) -> Result<Arc<dyn Wrapper>, bashtool_process::Error> {
+        let state = StatePaths {
+            hidden: request.hidden.to_vec(),
+            shown: request.shown.to_vec(),
+            private: request.private.to_vec(),
+        };
+        Sandbox::with_state(self, request.workspace, &state, request.kept)
+            .map(|sandbox| sandbox as Arc<dyn Wrapper>)
+            .map_err(|error| bashtool_process::Error::Wrapper {
+                message: error.to_string(),
+            })
     }
-    Sandbox::with_state(
-        &config.sandbox,
-        &config.working_directory,
-        &state_paths(config, private),
-        config.keep_jobs_on_drop,
-    )
-    .map(Some)
-}
 
-/// bashtool's paths as the sandbox of `config` treats them.
-fn state_paths(config: &crate::LocalConfig, private: &[PathBuf]) -> StatePaths {
-    let mut hidden = Vec::new();
-    let state_dir = crate::default_state_dir().ok();
-    hidden.extend(state_dir.clone());
-    hidden.extend(config.job_records.clone());
-    // A log directory that cannot be made is not written to either (calls
-    // run without logs): nothing to show then.
-    let mut shown: Vec<PathBuf> = config
-        .effective_log_dir()
-        .ok()
-        .filter(|dir| crate::state_dir::ensure_private_dir(dir).is_ok())
-        .into_iter()
-        .collect();
-    if let Some(state_dir) = state_dir {
-        shown.push(state_dir.join(crate::editor_guards::DIRECTORY_NAME));
+    fn describe(&self, request: &RealmRequest<'_>) -> Result<String, bashtool_process::Error> {
+        let state = StatePaths {
+            hidden: request.hidden.to_vec(),
+            shown: request.shown.to_vec(),
+            private: request.private.to_vec(),
+        };
+        Sandbox::with_state(self, request.workspace, &state, request.kept)
+            .map(|sandbox| sandbox.describe())
+            .map_err(|error| bashtool_process::Error::Wrapper {
+                message: error.to_string(),
+            })
     }
-    StatePaths {
-        hidden,
-        shown,
-        private: private.to_vec(),
-    }
-}
 
-/// The wrappers `config.sandbox` asks for: none when off, else its
-/// sandbox, with bashtool's own state protected.
-pub fn wrappers_for(config: &crate::LocalConfig) -> Result<Wrappers, Error> {
-    Ok(sandbox_for(config, &[])?
-        .into_iter()
-        .map(|sandbox| sandbox as Arc<dyn SpawnWrapper>)
-        .collect())
-}
-
-/// The sandbox info of `config` without preparing it (for descriptions
-/// built before the environment): `None` when off.
-pub fn sandbox_info(config: &crate::LocalConfig) -> Option<SandboxInfo> {
-    if config.sandbox.mode == SandboxMode::Off {
-        return None;
+    fn summary(&self, workspace: &Path) -> Summary {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let layout = Layout::new(self, workspace, &StatePaths::default(), home.as_deref());
+        Summary {
+            mode: self.mode.name().to_owned(),
+            network: self.network.name().to_owned(),
+            writable: layout.roots,
+        }
     }
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let layout = Layout::new(
-        &config.sandbox,
-        &config.working_directory,
-        &StatePaths::default(),
-        home.as_deref(),
-    );
-    Some(SandboxInfo {
-        mode: config.sandbox.mode.name().to_owned(),
-        network: config.sandbox.network.name().to_owned(),
-        writable: layout.roots,
-    })
 }
 
 #[cfg(test)]

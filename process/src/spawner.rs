@@ -69,7 +69,6 @@ impl Children {
     fn prune(&mut self) {
         self.pids.retain(|&pid| {
             // SAFETY: signal 0 only checks that the process exists.
-            #[allow(unsafe_code)]
             let exists = unsafe { libc::kill(pid, 0) } == 0;
             exists || io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
         });
@@ -154,7 +153,6 @@ impl Spawner {
         // (after running it, or while unwinding from it) before it drops
         // `done`, and we do not return before `done` is dropped (`recv`
         // fails then): nothing the job borrows is gone while it may run.
-        #[allow(unsafe_code)]
         let job: Job = unsafe { std::mem::transmute(borrowed) };
         let (done, finished) = sync_channel::<()>(0);
         let requests = self.requests.as_ref().ok_or_else(gone)?;
@@ -189,7 +187,6 @@ fn serve(queue: &Receiver<Request>) {
 /// documentation for why not that one).
 fn block_all_signals() {
     // SAFETY: sigset operations on a local; the mask of this thread only.
-    #[allow(unsafe_code)]
     unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&raw mut all);
@@ -209,7 +206,6 @@ mod tests {
         let named = spawner
             .run(|| {
                 // SAFETY: prctl on the calling thread, a NUL-terminated name.
-                #[allow(unsafe_code)]
                 unsafe {
                     libc::prctl(libc::PR_SET_NAME, c"set-up".as_ptr(), 0, 0, 0)
                 }

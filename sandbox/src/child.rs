@@ -10,9 +10,6 @@
 //! ([`ChildSteps::before_fork`]) and makes the command's process, which
 //! takes the rest ([`ChildSteps::apply`]).
 
-// System calls the standard library does not wrap; each block says why it
-// is sound.
-#![allow(unsafe_code)]
 
 use std::os::fd::{AsRawFd, OwnedFd};
 

@@ -280,7 +280,7 @@ fn covers(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sandbox::config::NetworkMode;
+    use crate::config::NetworkMode;
 
     fn protected_paths(layout: &Layout) -> Vec<PathBuf> {
         layout

@@ -6,7 +6,7 @@
 
 /// Appends `value` in decimal, zero-padded to `width` digits (more if it
 /// needs more).
-pub(crate) fn push_decimal(out: &mut String, value: u64, width: usize) {
+pub fn push_decimal(out: &mut String, value: u64, width: usize) {
     let mut digits = [b'0'; 20];
     let mut rest = value;
     let mut start = digits.len();
@@ -24,7 +24,7 @@ pub(crate) fn push_decimal(out: &mut String, value: u64, width: usize) {
 }
 
 /// Appends `bytes` in lowercase hex, two digits each.
-pub(crate) fn push_hex(out: &mut String, bytes: &[u8]) {
+pub fn push_hex(out: &mut String, bytes: &[u8]) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     for byte in bytes {
         out.push(char::from(HEX[usize::from(byte >> 4)]));

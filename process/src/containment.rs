@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use nix::sys::signal::Signal;
 
-use crate::kill::{ProcessInfo, ProcessTree, RunMarker};
+use crate::tree::{ProcessInfo, ProcessTree, RunMarker};
 
 /// One command's process tree, as a strategy tracks it.
 #[async_trait::async_trait]

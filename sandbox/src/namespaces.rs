@@ -2,9 +2,6 @@
 //! one, running steps inside a realm's mount namespace from a helper
 //! process, bringing up a loopback, writing an id map.
 
-// System calls the standard library does not wrap; each block says why it
-// is sound.
-#![allow(unsafe_code)]
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 

@@ -23,9 +23,6 @@
 //! chain against one that stops the emulator at once); the search takes
 //! about 10 steps per number.
 
-// System calls the standard library does not wrap; each block says why it
-// is sound.
-#![allow(unsafe_code)]
 
 use crate::error::Error;
 
@@ -155,7 +152,7 @@ impl Assembler {
     /// than a cBPF jump reaches (255 instructions), is an error: either
     /// would send a call to the wrong verdict.
     fn finish(self, labels: &[(usize, Target)]) -> Result<Vec<libc::sock_filter>, Error> {
-        let invalid = |message: String| Error::SandboxSetup {
+        let invalid = |message: String| Error::Setup {
             step: "assembling the seccomp filter".to_owned(),
             source: std::io::Error::other(message),
         };
@@ -203,7 +200,7 @@ pub struct Filters {
 impl Filters {
     pub fn build() -> Result<Self, Error> {
         if !seccomp_available() {
-            return Err(Error::SandboxUnsupported {
+            return Err(Error::Unsupported {
                 mode: "system call filter".to_owned(),
                 feature: "seccomp",
                 reason: "the kernel was built without CONFIG_SECCOMP_FILTER".to_owned(),

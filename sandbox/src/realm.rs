@@ -29,9 +29,6 @@
 //! command's own domain), and as pid 1 it ignores every signal sent from
 //! inside that it has no handler for (SIGKILL included).
 
-// System calls the standard library does not wrap; each block says why it
-// is sound.
-#![allow(unsafe_code)]
 
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -119,7 +116,7 @@ impl Realm {
         if spec.network {
             flags |= libc::CLONE_NEWNET;
         }
-        crate::exit_statuses::keep_exit_statuses();
+        bashtool_process::keep_exit_statuses();
         // SAFETY: a clone without CLONE_VM is a fork into new namespaces:
         // the child gets a copy of our memory and runs only
         // async-signal-safe system calls on data prepared above, then
@@ -163,7 +160,7 @@ impl Realm {
         // The report pipe is close-on-exec: EOF once the init exec'd.
         let report = read_byte(&ready_read);
         let init = match report {
-            None => crate::kill::open_pidfd(pid as u32).map_err(|source| Error::SandboxSetup {
+            None => bashtool_process::open_pidfd(pid as u32).map_err(|source| Error::Setup {
                 step: "opening a pidfd of the realm's init".to_owned(),
                 source,
             }),
@@ -182,7 +179,7 @@ impl Realm {
         let open = |name: &str| {
             std::fs::File::open(format!("/proc/{pid}/ns/{name}"))
                 .map(OwnedFd::from)
-                .map_err(|source| Error::SandboxSetup {
+                .map_err(|source| Error::Setup {
                     step: format!("opening the realm's {name} namespace"),
                     source,
                 })
@@ -394,7 +391,7 @@ fn init_failure(code: u8, spec: &RealmSpec) -> Error {
 }
 
 fn unsupported(feature: &'static str, reason: &str) -> Error {
-    Error::SandboxUnsupported {
+    Error::Unsupported {
         mode: "namespaces".to_owned(),
         feature,
         reason: reason.to_owned(),
@@ -402,7 +399,7 @@ fn unsupported(feature: &'static str, reason: &str) -> Error {
 }
 
 fn setting(message: &str) -> Error {
-    Error::SandboxSetting {
+    Error::Setting {
         setting: "sandbox",
         message: message.to_owned(),
     }
@@ -412,7 +409,7 @@ fn pipe(what: &str) -> Result<(OwnedFd, OwnedFd), Error> {
     let mut fds = [0 as libc::c_int; 2];
     // SAFETY: `fds` has room for the two descriptors pipe2 writes.
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(Error::SandboxSetup {
+        return Err(Error::Setup {
             step: format!("creating {what}"),
             source: std::io::Error::last_os_error(),
         });

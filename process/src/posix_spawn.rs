@@ -71,7 +71,6 @@ struct FileActions(libc::posix_spawn_file_actions_t);
 impl Drop for FileActions {
     fn drop(&mut self) {
         // SAFETY: initialized in `spawn` before this guard was built.
-        #[allow(unsafe_code)]
         unsafe {
             libc::posix_spawn_file_actions_destroy(&raw mut self.0);
         }
@@ -84,7 +83,6 @@ struct Attributes(libc::posix_spawnattr_t);
 impl Drop for Attributes {
     fn drop(&mut self) {
         // SAFETY: initialized in `spawn` before this guard was built.
-        #[allow(unsafe_code)]
         unsafe {
             libc::posix_spawnattr_destroy(&raw mut self.0);
         }
@@ -173,7 +171,6 @@ pub(crate) fn spawn(launch: &CLaunch, fds: &ChildFds) -> io::Result<u32> {
     // local that outlives the call; the file actions and attributes are
     // initialized before use and destroyed by their guards; the argv and
     // envp arrays end with a null pointer.
-    #[allow(unsafe_code)]
     unsafe {
         let mut actions = FileActions(std::mem::zeroed());
         check(libc::posix_spawn_file_actions_init(&raw mut actions.0))?;

@@ -1,0 +1,119 @@
+//! Descriptors the process layer hands out safely: pidfds and descriptors
+//! registered with tokio's reactor. (Registering a raw descriptor is
+//! `unsafe` in tokio: nothing else may close or replace it while the
+//! registration lives. An `OwnedFd` moved into the `AsyncFd` guarantees
+//! that, so [`register`] is safe to call.)
+
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
+
+/// A type that owns one descriptor for its whole life and always gives it
+/// back from `as_raw_fd`: what tokio needs of a registered descriptor.
+/// Sealed: implemented here for the types that are so.
+pub trait OwnsDescriptor: AsRawFd + sealed::Sealed {}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for std::os::fd::OwnedFd {}
+    impl Sealed for super::EpollSet {}
+    impl Sealed for crate::pty::Pty {}
+}
+
+impl OwnsDescriptor for OwnedFd {}
+impl OwnsDescriptor for EpollSet {}
+impl OwnsDescriptor for crate::pty::Pty {}
+
+/// An epoll set that tokio can watch (it is readable when one of its
+/// descriptors is): a level-triggered set of our own reports only what
+/// holds now, where tokio keeps a hang-up it saw for the life of a
+/// registration.
+#[derive(Debug)]
+pub struct EpollSet(pub nix::sys::epoll::Epoll);
+
+impl AsRawFd for EpollSet {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.0.0.as_raw_fd()
+    }
+}
+
+impl std::ops::Deref for EpollSet {
+    type Target = nix::sys::epoll::Epoll;
+
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
+}
+
+/// `owner`, registered with the current runtime for `interest`. Panics
+/// outside a runtime, as tokio does.
+pub fn register<T: OwnsDescriptor>(owner: T, interest: Interest) -> std::io::Result<AsyncFd<T>> {
+    // SAFETY: `OwnsDescriptor` types own their descriptor, never close or
+    // replace it while they live, and always return it from `as_raw_fd`;
+    // `owner` moves into the `AsyncFd`, its only owner from now on.
+    unsafe { AsyncFd::register_with_interest(owner, interest) }
+        .map_err(|error| error.into_parts().1)
+}
+
+/// A process held by a pidfd, so that signals and the wait reach it and
+/// never a later process that took its pid.
+#[derive(Debug)]
+pub struct PinnedProcess {
+    pid: u32,
+    pidfd: OwnedFd,
+}
+
+impl PinnedProcess {
+    /// `pid` if it is still the process that started at `start_time` (in
+    /// clock ticks since boot, as `/proc/<pid>/stat` has it; `None`: any
+    /// process with that pid) and has not exited.
+    pub fn open(pid: u32, start_time: Option<u64>) -> Option<Self> {
+        let pidfd = open_pidfd(pid).ok()?;
+        // Checked after opening: the pidfd now pins whatever had the pid,
+        // and a matching start time proves it is the process meant.
+        let same = crate::tree::process_info(pid).is_some_and(|now| {
+            !now.zombie && start_time.is_none_or(|start| start == now.start_time)
+        });
+        same.then_some(Self { pid, pidfd })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Sends `signal` to the pinned process.
+    pub fn signal(&self, signal: nix::sys::signal::Signal) -> std::io::Result<()> {
+        pidfd_send_signal(&self.pidfd, signal)
+    }
+
+    /// Completes when the process has exited (or at once when its pidfd
+    /// cannot be watched). Needs a tokio runtime.
+    pub async fn exited(&self) {
+        if let Ok(copy) = self.pidfd.try_clone()
+            && let Ok(watched) = register(copy, Interest::READABLE)
+            && let Ok(mut guard) = watched.readable().await
+        {
+            guard.retain_ready();
+        }
+    }
+}
+
+/// A pidfd of `pid` (Linux 5.3+). Race-free for our own unreaped child;
+/// for another process, check after opening that it is still the process
+/// you meant (its start time), since the pid may have been reused.
+pub fn open_pidfd(pid: u32) -> std::io::Result<OwnedFd> {
+    let pid = rustix::process::Pid::from_raw(i32::try_from(pid).map_err(|_| {
+        std::io::Error::from_raw_os_error(libc::ESRCH)
+    })?)
+    .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ESRCH))?;
+    rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).map_err(Into::into)
+}
+
+/// Sends `signal` through a pidfd: it reaches the process the pidfd was
+/// opened on, never a later process with the same pid.
+pub fn pidfd_send_signal(pidfd: &OwnedFd, signal: nix::sys::signal::Signal) -> std::io::Result<()> {
+    let signal = rustix::process::Signal::from_named_raw(signal as i32)
+        .ok_or_else(|| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+    rustix::process::pidfd_send_signal(pidfd, signal).map_err(Into::into)
+}
