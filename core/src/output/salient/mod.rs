@@ -10,14 +10,18 @@
 
 mod choose;
 mod decoys;
+mod fold;
 mod groups;
+mod kind;
 mod layout;
 mod long_lines;
 mod markers;
 mod patterns;
 mod prefilter;
 mod shapes;
+mod templates;
 mod tracker;
+mod units;
 mod windows;
 
 pub(crate) use layout::format_error_aware;
@@ -59,6 +63,20 @@ mod tests {
         range.map(|number| format!("ok {number:04}\n")).collect()
     }
 
+    /// Lines that do not fold: each has a template of its own (its number
+    /// spelled in letters), so the layout is head, middle and tail.
+    fn spelled(range: std::ops::RangeInclusive<u32>) -> String {
+        range
+            .map(|number| {
+                let letters: String = format!("{number:04}")
+                    .bytes()
+                    .map(|digit| char::from(b'a' + digit - b'0'))
+                    .collect();
+                format!("ok {letters}\n")
+            })
+            .collect()
+    }
+
     fn shorten(text: &str, config: &OutputConfig) -> String {
         let buffer = OutputBuffer::from_text(config, Stream::Stdout, text);
         format_output(&buffer, config).text
@@ -68,17 +86,40 @@ mod tests {
     fn keeps_an_error_from_the_middle_with_its_context_and_line_number() {
         let text = format!(
             "{}error[E0308]: mismatched types\n --> src/lib.rs:2:21\n\n{}",
+            spelled(1..=500),
+            spelled(504..=1000)
+        );
+        assert_eq!(
+            shorten(&text, &small()),
+            format!(
+                "stdout:\n{}... (490 lines omitted; error-like lines follow, lines 500-502 of the output) ...\n\
+                 {}error[E0308]: mismatched types\n --> src/lib.rs:2:21\n\
+                 ... (476 lines omitted) ...\n{}",
+                spelled(1..=9),
+                spelled(500..=500),
+                spelled(979..=1000)
+            )
+        );
+    }
+
+    #[test]
+    fn an_error_among_lines_of_one_template_stays_and_they_fold() {
+        let text = format!(
+            "{}error[E0308]: mismatched types\n --> src/lib.rs:2:21\n\n{}",
             numbered(1..=500),
             numbered(504..=1000)
         );
         assert_eq!(
             shorten(&text, &small()),
             format!(
-                "stdout:\n{}... (490 lines omitted; error-like lines follow, lines 500-502 of the output) ...\n\
-                 ok 0500\nerror[E0308]: mismatched types\n --> src/lib.rs:2:21\n\
-                 ... (476 lines omitted) ...\n{}",
-                numbered(1..=9),
-                numbered(979..=1000)
+                "stdout:\n{}\
+                 … 486 more lines like \"ok N\" (lines 8-493 of the output) …\n{}\
+                 error[E0308]: mismatched types\n --> src/lib.rs:2:21\n\n{}\
+                 … 483 more lines like \"ok N\" (lines 511-993 of the output) …\n{}",
+                numbered(1..=7),
+                numbered(494..=500),
+                numbered(504..=510),
+                numbered(994..=1000)
             )
         );
     }
@@ -131,7 +172,7 @@ mod tests {
     }
 
     #[test]
-    fn collapses_repeated_lines() {
+    fn collapses_repeated_lines_and_folds_a_template() {
         let text = format!(
             "{}{}{}",
             numbered(1..=300),
@@ -142,11 +183,13 @@ mod tests {
             shorten(&text, &small()),
             format!(
                 "stdout:\n{}\
-                 ... (290 lines omitted; error-like lines follow, lines 300-301 of the output) ...\n\
-                 ok 0300\ngrep: /proc/1/mem: Permission denied (repeated 50 times)\n\
-                 ... (329 lines omitted) ...\n{}",
-                numbered(1..=9),
-                numbered(680..=700)
+                 … 288 more lines like \"ok N\" (lines 7-294 of the output) …\n{}\
+                 grep: /proc/1/mem: Permission denied (repeated 50 times)\n{}\
+                 … 338 more lines like \"ok N\" (lines 357-694 of the output) …\n{}",
+                numbered(1..=6),
+                numbered(295..=300),
+                numbered(351..=356),
+                numbered(695..=700)
             )
         );
     }

@@ -143,7 +143,7 @@ fn counts_error_lines_past_the_cap_without_keeping_them() {
     assert_eq!(tracker.salient_lines(), 100_000);
     assert!(tracker.overflow().count > 90_000);
     assert!(tracker.overflow().recent.len() <= config.budget_chars());
-    assert!(tracker.runs().is_none());
+    assert!(tracker.fold().is_dropped());
 }
 
 #[test]
@@ -284,11 +284,12 @@ fn repeated_error_lines_are_each_classified_not_taken_as_plain() {
 /// What a tracker ends with, for comparing two of them.
 fn outcome(tracker: &SalientTracker) -> String {
     format!(
-        "{:?} {:?} {:?} {:?}",
+        "{:?} {:?} {:?} {:?} {:?}",
         tracker.groups(),
         tracker.overflow(),
-        tracker.runs(),
-        tracker.ring
+        tracker.fold(),
+        tracker.ring,
+        tracker.novelty
     )
 }
 
