@@ -164,28 +164,16 @@ pub(super) fn choose_parts<'a>(
     // order.
     let mut priority: Vec<usize> = (0..candidates.len()).collect();
     priority.sort_by_key(|index| candidates[*index].priority);
+    // Two rounds: the failures and decoys, then the outliers with what is
+    // left (an error-like line says more than a line that is only unusual).
     let mut used = 0;
-    for index in &priority {
-        candidates[*index].grow(CORE_RANK, usize::MAX, &mut used, &costs);
-    }
-    let started = candidates
-        .iter()
-        .filter(|candidate| candidate.is_started())
-        .count();
-    if let Some(share) = (budget - used).checked_div(started) {
-        for index in &priority {
-            let candidate = &mut candidates[*index];
-            if candidate.is_started() {
-                let limit = candidate.cost + share;
-                candidate.grow(usize::MAX, limit, &mut used, &costs);
-            }
-        }
-    }
-    for index in &priority {
-        let candidate = &mut candidates[*index];
-        if candidate.is_started() {
-            candidate.grow(usize::MAX, usize::MAX, &mut used, &costs);
-        }
+    for round in [false, true] {
+        let indexes: Vec<usize> = priority
+            .iter()
+            .copied()
+            .filter(|index| candidates[*index].rare == round)
+            .collect();
+        share_out(&mut candidates, &indexes, &mut used, &costs);
     }
     let parts = candidates
         .iter()
@@ -196,6 +184,38 @@ pub(super) fn choose_parts<'a>(
         })
         .collect();
     (parts, used)
+}
+
+/// Cores first, then equal shares, then the rest in order, among the
+/// candidates at `indexes` (in priority order).
+fn share_out(
+    candidates: &mut [Candidate<'_>],
+    indexes: &[usize],
+    used: &mut usize,
+    costs: &Costs<'_>,
+) {
+    for index in indexes {
+        candidates[*index].grow(CORE_RANK, usize::MAX, used, costs);
+    }
+    let started = indexes
+        .iter()
+        .filter(|index| candidates[**index].is_started())
+        .count();
+    if let Some(share) = (costs.budget - *used).checked_div(started) {
+        for index in indexes {
+            let candidate = &mut candidates[*index];
+            if candidate.is_started() {
+                let limit = candidate.cost + share;
+                candidate.grow(usize::MAX, limit, used, costs);
+            }
+        }
+    }
+    for index in indexes {
+        let candidate = &mut candidates[*index];
+        if candidate.is_started() {
+            candidate.grow(usize::MAX, usize::MAX, used, costs);
+        }
+    }
 }
 
 /// How many error-like lines between `head_end` and `tail_start` are not

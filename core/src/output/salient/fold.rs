@@ -25,7 +25,7 @@ use super::units::{Unit, entry_unit, header_cost};
 /// The view's cap, in budgets of display cost.
 const VIEW_CAP_BUDGETS: usize = 3;
 /// Lines kept at each end of a run at first.
-const FIRST_EDGE: usize = 32;
+const FIRST_EDGE: usize = 16;
 /// The most templates one run folds together.
 const MAX_RUN_KEYS: usize = 4;
 /// Runs looked back at for a template that takes turns with others.

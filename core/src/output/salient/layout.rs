@@ -169,7 +169,15 @@ pub(crate) fn format_error_aware(
             .filter_map(|unit| unit.restrict(head_end, tail_start))
             .collect();
     }
-    parts.retain(|part| part.units.iter().any(|unit| unit.salient));
+    // A part keeps its error-like lines; one whose error-like line the head
+    // now shows keeps the rest of its block when that follows the head.
+    parts.retain(|part| {
+        part.units.iter().any(|unit| unit.salient)
+            || part
+                .units
+                .first()
+                .is_some_and(|unit| unit.first == head_end + 1)
+    });
     let (omitted, first_omitted) = omitted_errors(tracker, &parts, (head_end, tail_start));
 
     for unit in &head {

@@ -208,13 +208,26 @@ impl SalientTracker {
         self.novelty = (self.novelty << 1) | u64::from(seen_before == 0);
         self.last_key = key;
         self.fold.observe(line, key, found.is_some());
+        // An outlier starts a group of its own; inside an open group it is
+        // only context (the group's error-like lines decide its ranks).
         if found.is_none()
+            && self.open.is_none()
             && seen_before == 0
             && line.number > RARE_WARMUP
             && recent_new <= RECENT_NEW_AT_MOST
             && !line.text.trim().is_empty()
         {
             found = Some(Kind::Rare);
+        }
+        // A real failure inside a group of decoys starts a group of its own:
+        // a group is shown by the kind of its first error-like line.
+        if found.is_some_and(|kind| kind != Kind::Rare)
+            && self.open.is_some()
+            && self.groups.last().is_some_and(|group| group.decoy)
+            && !self.decoys.is_decoy(&line.text)
+        {
+            self.open = None;
+            self.held_blank = None;
         }
         if let Some(open) = self.open {
             let blank = line.text.trim().is_empty();
