@@ -18,7 +18,7 @@ use crate::config::OutputConfig;
 use crate::exec::Stream;
 use crate::output::OutputLine;
 
-use super::groups::{Entry, entry_cost};
+use super::groups::{Entry, copy_line, entry_cost};
 use super::templates::template_display;
 use super::units::{Unit, entry_unit, header_cost};
 
@@ -157,14 +157,6 @@ impl FoldView {
         if self.dropped {
             return;
         }
-        let kept = Kept {
-            key,
-            entry: Entry {
-                line: line.clone(),
-                count: 1,
-                salient,
-            },
-        };
         let joins = |run: &Run| run.salient == salient && run.stream == line.stream;
         let current = self
             .runs
@@ -189,7 +181,7 @@ impl FoldView {
                 }
             }
         }
-        self.push(kept);
+        self.push(line, key, salient);
         if self.cost > self.cap {
             self.shrink();
         }
@@ -251,22 +243,47 @@ impl FoldView {
 
     /// Adds a new line's entry to the last run; a line identical to the
     /// latest one joins its entry.
-    fn push(&mut self, kept: Kept) {
+    fn push(&mut self, line: &OutputLine, key: u64, salient: bool) {
         let last = self.runs.len() - 1;
-        self.runs[last].count_key(kept.key, 1);
+        self.runs[last].count_key(key, 1);
         let max_line_chars = self.max_line_chars;
+        let edge = self.edge;
         let run = &mut self.runs[last];
         let latest = run.tail.back_mut().or_else(|| run.head.last_mut());
         if let Some(latest) = latest
-            && latest.key == kept.key
-            && latest.entry.absorb(&kept.entry.line)
+            && latest.key == key
+            && latest.entry.absorb(line)
         {
             let count = latest.entry.count;
-            let line = &latest.entry.line;
-            self.cost += entry_cost(line, count, max_line_chars)
-                - entry_cost(line, count - 1, max_line_chars);
+            let kept = &latest.entry.line;
+            self.cost += entry_cost(kept, count, max_line_chars)
+                - entry_cost(kept, count - 1, max_line_chars);
             return;
         }
+        // The common case of a long run: the line goes to a full tail, whose
+        // oldest entry makes room and lends its allocation (no allocation
+        // per line).
+        if run.tail.len() >= edge
+            && run.exemplified(key)
+            && let Some(mut slot) = run.tail.pop_front()
+        {
+            let dropped = entry_cost(&slot.entry.line, slot.entry.count, max_line_chars);
+            copy_line(&mut slot.entry.line, line);
+            slot.key = key;
+            slot.entry.count = 1;
+            slot.entry.salient = salient;
+            self.cost = self.cost + entry_cost(line, 1, max_line_chars) - dropped;
+            run.tail.push_back(slot);
+            return;
+        }
+        let kept = Kept {
+            key,
+            entry: Entry {
+                line: line.clone(),
+                count: 1,
+                salient,
+            },
+        };
         self.place(last, kept);
     }
 

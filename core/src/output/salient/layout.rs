@@ -1,7 +1,8 @@
-//! The error-aware layout: seed 001's head and tail, shrunk to make room for
-//! the error-like lines of the omitted middle, each group under a marker that
-//! says where it is in the log; repeated lines collapsed; long lines
-//! abbreviated around their error.
+//! The error-aware layout: the whole output folded by template when that
+//! fits; else the plain layout's head (30%) and tail (70%), shrunk to make
+//! room for the error-like lines (and outliers) of the omitted middle, each
+//! group under a marker that says where it is in the log; repeated lines
+//! collapsed; long lines abbreviated around their error.
 
 use std::fmt::Write as _;
 
@@ -19,7 +20,7 @@ use super::long_lines::display_long_line;
 use super::markers::{group_marker, tail_marker};
 use super::units::{Unit, collapse, header_cost, jump_marker};
 
-/// Seed 001's split of `budget` on collapsed units: whole units from the
+/// The plain 30/70 split of `budget` on collapsed units: whole units from the
 /// start within the head share, from the end within what the head left; at
 /// least one each.
 fn split<'a>(
@@ -125,7 +126,7 @@ pub(crate) fn format_error_aware(
     }
     let head_units = collapse(buffer.head().iter());
     let tail_units = collapse(buffer.tail());
-    // Seed 001 shows at least the first and the last line, however long:
+    // The plain layout shows at least the first and the last line, however long:
     // the error-like lines only get what those leave.
     let floor = [head_units.first(), tail_units.last()]
         .into_iter()

@@ -1,7 +1,8 @@
-//! Error-aware shortening: when lines must be omitted, error-like lines from
-//! the omitted middle (with a little context and their line numbers) get a
-//! share of the budget, repeated lines collapse, and a long line keeps the
-//! window around its error.
+//! Error-aware shortening: when the output is over the budget, repetition
+//! is folded by template (every distinct line kept when the folded output
+//! fits); otherwise error-like lines and outliers from the omitted middle
+//! (with their blocks and line numbers) get a share of the budget. A long
+//! line keeps the window around what makes it telling.
 //!
 //! [`SalientTracker`] recognizes error-like lines while the output streams
 //! past the [`OutputBuffer`](crate::output::OutputBuffer) and keeps a bounded
@@ -356,7 +357,7 @@ mod tests {
             }
             buffer.finish();
             let text = format_output(&buffer, &config).text;
-            // Seed 001 keeps at least one line each side, whatever its length.
+            // The plain layout keeps at least one line each side, whatever its length.
             let floor = 2 * (config.max_line_chars + 1);
             let limit = config.budget_chars().max(floor) + FIXED_OVERHEAD;
             prop_assert!(text.chars().count() <= limit, "{} > {limit}:\n{text}", text.chars().count());

@@ -468,6 +468,42 @@ mod tests {
     }
 
     #[test]
+    fn recognizes_non_zero_statuses_and_severities_above_error() {
+        for (line, expected) in [
+            ("Process finished: exit status 2", Kind::Status),
+            ("worker exited with code 137", Kind::Status),
+            ("subprocess returned non-zero exit status 1.", Kind::Status),
+            (
+                "nginx: [emerg] unknown directive \"retrun\"",
+                Kind::Diagnostic,
+            ),
+            ("2026-11-26 CRITICAL database unreachable", Kind::LogError),
+            (
+                "Coverage failure: total of 62 is less than fail-under=80",
+                Kind::Diagnostic,
+            ),
+        ] {
+            assert_eq!(kind(line), Some(expected), "{line}");
+        }
+        for line in [
+            "exit status 0",
+            "exited with code 0",
+            "the exit code is shown",
+            "prefailure: x",
+        ] {
+            assert_eq!(kind(line), None, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_long_text_without_an_error_token_is_told_by_its_last_failure_word() {
+        let text = "{\"event\": \"batch_rejected\", \"sql\": \"INSERT …\", \"problem\": \"constraint violated on items.id\"}";
+        let found = Matcher::default().find_best(text).expect("match");
+        assert_eq!(found.kind, Kind::Telling);
+        assert_eq!(&text[found.offset..], "violated on items.id\"}");
+    }
+
+    #[test]
     fn the_best_token_of_a_long_text_is_the_last_of_the_highest_rank() {
         let text = "{\"level\": \"error\", \"exc\": \"KeyError: 'a'\\nValueError: b\", \"x\": \"error: c\"}";
         let found = Matcher::default().find_best(text).expect("match");

@@ -385,6 +385,15 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_text_has_a_template_and_a_readable_form(text in "\\PC{0,300}") {
+            let _ = template_key(&text);
+            let shown = template_display(&text);
+            proptest::prop_assert!(shown.chars().count() <= DISPLAY_CHARS + 1);
+        }
+    }
+
     #[test]
     fn the_table_keeps_frequent_templates_and_forgets_rare_ones() {
         let mut table = TemplateTable::default();

@@ -346,19 +346,6 @@ impl SalientTracker {
                 .take(before)
                 .take_while(|earlier| !earlier.text.trim().is_empty())
                 .count();
-        } else if kind != Kind::Exception
-            && !location_line(&line.text)
-            && let Some(distance) = self
-                .ring
-                .iter()
-                .rev()
-                .take(LOCATION_LOOKBACK)
-                .position(|earlier| location_line(&earlier.text))
-        {
-            // A message whose location is on a line above it (gfortran's
-            // `x.f90:5:17:`, the source line and the caret, then `Error:`):
-            // the block starts at the location.
-            before = before.max(distance + 1);
         } else if kind == Kind::Exception {
             // Only the frames of a traceback or stack (indented lines), not
             // the log lines that happen to precede an exception.
@@ -369,6 +356,21 @@ impl SalientTracker {
                 .take(before)
                 .take_while(|earlier| is_indented(&earlier.text))
                 .count();
+        }
+        if !context.block_before
+            && !location_line(&line.text)
+            && let Some(distance) = self
+                .ring
+                .iter()
+                .rev()
+                .take(LOCATION_LOOKBACK)
+                .position(|earlier| location_line(&earlier.text))
+        {
+            // A message whose location is on a line above it (gfortran's
+            // `x.f90:5:17:`, the source line and the caret, then `Error:`;
+            // OCaml's `File "x.ml", line 2, …:` then `Error: …`): the block
+            // starts at the location.
+            before = before.max(distance + 1);
         }
         let skip = self.ring.len().saturating_sub(before);
         let first_before = self
