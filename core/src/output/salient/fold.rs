@@ -47,7 +47,7 @@ struct Kept {
     entry: Entry,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Run {
     /// Templates in this run and their lines.
     keys: Vec<(u64, u64)>,
@@ -92,7 +92,7 @@ pub(super) enum Shown<'a> {
 }
 
 /// See the module docs.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(crate) struct FoldView {
     runs: Vec<Run>,
     /// Lines kept at each end of a run.
@@ -103,6 +103,9 @@ pub(crate) struct FoldView {
     max_line_chars: usize,
     /// Over its cap with one line each end: the view keeps nothing more.
     dropped: bool,
+    /// Lines that repeat the latest one, not yet counted in its entry: the
+    /// short path of a repeated line only adds one here.
+    pending: u64,
 }
 
 impl FoldView {
@@ -114,6 +117,7 @@ impl FoldView {
             cap: budget.saturating_mul(VIEW_CAP_BUDGETS),
             max_line_chars,
             dropped: false,
+            pending: 0,
         }
     }
 
@@ -122,33 +126,44 @@ impl FoldView {
     }
 
     /// Takes the next line, a repeat of the one before (same text and
-    /// stream): the latest kept entry counts it. False when the view has no
-    /// line yet (the caller then observes it in full).
-    pub(crate) fn repeat(&mut self, line: &OutputLine) -> bool {
+    /// stream): counted now, added to the latest entry with the next line.
+    /// False when the view has no line yet (the caller then observes it in
+    /// full).
+    pub(crate) fn repeat(&mut self) -> bool {
         if self.dropped {
             return true;
         }
-        let max_line_chars = self.max_line_chars;
-        let Some(run) = self.runs.last_mut() else {
-            return false;
-        };
-        let latest = match run.tail.back_mut() {
-            Some(latest) => latest,
-            None => match run.head.last_mut() {
-                Some(latest) => latest,
-                None => return false,
-            },
-        };
-        if latest.entry.last_number() + 1 != line.number {
+        if self.runs.is_empty() {
             return false;
         }
+        self.pending += 1;
+        true
+    }
+
+    /// The latest entry: where pending repeats go.
+    fn latest_mut(&mut self) -> Option<&mut Kept> {
+        let run = self.runs.last_mut()?;
+        run.tail.back_mut().or_else(|| run.head.last_mut())
+    }
+
+    /// Adds the pending repeats to the latest entry.
+    fn settle(&mut self) {
+        let pending = std::mem::take(&mut self.pending);
+        if pending == 0 {
+            return;
+        }
+        let max_line_chars = self.max_line_chars;
+        let Some(latest) = self.latest_mut() else {
+            return;
+        };
         let before = entry_cost(&latest.entry.line, latest.entry.count, max_line_chars);
-        latest.entry.count += 1;
+        latest.entry.count += pending;
         let after = entry_cost(&latest.entry.line, latest.entry.count, max_line_chars);
         let key = latest.key;
-        run.count_key(key, 1);
+        if let Some(run) = self.runs.last_mut() {
+            run.count_key(key, pending);
+        }
         self.cost += after - before;
-        true
     }
 
     /// Takes the next line, of template `key`; `salient` lines never fold
@@ -157,6 +172,7 @@ impl FoldView {
         if self.dropped {
             return;
         }
+        self.settle();
         let joins = |run: &Run| run.salient == salient && run.stream == line.stream;
         let current = self
             .runs
@@ -346,6 +362,14 @@ impl FoldView {
         }
     }
 
+    /// The view with its pending repeats settled, for comparing two.
+    #[cfg(test)]
+    pub(crate) fn settled(&self) -> Self {
+        let mut copy = self.clone();
+        copy.settle();
+        copy
+    }
+
     /// Whether the view was dropped (over its cap).
     pub(crate) fn is_dropped(&self) -> bool {
         self.dropped
@@ -359,6 +383,7 @@ impl FoldView {
         if self.is_dropped() || self.runs.is_empty() {
             return None;
         }
+
         let fits = |lines: usize| {
             let shown = self.shown(lines);
             (shown_cost(&shown, config) <= budget).then_some(shown)
@@ -382,7 +407,19 @@ impl FoldView {
     /// marker for each stretch it does not show.
     fn shown(&self, lines: usize) -> Vec<Shown<'_>> {
         let mut shown = Vec::new();
-        for run in &self.runs {
+        let last_run = self.runs.len() - 1;
+        for (index, run) in self.runs.iter().enumerate() {
+            // Repeats of the latest line not yet in its entry count here.
+            let latest = (index == last_run)
+                .then(|| run.tail.back().or_else(|| run.head.last()))
+                .flatten()
+                .filter(|_| self.pending > 0);
+            let count_of = |kept: &Kept| {
+                let extra = latest
+                    .filter(|latest| std::ptr::eq(*latest, kept))
+                    .map_or(0, |_| self.pending);
+                kept.entry.count + extra
+            };
             // Head and tail are the run's lines in order, less its middle.
             let ordered: Vec<&Kept> = run.head.iter().chain(&run.tail).collect();
             let mut chosen: Vec<&Kept> = if ordered.len() <= 2 * lines {
@@ -401,12 +438,15 @@ impl FoldView {
                 .keys
                 .iter()
                 .filter(|(key, count)| {
+                    let pending = latest
+                        .filter(|latest| latest.key == *key)
+                        .map_or(0, |_| self.pending);
                     let shown: u64 = chosen
                         .iter()
                         .filter(|kept| kept.key == *key)
-                        .map(|kept| kept.entry.count)
+                        .map(|kept| count_of(kept))
                         .sum();
-                    shown < *count
+                    shown < *count + pending
                 })
                 .filter_map(|(key, _)| run.kept().find(|kept| kept.key == *key))
                 .take(MARKER_TEMPLATES)
@@ -423,7 +463,9 @@ impl FoldView {
                         shown.push(Shown::Fold(fold_marker(gap, previous, kept, &hidden_keys)));
                     }
                 }
-                shown.push(Shown::Line(entry_unit(&kept.entry)));
+                let mut unit = entry_unit(&kept.entry);
+                unit.count = count_of(kept);
+                shown.push(Shown::Line(unit));
                 previous = Some(kept);
             }
         }
@@ -517,7 +559,7 @@ mod tests {
         for (index, text) in lines.iter().enumerate() {
             let number = index as u64 + 1;
             let repeat = index > 0 && lines[index - 1] == *text;
-            if !(repeat && view.repeat(&line(number, text))) {
+            if !(repeat && view.repeat()) {
                 view.observe(
                     &line(number, text),
                     template_key(text),

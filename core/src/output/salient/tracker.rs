@@ -83,6 +83,8 @@ pub struct SalientTracker {
     templates: TemplateTable,
     /// Template of the latest line.
     last_key: u64,
+    /// Repeats of the latest line not yet counted in `templates`.
+    pending_repeats: u64,
     /// One bit per recent line, the latest lowest: its template was new.
     novelty: u64,
     /// The whole output folded by template, while that stays small.
@@ -173,10 +175,11 @@ impl SalientTracker {
             && self.previous_plain
             && self.ring.back().is_some_and(|last| last.text == line.text)
         {
-            if !self.fold.repeat(line) {
+            if !self.fold.repeat() {
                 self.fold.observe(line, self.last_key, false);
             }
-            self.templates.add(self.last_key, 1);
+            // Counted in the template table with the next distinct line.
+            self.pending_repeats += 1;
             self.novelty <<= 1;
             self.remember_number(line);
             return;
@@ -203,6 +206,9 @@ impl SalientTracker {
             self.windows.keep(line.number, window);
         }
         let key = template_key(&line.text);
+        let repeats = std::mem::take(&mut self.pending_repeats);
+        self.templates
+            .add(self.last_key, u32::try_from(repeats).unwrap_or(u32::MAX));
         let seen_before = self.templates.observe(key);
         let recent_new = (self.novelty & ((1 << RECENT_LINES) - 1)).count_ones();
         self.novelty = (self.novelty << 1) | u64::from(seen_before == 0);
@@ -465,11 +471,19 @@ impl SalientTracker {
     /// Whether `group` is worth showing: a real failure, or an outlier whose
     /// template stayed rare to the end of the output.
     pub(crate) fn is_worth_showing(&self, group: &Group) -> bool {
+        let count = |key: u64| {
+            let pending = if key == self.last_key {
+                self.pending_repeats
+            } else {
+                0
+            };
+            u64::from(self.templates.count(key)) + pending
+        };
         !group.rare
             || group
                 .rare_lines
                 .iter()
-                .any(|(_, key)| self.templates.count(*key) <= RARE_AT_MOST)
+                .any(|(_, key)| count(*key) <= u64::from(RARE_AT_MOST))
     }
 
     pub(crate) fn matcher(&self) -> &Matcher {

@@ -287,7 +287,7 @@ fn outcome(tracker: &SalientTracker) -> String {
         "{:?} {:?} {:?} {:?} {:?}",
         tracker.groups(),
         tracker.overflow(),
-        tracker.fold(),
+        tracker.fold().settled(),
         tracker.ring,
         tracker.novelty
     )
