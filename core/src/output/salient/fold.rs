@@ -27,9 +27,9 @@ const VIEW_CAP_BUDGETS: usize = 3;
 /// Lines kept at each end of a run at first.
 const FIRST_EDGE: usize = 16;
 /// The most templates one run folds together.
-const MAX_RUN_KEYS: usize = 4;
+const MAX_RUN_KEYS: usize = 8;
 /// Runs looked back at for a template that takes turns with others.
-const LOOKBACK_RUNS: usize = 3;
+const LOOKBACK_RUNS: usize = 8;
 /// What a run costs besides its lines, in the cap (its fold marker, on
 /// average): bounds the number of runs kept.
 const RUN_OVERHEAD: usize = 24;

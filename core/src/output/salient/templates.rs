@@ -142,6 +142,15 @@ fn mask(text: &str, mut emit: impl FnMut(Piece, &[u8])) {
             index += spaces;
             continue;
         }
+        // Typographic quotes (gcc's `‘x’`, `“x”`): a string when they close.
+        if byte == 0xE2
+            && let Some(close) = typographic_close(&bytes[index..])
+            && let Some(end) = memchr::memmem::find(&bytes[index + 3..], close)
+        {
+            emit(Piece::Quoted, &bytes[index..index + 3]);
+            index += 3 + end + 3;
+            continue;
+        }
         let after_word = index > 0 && is_word_byte(bytes[index - 1]);
         if matches!(byte, b'"' | b'\'' | b'`') && !after_word {
             // A quote opens a string only after a non-word byte (not the
@@ -187,6 +196,15 @@ fn mask(text: &str, mut emit: impl FnMut(Piece, &[u8])) {
         }
         emit(Piece::Literal, &bytes[index..=index]);
         index += 1;
+    }
+}
+
+/// The closing quote of the typographic quote `bytes` starts with.
+fn typographic_close(bytes: &[u8]) -> Option<&'static [u8]> {
+    match bytes.get(..3)? {
+        [0xE2, 0x80, 0x98] => Some("’".as_bytes()),
+        [0xE2, 0x80, 0x9C] => Some("”".as_bytes()),
+        _ => None,
     }
 }
 
@@ -302,7 +320,7 @@ pub(crate) fn template_display(text: &str) -> String {
         Piece::Quoted => {
             shown.extend_from_slice(bytes);
             shown.extend_from_slice("…".as_bytes());
-            shown.extend_from_slice(bytes);
+            shown.extend_from_slice(typographic_close(bytes).unwrap_or(bytes));
         }
     });
     // The pieces cut the line only at ASCII bytes and at a char boundary,
