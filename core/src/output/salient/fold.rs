@@ -182,19 +182,18 @@ impl FoldView {
             let merge_from = (!salient)
                 .then(|| self.turn_taking_start(key, line.stream))
                 .flatten();
-            match merge_from {
-                Some(start) => self.merge_from(start),
-                None => {
-                    self.runs.push(Run {
-                        keys: Vec::new(),
-                        head: Vec::new(),
-                        examples: Vec::new(),
-                        tail: VecDeque::new(),
-                        salient,
-                        stream: line.stream,
-                    });
-                    self.cost += RUN_OVERHEAD;
-                }
+            if let Some(start) = merge_from {
+                self.merge_from(start);
+            } else {
+                self.runs.push(Run {
+                    keys: Vec::new(),
+                    head: Vec::new(),
+                    examples: Vec::new(),
+                    tail: VecDeque::new(),
+                    salient,
+                    stream: line.stream,
+                });
+                self.cost += RUN_OVERHEAD;
             }
         }
         self.push(line, key, salient);
@@ -495,7 +494,7 @@ fn with_separators(value: u64) -> String {
     let digits = value.to_string();
     let mut grouped = String::with_capacity(digits.len() + digits.len() / 3);
     for (index, digit) in digits.chars().enumerate() {
-        if index > 0 && (digits.len() - index) % 3 == 0 {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
             grouped.push(',');
         }
         grouped.push(digit);

@@ -65,13 +65,12 @@ impl Kind {
             // A debugger's or a race detector's frames follow the signal.
             Self::Panic => (0, 6, false),
             Self::Traceback | Self::LogError => (0, 0, false),
-            // The last frames of a traceback come before the exception line.
-            Self::Exception => (BLOCK_BEFORE, 2, false),
+            // The last frames of a traceback come before the exception line;
+            // the failed step's output before its status.
+            Self::Exception | Self::Status => (BLOCK_BEFORE, 2, false),
             Self::Assertion | Self::Custom => (1, 2, false),
             // `+ cmd` of `bash -x` before `cmd: command not found`.
             Self::Failure | Self::Telling => (1, 0, false),
-            // The failed step's output comes before its status.
-            Self::Status => (BLOCK_BEFORE, 2, false),
             // An outlier: the line that leads to it, and what follows it.
             Self::Rare => (1, 2, true),
         };
