@@ -12,7 +12,7 @@ use crate::output::{OutputBuffer, OutputLine};
 
 /// What the gap marker looks like, for docs and descriptions.
 pub const OMISSION_MARKER_EXAMPLE: &str = "... (N lines omitted) ...";
-pub(crate) use crate::output::lines::HEADER_COST;
+use crate::output::lines::HEADER_COST;
 use crate::output::lines::{ELLIPSIS, display_line, line_cost, omitted_marker};
 
 /// The output part of the model text.
