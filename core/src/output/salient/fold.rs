@@ -3,9 +3,9 @@
 //! `Preparing …`, `Unpacking …`), each run keeping its first and last lines
 //! and the first line of each of its templates. When the output is over the
 //! budget but its folded form fits, every distinct line is shown and each
-//! long run is shown once with a count, e.g.
-//! `… 1,448 more lines like "checked src/module_N.py (N ms)" (lines 13-1460
-//! of the log) …`, so nothing distinct is dropped.
+//! long run is shown once with a count, e.g. `... (like "checked
+//! src/module_N.py (N ms)", lines 13-1460 of the log: 1,448 lines omitted)
+//! ...`, so nothing distinct is dropped.
 //!
 //! Bounded: the view keeps at most [`VIEW_CAP_BUDGETS`] budgets of display
 //! cost. Past it, the lines kept at each end of a run halve (down to one);
@@ -503,7 +503,10 @@ fn with_separators(value: u64) -> String {
 }
 
 /// The marker of `gap` lines folded between `before` and `after`, naming the
-/// templates of the run that have lines not shown.
+/// templates of the run that have lines not shown and where the lines are:
+/// `... (like "checked src/module_N.py (N ms)", lines 19-1466 of the log:
+/// 1,448 lines omitted) ...` (the plain layout's marker, with what the lines
+/// were like).
 fn fold_marker(gap: u64, before: &Kept, after: &Kept, templates: &[&Kept]) -> String {
     let noun = if gap == 1 { "line" } else { "lines" };
     let like: Vec<String> = templates
@@ -519,12 +522,12 @@ fn fold_marker(gap: u64, before: &Kept, after: &Kept, templates: &[&Kept]) -> St
         }
         _ => span_text(first, last, "of the output"),
     };
+    let count = with_separators(gap);
     if like.is_empty() {
-        format!("… {} more {noun} ({span}) …", with_separators(gap))
+        format!("... ({span}: {count} {noun} omitted) ...")
     } else {
         format!(
-            "… {} more {noun} like {} ({span}) …",
-            with_separators(gap),
+            "... (like {}, {span}: {count} {noun} omitted) ...",
             like.join(" or ")
         )
     }
@@ -597,11 +600,11 @@ mod tests {
             [
                 "start",
                 "checked src/module_001.py (1 ms)",
-                "… 697 more lines like \"checked src/module_N.py (N ms)\" (lines 4-700 of the log) …",
+                "... (like \"checked src/module_N.py (N ms)\", lines 4-700 of the log: 697 lines omitted) ...",
                 "checked src/module_699.py (19 ms)",
                 "cycle 699: count=33 but the model says 32",
                 "checked src/module_700.py (20 ms)",
-                "… 799 more lines like \"checked src/module_N.py (N ms)\" (lines 704-1502 of the log) …",
+                "... (like \"checked src/module_N.py (N ms)\", lines 704-1502 of the log: 799 lines omitted) ...",
                 "checked src/module_1500.py (20 ms)",
                 "done",
             ]
@@ -616,18 +619,21 @@ mod tests {
             lines.push(format!("Unpacking lib{n} (1.{n}) ..."));
         }
         lines.push("Setting up everything".into());
-        let view = view_of(&lines, 300);
+        let view = view_of(&lines, 400);
         assert_eq!(view.runs.len(), 2);
-        let shown = render(&view, 300);
-        assert_eq!(shown[0], "Selecting previously unselected package lib1.");
-        assert_eq!(shown[1], "Unpacking lib1 (1.1) ...");
-        assert!(
-            shown[2].starts_with("… 596 more lines like \"Selecting previously unselected package libN.\" or \"Unpacking libN (N) ...\""),
-            "{shown:?}"
-        );
         assert_eq!(
-            shown.last().map(String::as_str),
-            Some("Setting up everything")
+            render(&view, 400),
+            [
+                "Selecting previously unselected package lib1.",
+                "Unpacking lib1 (1.1) ...",
+                "Selecting previously unselected package lib2.",
+                "... (like \"Selecting previously unselected package libN.\" or \"Unpacking libN (N) ...\", \
+                 lines 5-598 of the log: 594 lines omitted) ...",
+                "Unpacking lib299 (1.299) ...",
+                "Selecting previously unselected package lib300.",
+                "Unpacking lib300 (1.300) ...",
+                "Setting up everything",
+            ]
         );
     }
 

@@ -114,13 +114,13 @@ mod tests {
             shorten(&text, &small()),
             format!(
                 "stdout:\n{}\
-                 … 486 more lines like \"ok N\" (lines 8-493 of the output) …\n{}\
+                 ... (like \"ok N\", lines 7-494 of the output: 488 lines omitted) ...\n{}\
                  error[E0308]: mismatched types\n --> src/lib.rs:2:21\n\n{}\
-                 … 483 more lines like \"ok N\" (lines 511-993 of the output) …\n{}",
-                numbered(1..=7),
-                numbered(494..=500),
-                numbered(504..=510),
-                numbered(994..=1000)
+                 ... (like \"ok N\", lines 510-994 of the output: 485 lines omitted) ...\n{}",
+                numbered(1..=6),
+                numbered(495..=500),
+                numbered(504..=509),
+                numbered(995..=1000)
             )
         );
     }
@@ -184,9 +184,9 @@ mod tests {
             shorten(&text, &small()),
             format!(
                 "stdout:\n{}\
-                 … 288 more lines like \"ok N\" (lines 7-294 of the output) …\n{}\
+                 ... (like \"ok N\", lines 7-294 of the output: 288 lines omitted) ...\n{}\
                  grep: /proc/1/mem: Permission denied (repeated 50 times)\n{}\
-                 … 338 more lines like \"ok N\" (lines 357-694 of the output) …\n{}",
+                 ... (like \"ok N\", lines 357-694 of the output: 338 lines omitted) ...\n{}",
                 numbered(1..=6),
                 numbered(295..=300),
                 numbered(351..=356),
