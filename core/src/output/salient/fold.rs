@@ -15,7 +15,6 @@
 use std::collections::VecDeque;
 
 use crate::config::OutputConfig;
-use crate::exec::Stream;
 use crate::output::OutputLine;
 
 use super::groups::{Entry, copy_line, entry_cost};
@@ -58,7 +57,6 @@ struct Run {
     /// The latest lines after `head`.
     tail: VecDeque<Kept>,
     salient: bool,
-    stream: Stream,
 }
 
 impl Run {
@@ -173,15 +171,15 @@ impl FoldView {
             return;
         }
         self.settle();
-        let joins = |run: &Run| run.salient == salient && run.stream == line.stream;
+        // Lines of one template fold whichever stream they came on (a
+        // progress line on stderr between results on stdout).
+        let joins = |run: &Run| run.salient == salient;
         let current = self
             .runs
             .last()
             .is_some_and(|run| joins(run) && run.has_key(key));
         if !current {
-            let merge_from = (!salient)
-                .then(|| self.turn_taking_start(key, line.stream))
-                .flatten();
+            let merge_from = (!salient).then(|| self.turn_taking_start(key)).flatten();
             if let Some(start) = merge_from {
                 self.merge_from(start);
             } else {
@@ -191,7 +189,6 @@ impl FoldView {
                     examples: Vec::new(),
                     tail: VecDeque::new(),
                     salient,
-                    stream: line.stream,
                 });
                 self.cost += RUN_OVERHEAD;
             }
@@ -204,8 +201,8 @@ impl FoldView {
 
     /// Where a run of templates taking turns starts, when `key` was a
     /// template of one of the last runs and all from there are plain lines
-    /// of `stream` with few templates in all.
-    fn turn_taking_start(&self, key: u64, stream: Stream) -> Option<usize> {
+    /// with few templates in all.
+    fn turn_taking_start(&self, key: u64) -> Option<usize> {
         let last = self.runs.len().checked_sub(1)?;
         let earliest = last.saturating_sub(LOOKBACK_RUNS);
         let start = (earliest..last)
@@ -219,7 +216,7 @@ impl FoldView {
         }
         let mut keys: Vec<u64> = Vec::new();
         for run in runs {
-            if run.salient || run.stream != stream {
+            if run.salient {
                 return None;
             }
             for (key, _) in &run.keys {
@@ -544,6 +541,7 @@ fn span_text(first: u64, last: u64, of_what: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exec::Stream;
     use crate::output::salient::templates::template_key;
 
     fn line(number: u64, text: &str) -> OutputLine {
@@ -663,6 +661,24 @@ mod tests {
         assert!(view.is_dropped());
         assert!(view.runs.is_empty());
         assert!(view.layout(400, &OutputConfig::default()).is_none());
+    }
+
+    #[test]
+    fn lines_of_one_template_fold_across_streams() {
+        let mut view = FoldView::new(8000, 800);
+        for number in 1..=300_u64 {
+            let stream = if number % 50 == 0 {
+                Stream::Stderr
+            } else {
+                Stream::Stdout
+            };
+            let text = format!("row {number} done");
+            let mut line = line(number, &text);
+            line.stream = stream;
+            view.observe(&line, template_key(&text), false);
+        }
+        assert_eq!(view.runs.len(), 1);
+        assert_eq!(view.runs[0].keys, [(template_key("row 1 done"), 300)]);
     }
 
     #[test]

@@ -173,7 +173,10 @@ impl SalientTracker {
         if repeat_path
             && window.is_none()
             && self.previous_plain
-            && self.ring.back().is_some_and(|last| last.text == line.text)
+            && self
+                .ring
+                .back()
+                .is_some_and(|last| last.text == line.text && last.stream == line.stream)
         {
             if !self.fold.repeat() {
                 self.fold.observe(line, self.last_key, false);
