@@ -97,7 +97,7 @@ pub fn run(args: &JobsArgs) -> anyhow::Result<ExitCode> {
         None => bashtool_env_local::default_state_dir()?,
     };
     let grace = match &args.action {
-        Some(JobsAction::Stop { grace, .. }) => crate::options::seconds("--grace", *grace, 600.0)?,
+        Some(JobsAction::Stop { grace, .. }) => crate::config::seconds("--grace", *grace, 600.0)?,
         _ => Duration::from_secs(2),
     };
     let jobs = RecordedJobs::new(JobStore::new(dir), grace);

@@ -1,14 +1,13 @@
 //! Flags shared by the subcommands that run commands.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
 use anyhow::Context as _;
 use bashtool_core::{Shortening, ToolConfig};
 use bashtool_env_local::LocalConfig;
 use clap::Args;
 
-use crate::config::FileConfig;
+use crate::config::{FileConfig, seconds};
 
 /// How the tool and its environment are set up.
 #[derive(Debug, Clone, Args)]
@@ -116,13 +115,4 @@ impl ToolArgs {
         policy.exclude.extend(self.drop_env.iter().cloned());
         tool.withholds_env = policy.drops_any();
     }
-}
-
-/// A duration given in seconds on the command line or in the config file.
-pub fn seconds(name: &str, value: f64, max: f64) -> anyhow::Result<Duration> {
-    anyhow::ensure!(
-        value.is_finite() && (0.0..=max).contains(&value),
-        "{name} must be between 0 and {max} seconds, not {value}"
-    );
-    Ok(Duration::from_secs_f64(value))
 }

@@ -10,7 +10,8 @@ use bashtool_core::ToolConfig;
 use bashtool_env_remote::{JobsSource, RemoteConfig, RemoteExec, SessionRequest};
 use clap::Args;
 
-use crate::options::{ToolArgs, seconds};
+use crate::config::seconds;
+use crate::options::ToolArgs;
 use crate::session::Exec;
 
 /// How long closing a connection may take beyond the kill grace: the server

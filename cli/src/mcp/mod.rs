@@ -22,8 +22,8 @@ use clap::Args;
 use rmcp::ServiceExt as _;
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::config::FileConfig;
-use crate::options::{ToolArgs, seconds};
+use crate::config::{FileConfig, seconds};
+use crate::options::ToolArgs;
 use order::ArrivalOrder;
 use server::{Backend, BashServer};
 
