@@ -27,12 +27,12 @@ compile_error!(
 mod call;
 mod check;
 mod config;
+mod environment;
 mod exit;
 mod generate;
 mod jobs;
 mod mcp;
 mod options;
-mod remote;
 mod run;
 mod sandbox;
 mod schema;

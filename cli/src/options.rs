@@ -1,6 +1,7 @@
-//! Flags shared by the subcommands that run commands.
+//! Flags shared by the subcommands that run commands, and their merge
+//! over the config file and the defaults.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use bashtool_core::{Shortening, ToolConfig};
@@ -44,12 +45,21 @@ pub struct ToolArgs {
 }
 
 impl ToolArgs {
-    pub fn working_directory(&self) -> anyhow::Result<PathBuf> {
+    /// `--cwd`, else `configured`, relative to the current directory; the
+    /// current directory when neither is given. Not checked: only a
+    /// directory where commands run here must exist.
+    pub fn requested_directory(&self, configured: Option<&Path>) -> anyhow::Result<PathBuf> {
         let current = std::env::current_dir().context("reading the current directory")?;
-        let directory = match &self.cwd {
+        Ok(match self.cwd.as_deref().or(configured) {
             Some(directory) => current.join(directory),
             None => current,
-        };
+        })
+    }
+
+    /// Where local commands of `run`, `call` and `serve` start: `--cwd`,
+    /// which must exist, else the current directory.
+    pub fn working_directory(&self) -> anyhow::Result<PathBuf> {
+        let directory = self.requested_directory(None)?;
         anyhow::ensure!(
             directory.is_dir(),
             "--cwd {} is not an existing directory",
@@ -63,10 +73,24 @@ impl ToolArgs {
         Ok(FileConfig::load(self.config.as_deref())?.0)
     }
 
-    /// The tool's settings: defaults, then the file, then the flags.
-    pub fn tool_config(&self, file: &FileConfig) -> anyhow::Result<ToolConfig> {
+    /// The tool's and the environment's settings when commands run here,
+    /// in [`Self::working_directory`].
+    pub fn local_settings(&self, file: &FileConfig) -> anyhow::Result<(ToolConfig, LocalConfig)> {
+        let directory = self.working_directory()?;
+        let mut tool = self.tool_config(file, Some(directory.clone()))?;
+        let local = self.local_config(&mut tool, file, directory)?;
+        Ok((tool, local))
+    }
+
+    /// The tool's settings: defaults, then the file, then the flags. The
+    /// model is told that commands start in `working_directory`.
+    pub fn tool_config(
+        &self,
+        file: &FileConfig,
+        working_directory: Option<PathBuf>,
+    ) -> anyhow::Result<ToolConfig> {
         let mut config = ToolConfig {
-            working_directory: Some(self.working_directory()?),
+            working_directory,
             ..ToolConfig::default()
         };
         file.apply_to_tool(&mut config)?;
@@ -83,16 +107,18 @@ impl ToolArgs {
         Ok(config)
     }
 
-    /// The environment's settings: defaults, then the file, then the flags;
-    /// tells `tool` whether the environment withholds variables.
+    /// The settings of a local environment whose commands start in
+    /// `working_directory`: defaults, then the file, then the flags; tells
+    /// `tool` whether the environment withholds variables.
     pub fn local_config(
         &self,
         tool: &mut ToolConfig,
         file: &FileConfig,
+        working_directory: PathBuf,
     ) -> anyhow::Result<LocalConfig> {
         let state = bashtool_env_local::default_state_dir()?;
         let mut local = LocalConfig {
-            working_directory: self.working_directory()?,
+            working_directory,
             // Jobs started here outlive this process: other `bashtool`
             // processes find them in the records.
             job_records: Some(state),
@@ -115,4 +141,13 @@ impl ToolArgs {
         policy.exclude.extend(self.drop_env.iter().cloned());
         tool.withholds_env = policy.drops_any();
     }
+}
+
+/// The `--remote` flag of `run`, `call`, `mcp` and `jobs` (the
+/// `environment` module says what it does).
+#[derive(Debug, Clone, Default, Args)]
+pub struct RemoteArgs {
+    /// Run commands in a remote environment: COMMAND LINE runs with `sh -c` here and must start `bashtool serve` there, e.g. 'ssh devbox bashtool serve' or 'docker exec -i box bashtool serve' (--cwd and --session then name a directory and a session over there)
+    #[arg(long, value_name = "COMMAND LINE")]
+    pub remote: Option<String>,
 }

@@ -53,7 +53,7 @@ pub struct McpArgs {
     #[command(flatten)]
     pub tool: ToolArgs,
     #[command(flatten)]
-    pub remote: crate::remote::RemoteArgs,
+    pub remote: crate::options::RemoteArgs,
     /// Run each call in a fresh shell instead of one persistent session
     #[arg(long)]
     pub stateless: bool,

@@ -84,8 +84,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         "--no-policy, --budget-tokens and --plain-shortening belong to the client side (run, call or mcp with --remote): the policy and the shortening run there, not in serve"
     );
     let file = args.tool.file()?;
-    let mut tool = args.tool.tool_config(&file)?;
-    let mut local = args.tool.local_config(&mut tool, &file)?;
+    let (_, mut local) = args.tool.local_settings(&file)?;
     // What serve starts dies with it, even after a SIGKILL (kept jobs
     // excepted); the next start stops what was left.
     bashtool_env_local::reap_orphans();
