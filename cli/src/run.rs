@@ -262,7 +262,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         // Ctrl-C, SIGTERM and SIGHUP stop the command's whole process
         // tree, not just bashtool.
         if let Err(error) = crate::signals::cancel_on_signals(cancel.clone()) {
-            eprintln!("bashtool: warning: signals will not stop the command: {error}");
+            eprintln!("bashtool: warning: signals will not stop the command: {error:#}");
         }
         let mut result = tool.call_with(&input, context).await;
         if interactive {

@@ -20,10 +20,10 @@ use bashtool_core::{BashTool, CommandExec, Jobs, JobsTool, Shortening, ToolConfi
 use bashtool_env_local::{LocalConfig, LocalExec, Session, SessionConfig};
 use clap::Args;
 use rmcp::ServiceExt as _;
-use tokio::signal::unix::{SignalKind, signal};
 
 use crate::config::{FileConfig, seconds};
 use crate::options::ToolArgs;
+use crate::signals::StopSignals;
 use order::ArrivalOrder;
 use server::{Backend, BashServer};
 
@@ -444,30 +444,18 @@ async fn serve(mut settings: Settings) -> anyhow::Result<ExitCode> {
             server.cancel_calls();
         });
     }
-    let mut terminate = signal(SignalKind::terminate()).context("installing a SIGTERM handler")?;
-    let mut interrupt = signal(SignalKind::interrupt()).context("installing a SIGINT handler")?;
-    let mut hangup = signal(SignalKind::hangup()).context("installing a SIGHUP handler")?;
+    let mut signals = StopSignals::install()?;
     let running = tokio::select! {
         running = server.clone().serve(transport) => running.context("MCP initialization failed")?,
-        _ = terminate.recv() => return Ok(ExitCode::SUCCESS),
-        _ = interrupt.recv() => return Ok(ExitCode::SUCCESS),
-        _ = hangup.recv() => return Ok(ExitCode::SUCCESS),
+        _ = signals.next() => return Ok(ExitCode::SUCCESS),
     };
     let stop = running.cancellation_token();
     tokio::select! {
         quit = running.waiting() => {
             tracing::info!(?quit, "client went away");
         }
-        _ = terminate.recv() => {
-            tracing::info!("SIGTERM: stopping");
-            stop.cancel();
-        }
-        _ = interrupt.recv() => {
-            tracing::info!("SIGINT: stopping");
-            stop.cancel();
-        }
-        _ = hangup.recv() => {
-            tracing::info!("SIGHUP: stopping");
+        signal = signals.next() => {
+            tracing::info!("{signal}: stopping");
             stop.cancel();
         }
     }

@@ -20,13 +20,13 @@ use bashtool_env_remote::protocol::{
 use clap::Args;
 use serde_json::Value;
 use tokio::io::BufReader;
-use tokio::signal::unix::{SignalKind, signal};
 use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use crate::mcp::stdio::{self, Line};
 use crate::options::ToolArgs;
+use crate::signals::StopSignals;
 use dispatch::Request;
 use environment::{Environment, Settings};
 use outbox::Outbox;
@@ -223,9 +223,7 @@ async fn serve(
         running: Arc::new(Mutex::new(HashMap::new())),
         tasks: TaskTracker::new(),
     };
-    let mut terminate = signal(SignalKind::terminate()).context("installing a SIGTERM handler")?;
-    let mut hangup = signal(SignalKind::hangup()).context("installing a SIGHUP handler")?;
-    let mut interrupt = signal(SignalKind::interrupt()).context("installing a SIGINT handler")?;
+    let mut signals = StopSignals::install()?;
     let mut lines = BufReader::new(tokio::fs::File::from_std(input));
     let mut line = Vec::new();
     // Every branch but the read ends the loop, so a read cut short by
@@ -242,9 +240,7 @@ async fn serve(
                 Ok(Line::Oversized { size, id }) => server.refuse_oversized(size, id),
             },
             () = broken.cancelled() => break "stdout closed",
-            _ = terminate.recv() => break "SIGTERM",
-            _ = hangup.recv() => break "SIGHUP",
-            _ = interrupt.recv() => break "SIGINT",
+            signal = signals.next() => break signal,
         }
     };
     tracing::info!(reason, "stopping");

@@ -32,7 +32,6 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 use tower_service::Service as _;
 
@@ -43,6 +42,7 @@ use limits::{Connections, FULL_RESPONSE};
 use sessions::Sessions;
 
 use super::{SHUTDOWN_MARGIN, Settings, tie_to_this_process};
+use crate::signals::StopSignals;
 
 /// The HTTP body every response carries.
 type Body = BoxBody<Bytes, Infallible>;
@@ -76,7 +76,7 @@ pub async fn serve(
     let grace = settings.local.kill_grace + SHUTDOWN_MARGIN;
     // Installed before the address is announced: a client that signals the
     // server as soon as it knows it gets the clean shutdown.
-    let signals = Signals::install()?;
+    let signals = StopSignals::install()?;
     // A bad token file is refused before anything listens.
     let given_token = token_file.as_deref().map(token::read).transpose()?;
     let listener = TcpListener::bind(address)
@@ -133,42 +133,18 @@ pub async fn serve(
 
 type McpService = StreamableHttpService<sessions::SessionServer, LocalSessionManager>;
 
-/// The signals that stop the server.
-struct Signals {
-    terminate: tokio::signal::unix::Signal,
-    interrupt: tokio::signal::unix::Signal,
-    hangup: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    fn install() -> anyhow::Result<Self> {
-        Ok(Self {
-            terminate: signal(SignalKind::terminate()).context("installing a SIGTERM handler")?,
-            interrupt: signal(SignalKind::interrupt()).context("installing a SIGINT handler")?,
-            hangup: signal(SignalKind::hangup()).context("installing a SIGHUP handler")?,
-        })
-    }
-}
-
 async fn accept_until_signal(
     listener: &TcpListener,
     service: &McpService,
     guard: &Guard,
     limits: Limits,
-    signals: Signals,
+    mut signals: StopSignals,
 ) -> anyhow::Result<()> {
-    let Signals {
-        mut terminate,
-        mut interrupt,
-        mut hangup,
-    } = signals;
     let connections = Connections::new(limits.max_connections);
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
-            _ = terminate.recv() => { tracing::info!("SIGTERM: stopping"); return Ok(()) }
-            _ = interrupt.recv() => { tracing::info!("SIGINT: stopping"); return Ok(()) }
-            _ = hangup.recv() => { tracing::info!("SIGHUP: stopping"); return Ok(()) }
+            signal = signals.next() => { tracing::info!("{signal}: stopping"); return Ok(()) }
         };
         let (stream, peer) = match accepted {
             Ok(accepted) => accepted,
