@@ -31,6 +31,7 @@ mod environment;
 mod exit;
 mod generate;
 mod jobs;
+mod logging;
 mod mcp;
 mod options;
 mod run;

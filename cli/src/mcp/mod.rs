@@ -22,6 +22,7 @@ use clap::Args;
 use rmcp::ServiceExt as _;
 
 use crate::config::{FileConfig, seconds};
+use crate::logging;
 use crate::options::ToolArgs;
 use crate::signals::StopSignals;
 use order::ArrivalOrder;
@@ -275,16 +276,7 @@ fn settings(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Settings> {
         .or(file.progress_interval_ms)
         .map_or(PROGRESS_INTERVAL, Duration::from_millis)
         .max(Duration::from_millis(10));
-    let log_filter = args
-        .log_level
-        .clone()
-        .or_else(|| {
-            std::env::var("RUST_LOG")
-                .ok()
-                .filter(|value| !value.is_empty())
-        })
-        .or_else(|| file.log_level.clone())
-        .unwrap_or_else(|| "warn".to_owned());
+    let log_filter = logging::filter(args.log_level.as_deref(), file.log_level.as_deref());
     Ok(Settings {
         tool,
         local,
@@ -308,24 +300,10 @@ fn current_dir_join(path: &std::path::Path) -> anyhow::Result<PathBuf> {
         .join(path))
 }
 
-/// Logs go to stderr: stdout carries only the protocol.
-fn init_logging(filter: &str) -> anyhow::Result<()> {
-    let filter = tracing_subscriber::EnvFilter::try_new(filter)
-        .with_context(|| format!("--log-level {filter:?} is not a level or a RUST_LOG filter"))?;
-    let ansi = std::env::var_os("NO_COLOR").is_none_or(|value| value.is_empty())
-        && std::io::IsTerminal::is_terminal(&std::io::stderr());
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(filter)
-        .with_ansi(ansi)
-        .try_init()
-        .map_err(|error| anyhow::anyhow!("{error}"))
-}
-
 pub fn run(args: &McpArgs) -> anyhow::Result<ExitCode> {
     let (file, path) = FileConfig::load(args.tool.config.as_deref())?;
     let settings = settings(args, &file)?;
-    init_logging(&settings.log_filter)?;
+    logging::to_stderr(logging::parse(&settings.log_filter)?)?;
     if let Some(path) = &path {
         tracing::info!(path = %path.display(), "config file loaded");
     }

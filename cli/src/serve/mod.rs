@@ -24,6 +24,7 @@ use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::logging;
 use crate::mcp::stdio::{self, Line};
 use crate::options::ToolArgs;
 use crate::signals::StopSignals;
@@ -65,20 +66,7 @@ pub struct ServeArgs {
 
 pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     forget_ssh_variables();
-    let filter = args
-        .log_level
-        .clone()
-        .or_else(|| {
-            std::env::var("RUST_LOG")
-                .ok()
-                .filter(|value| !value.is_empty())
-        })
-        .unwrap_or_else(|| "warn".to_owned());
-    let filter_is_valid = tracing_subscriber::EnvFilter::try_new(&filter).is_ok();
-    anyhow::ensure!(
-        filter_is_valid,
-        "--log-level {filter:?} is not a level or a RUST_LOG filter"
-    );
+    let log_filter = logging::parse(&logging::filter(args.log_level.as_deref(), None))?;
     anyhow::ensure!(
         !args.tool.no_policy && args.tool.budget_tokens.is_none() && !args.tool.plain_shortening,
         "--no-policy, --budget-tokens and --plain-shortening belong to the client side (run, call or mcp with --remote): the policy and the shortening run there, not in serve"
@@ -104,7 +92,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     // Usage errors above still reach the real stderr; from here on it is
     // the log's.
     let stdio = take_stdio().context("moving the protocol off stdio")?;
-    init_logging(&filter, stdio.log)?;
+    logging::to_file(log_filter, stdio.log)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -195,18 +183,6 @@ fn take_stdio() -> anyhow::Result<Stdio> {
     nix::unistd::dup2_stdout(&null)?;
     nix::unistd::dup2_stderr(&null)?;
     Ok(stdio)
-}
-
-/// Logs to `log` (the original stderr).
-fn init_logging(filter: &str, log: std::fs::File) -> anyhow::Result<()> {
-    let filter = tracing_subscriber::EnvFilter::try_new(filter)
-        .with_context(|| format!("--log-level {filter:?} is not a level or a RUST_LOG filter"))?;
-    tracing_subscriber::fmt()
-        .with_writer(std::sync::Mutex::new(log))
-        .with_env_filter(filter)
-        .with_ansi(false)
-        .try_init()
-        .map_err(|error| anyhow::anyhow!("{error}"))
 }
 
 async fn serve(
