@@ -10,10 +10,13 @@
 //! sessions live there.
 //!
 //! `run` and `call` get one environment per invocation ([`for_invocation`]);
-//! `bashtool jobs --remote` reads the jobs recorded over there
-//! ([`recorded_jobs`]). `bashtool serve` chooses per connection, from what
-//! the client asks (`serve/environment.rs`).
+//! `bashtool mcp` one per stdio server or HTTP session
+//! ([`ServerEnvironment`]); `bashtool jobs --remote` reads the jobs recorded
+//! over there ([`recorded_jobs`]). `bashtool serve` chooses per connection,
+//! from what the client asks (`serve/environment.rs`); it and `mcp` tie
+//! what they start to their own life ([`tie_to_this_process`]).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -30,7 +33,8 @@ use crate::session::snapshot_path;
 /// stops what it started and saves a named session before it exits.
 pub const CLOSE_MARGIN: Duration = Duration::from_secs(3);
 
-/// The environment of one CLI invocation.
+/// The environment of one `run` or `call`, of an MCP server over stdio,
+/// or of one of its HTTP sessions.
 pub enum Exec {
     /// A fresh shell per call.
     Stateless(LocalExec),
@@ -79,6 +83,89 @@ impl Exec {
         }
         Ok(())
     }
+
+    /// Ends a server's environment once its calls have stopped: saves the
+    /// session's state, or closes the remote connection (giving the far
+    /// side up to `limit` to stop what it started). Unlike [`Self::finish`]
+    /// it does not wait for local leftovers: they are tied to the server's
+    /// life ([`tie_to_this_process`]).
+    pub async fn close(&self, limit: Duration) -> anyhow::Result<()> {
+        match self {
+            Self::Stateless(_) => {}
+            Self::Session(session) => session.shutdown().await?,
+            Self::Remote(remote) => remote.shutdown(limit).await,
+        }
+        Ok(())
+    }
+}
+
+/// Where a server's commands run (`bashtool mcp`), from its flags and
+/// config file: each stdio server or HTTP session opens its own.
+pub struct ServerEnvironment {
+    /// The local environment's settings; with `remote`, only the kill
+    /// grace applies.
+    pub local: LocalConfig,
+    /// `--remote` / `remote = "..."`: the commands run over there.
+    pub remote: Option<String>,
+    /// A fresh shell per call instead of one persistent session.
+    pub stateless: bool,
+    /// `--session NAME`: with `remote`, a session over there.
+    pub session_name: Option<String>,
+    /// Where the named local session keeps its state between servers.
+    pub session_path: Option<PathBuf>,
+    /// `--keep-jobs`: background jobs outlive the server.
+    pub keep_jobs: bool,
+}
+
+impl ServerEnvironment {
+    /// Opens the environment for `tool`: with `remote`, connects at once,
+    /// so that a wrong line fails at start with the transport's message.
+    pub async fn open(&self, tool: &ToolConfig) -> anyhow::Result<Exec> {
+        let Some(line) = &self.remote else {
+            return self.open_local(tool);
+        };
+        let config = RemoteConfig {
+            session: (!self.stateless).then(|| SessionRequest {
+                name: self.session_name.clone(),
+            }),
+            keep_jobs: self.keep_jobs,
+            remote_kill_grace: self.local.kill_grace,
+            working_directory: tool.working_directory.clone(),
+            ..RemoteConfig::default()
+        };
+        let remote = RemoteExec::command(line, config);
+        remote.connect().await?;
+        Ok(Exec::Remote(remote))
+    }
+
+    /// The local environment: a fresh shell per call when stateless, else
+    /// one persistent session.
+    pub fn open_local(&self, tool: &ToolConfig) -> anyhow::Result<Exec> {
+        if self.stateless {
+            return Ok(Exec::Stateless(LocalExec::new(self.local.clone())));
+        }
+        let config = SessionConfig {
+            local: self.local.clone(),
+            snapshot_path: self.session_path.clone(),
+            telemetry: tool.shell_telemetry,
+        };
+        let session = Session::new(config).context("creating the session")?;
+        Ok(Exec::Session(session))
+    }
+}
+
+/// For a server (`mcp`, `serve`): a server killed with SIGKILL could not
+/// stop its commands, so what such servers left is stopped now; and from
+/// here on everything `local` starts is tied to this process's life (jobs
+/// kept with `--keep-jobs` excepted).
+pub fn tie_to_this_process(local: &mut LocalConfig) {
+    let reaped = bashtool_env_local::reap_orphans();
+    if reaped != bashtool_env_local::Reaped::default() {
+        tracing::info!(?reaped, "stopped what servers that died had left");
+    }
+    local
+        .wrappers
+        .push(Arc::new(bashtool_env_local::StopWithOwner::new()));
 }
 
 /// The environment of `run` and `call`, and the tool's settings for it:

@@ -58,7 +58,7 @@ impl ToolArgs {
 
     /// Where local commands of `run`, `call` and `serve` start: `--cwd`,
     /// which must exist, else the current directory.
-    pub fn working_directory(&self) -> anyhow::Result<PathBuf> {
+    fn working_directory(&self) -> anyhow::Result<PathBuf> {
         let directory = self.requested_directory(None)?;
         anyhow::ensure!(
             directory.is_dir(),
@@ -119,8 +119,9 @@ impl ToolArgs {
         let state = bashtool_env_local::default_state_dir()?;
         let mut local = LocalConfig {
             working_directory,
-            // Jobs started here outlive this process: other `bashtool`
-            // processes find them in the records.
+            // Jobs started here outlive a `run` or `call` (servers decide
+            // with --keep-jobs): other `bashtool` processes find them in
+            // the records.
             job_records: Some(state),
             keep_jobs_on_drop: true,
             ..LocalConfig::default()
@@ -135,7 +136,7 @@ impl ToolArgs {
     }
 
     /// `--keep-env` and `--drop-env` over the file's `[environment]`.
-    pub fn apply_env_flags(&self, local: &mut LocalConfig, tool: &mut ToolConfig) {
+    fn apply_env_flags(&self, local: &mut LocalConfig, tool: &mut ToolConfig) {
         let policy = &mut local.env_policy;
         policy.keep.extend(self.keep_env.iter().cloned());
         policy.exclude.extend(self.drop_env.iter().cloned());

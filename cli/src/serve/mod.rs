@@ -75,10 +75,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     let (_, mut local) = args.tool.local_settings(&file)?;
     // What serve starts dies with it, even after a SIGKILL (kept jobs
     // excepted); the next start stops what was left.
-    bashtool_env_local::reap_orphans();
-    local
-        .wrappers
-        .push(Arc::new(bashtool_env_local::StopWithOwner::new()));
+    crate::environment::tie_to_this_process(&mut local);
     local.keep_jobs_on_drop = args.keep_jobs;
     if let Some(name) = &args.tool.session {
         // Refuse a bad name now, not at the first connection.
