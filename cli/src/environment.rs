@@ -99,6 +99,74 @@ impl Exec {
     }
 }
 
+/// The environment of `run` and `call`, and the tool's settings for it:
+/// remote with `--remote`, else local; a session when `--session` names
+/// one (the tool then tells the model that state persists), else a fresh
+/// shell per call.
+pub fn for_invocation(tool: &ToolArgs, remote: &RemoteArgs) -> anyhow::Result<(ToolConfig, Exec)> {
+    let file = tool.file()?;
+    let Some(line) = &remote.remote else {
+        let (mut config, local) = tool.local_settings(&file)?;
+        let exec = local_invocation(tool.session.as_deref(), &mut config, local)?;
+        return Ok((config, exec));
+    };
+    // `--cwd` names a directory over there, so it is not checked here.
+    let mut config = tool.tool_config(&file, tool.cwd.clone())?;
+    config.persistent_session = tool.session.is_some();
+    let mut remote_config = RemoteConfig {
+        session: tool
+            .session
+            .clone()
+            .map(|name| SessionRequest { name: Some(name) }),
+        working_directory: tool.cwd.clone(),
+        // As locally: a background job outlives this process, and `bashtool
+        // jobs --remote` finds it in the records over there.
+        keep_jobs: true,
+        ..RemoteConfig::default()
+    };
+    if let Some(grace) = tool.kill_grace {
+        remote_config.remote_kill_grace = seconds("--kill-grace", grace, 600.0)?;
+    }
+    Ok((
+        config,
+        Exec::Remote(RemoteExec::command(line, remote_config)),
+    ))
+}
+
+/// `--session NAME`: a persistent [`Session`] whose state (cwd, variables,
+/// functions, aliases, options) is kept in a file between separate
+/// `bashtool` processes, so a person can try sessions from a terminal.
+/// Without it, each call gets a fresh shell.
+fn local_invocation(
+    session: Option<&str>,
+    tool: &mut ToolConfig,
+    local: LocalConfig,
+) -> anyhow::Result<Exec> {
+    let Some(name) = session else {
+        return Ok(Exec::Stateless(LocalExec::new(local)));
+    };
+    let path = snapshot_path(name)?;
+    tool.persistent_session = true;
+    let config = SessionConfig {
+        local,
+        ..SessionConfig::default()
+    };
+    let session = Session::with_snapshot_path(config, path)
+        .with_context(|| format!("starting session {name}"))?;
+    Ok(Exec::Session(session))
+}
+
+/// The jobs of every bashtool process of the server's user, for `bashtool
+/// jobs --remote`.
+pub fn recorded_jobs(line: &str) -> RemoteExec {
+    let config = RemoteConfig {
+        jobs: JobsSource::Recorded,
+        keep_jobs: true,
+        ..RemoteConfig::default()
+    };
+    RemoteExec::command(line, config)
+}
+
 /// Where a server's commands run (`bashtool mcp`), from its flags and
 /// config file: each stdio server or HTTP session opens its own.
 pub struct ServerEnvironment {
@@ -166,72 +234,4 @@ pub fn tie_to_this_process(local: &mut LocalConfig) {
     local
         .wrappers
         .push(Arc::new(bashtool_env_local::StopWithOwner::new()));
-}
-
-/// The environment of `run` and `call`, and the tool's settings for it:
-/// remote with `--remote`, else local; a session when `--session` names
-/// one (the tool then tells the model that state persists), else a fresh
-/// shell per call.
-pub fn for_invocation(tool: &ToolArgs, remote: &RemoteArgs) -> anyhow::Result<(ToolConfig, Exec)> {
-    let file = tool.file()?;
-    let Some(line) = &remote.remote else {
-        let (mut config, local) = tool.local_settings(&file)?;
-        let exec = local_invocation(tool.session.as_deref(), &mut config, local)?;
-        return Ok((config, exec));
-    };
-    // `--cwd` names a directory over there, so it is not checked here.
-    let mut config = tool.tool_config(&file, tool.cwd.clone())?;
-    config.persistent_session = tool.session.is_some();
-    let mut remote_config = RemoteConfig {
-        session: tool
-            .session
-            .clone()
-            .map(|name| SessionRequest { name: Some(name) }),
-        working_directory: tool.cwd.clone(),
-        // As locally: a background job outlives this process, and `bashtool
-        // jobs --remote` finds it in the records over there.
-        keep_jobs: true,
-        ..RemoteConfig::default()
-    };
-    if let Some(grace) = tool.kill_grace {
-        remote_config.remote_kill_grace = seconds("--kill-grace", grace, 600.0)?;
-    }
-    Ok((
-        config,
-        Exec::Remote(RemoteExec::command(line, remote_config)),
-    ))
-}
-
-/// `--session NAME`: a persistent [`Session`] whose state (cwd, variables,
-/// functions, aliases, options) is kept in a file between separate
-/// `bashtool` processes, so a person can try sessions from a terminal.
-/// Without it, each call gets a fresh shell.
-fn local_invocation(
-    session: Option<&str>,
-    tool: &mut ToolConfig,
-    local: LocalConfig,
-) -> anyhow::Result<Exec> {
-    let Some(name) = session else {
-        return Ok(Exec::Stateless(LocalExec::new(local)));
-    };
-    let path = snapshot_path(name)?;
-    tool.persistent_session = true;
-    let config = SessionConfig {
-        local,
-        ..SessionConfig::default()
-    };
-    let session = Session::with_snapshot_path(config, path)
-        .with_context(|| format!("starting session {name}"))?;
-    Ok(Exec::Session(session))
-}
-
-/// The jobs of every bashtool process of the server's user, for `bashtool
-/// jobs --remote`.
-pub fn recorded_jobs(line: &str) -> RemoteExec {
-    let config = RemoteConfig {
-        jobs: JobsSource::Recorded,
-        keep_jobs: true,
-        ..RemoteConfig::default()
-    };
-    RemoteExec::command(line, config)
 }
