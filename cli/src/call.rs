@@ -21,7 +21,7 @@ pub struct CallArgs {
     #[command(flatten)]
     pub tool: ToolArgs,
     #[command(flatten)]
-    pub remote: crate::remote::RemoteArgs,
+    pub remote: crate::options::RemoteArgs,
 }
 
 /// The error result for input that is not JSON at all.
@@ -60,7 +60,7 @@ pub fn run(args: &CallArgs) -> anyhow::Result<ExitCode> {
     std::io::stdin()
         .take(MAX_INPUT_BYTES as u64 + 1)
         .read_to_end(&mut bytes)?;
-    let (config, exec) = crate::remote::cli_exec(&args.tool, &args.remote)?;
+    let (config, exec) = crate::environment::for_invocation(&args.tool, &args.remote)?;
     let result = match serde_json::from_slice::<serde_json::Value>(&bytes) {
         // Nothing more is read: the writer gets EPIPE rather than a hang.
         _ if bytes.len() > MAX_INPUT_BYTES => too_large(),

@@ -16,8 +16,6 @@ use bashtool_core::{EnvPolicy, Shortening, ToolConfig};
 use bashtool_env_local::LocalConfig;
 use serde::Deserialize;
 
-use crate::options::seconds;
-
 /// The config file, all keys optional.
 ///
 /// ```toml
@@ -325,6 +323,15 @@ impl FileConfig {
         }
         Ok(())
     }
+}
+
+/// A duration given in seconds on the command line or in the config file.
+pub fn seconds(name: &str, value: f64, max: f64) -> anyhow::Result<Duration> {
+    anyhow::ensure!(
+        value.is_finite() && (0.0..=max).contains(&value),
+        "{name} must be between 0 and {max} seconds, not {value}"
+    );
+    Ok(Duration::from_secs_f64(value))
 }
 
 fn whole_seconds(name: &str, value: u64) -> anyhow::Result<Duration> {

@@ -35,7 +35,7 @@ pub struct JobsArgs {
     #[arg(long, global = true)]
     pub json: bool,
     #[command(flatten)]
-    pub remote: crate::remote::RemoteArgs,
+    pub remote: crate::options::RemoteArgs,
     #[command(subcommand)]
     pub action: Option<JobsAction>,
 }
@@ -97,7 +97,7 @@ pub fn run(args: &JobsArgs) -> anyhow::Result<ExitCode> {
         None => bashtool_env_local::default_state_dir()?,
     };
     let grace = match &args.action {
-        Some(JobsAction::Stop { grace, .. }) => crate::options::seconds("--grace", *grace, 600.0)?,
+        Some(JobsAction::Stop { grace, .. }) => crate::config::seconds("--grace", *grace, 600.0)?,
         _ => Duration::from_secs(2),
     };
     let jobs = RecordedJobs::new(JobStore::new(dir), grace);
@@ -121,14 +121,14 @@ fn remote_jobs(args: &JobsArgs, line: &str) -> anyhow::Result<ExitCode> {
     let Some(input) = tool_input(args) else {
         anyhow::bail!("prune is not available with --remote; run `bashtool jobs prune` over there");
     };
-    let remote = crate::remote::recorded_jobs(line);
+    let remote = crate::environment::recorded_jobs(line);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let tool = JobsTool::new(ToolConfig::default(), Arc::new(remote.clone()));
     let result = runtime.block_on(async {
         let result = tool.call(&input).await;
-        remote.shutdown(crate::remote::CLOSE_MARGIN).await;
+        remote.shutdown(crate::environment::CLOSE_MARGIN).await;
         result
     });
     print_result(args, &result)

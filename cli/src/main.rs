@@ -27,12 +27,13 @@ compile_error!(
 mod call;
 mod check;
 mod config;
+mod environment;
 mod exit;
 mod generate;
 mod jobs;
+mod logging;
 mod mcp;
 mod options;
-mod remote;
 mod run;
 mod sandbox;
 mod schema;

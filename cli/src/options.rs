@@ -1,14 +1,14 @@
-//! Flags shared by the subcommands that run commands.
+//! Flags shared by the subcommands that run commands, and their merge
+//! over the config file and the defaults.
 
-use std::path::PathBuf;
-use std::time::Duration;
+use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use bashtool_core::{Shortening, ToolConfig};
 use bashtool_env_local::LocalConfig;
 use clap::Args;
 
-use crate::config::FileConfig;
+use crate::config::{FileConfig, seconds};
 
 /// How the tool and its environment are set up.
 #[derive(Debug, Clone, Args)]
@@ -45,12 +45,21 @@ pub struct ToolArgs {
 }
 
 impl ToolArgs {
-    pub fn working_directory(&self) -> anyhow::Result<PathBuf> {
+    /// `--cwd`, else `configured`, relative to the current directory; the
+    /// current directory when neither is given. Not checked: only a
+    /// directory where commands run here must exist.
+    pub fn requested_directory(&self, configured: Option<&Path>) -> anyhow::Result<PathBuf> {
         let current = std::env::current_dir().context("reading the current directory")?;
-        let directory = match &self.cwd {
+        Ok(match self.cwd.as_deref().or(configured) {
             Some(directory) => current.join(directory),
             None => current,
-        };
+        })
+    }
+
+    /// Where local commands of `run`, `call` and `serve` start: `--cwd`,
+    /// which must exist, else the current directory.
+    fn working_directory(&self) -> anyhow::Result<PathBuf> {
+        let directory = self.requested_directory(None)?;
         anyhow::ensure!(
             directory.is_dir(),
             "--cwd {} is not an existing directory",
@@ -64,10 +73,24 @@ impl ToolArgs {
         Ok(FileConfig::load(self.config.as_deref())?.0)
     }
 
-    /// The tool's settings: defaults, then the file, then the flags.
-    pub fn tool_config(&self, file: &FileConfig) -> anyhow::Result<ToolConfig> {
+    /// The tool's and the environment's settings when commands run here,
+    /// in [`Self::working_directory`].
+    pub fn local_settings(&self, file: &FileConfig) -> anyhow::Result<(ToolConfig, LocalConfig)> {
+        let directory = self.working_directory()?;
+        let mut tool = self.tool_config(file, Some(directory.clone()))?;
+        let local = self.local_config(&mut tool, file, directory)?;
+        Ok((tool, local))
+    }
+
+    /// The tool's settings: defaults, then the file, then the flags. The
+    /// model is told that commands start in `working_directory`.
+    pub fn tool_config(
+        &self,
+        file: &FileConfig,
+        working_directory: Option<PathBuf>,
+    ) -> anyhow::Result<ToolConfig> {
         let mut config = ToolConfig {
-            working_directory: Some(self.working_directory()?),
+            working_directory,
             ..ToolConfig::default()
         };
         file.apply_to_tool(&mut config)?;
@@ -84,18 +107,21 @@ impl ToolArgs {
         Ok(config)
     }
 
-    /// The environment's settings: defaults, then the file, then the flags;
-    /// tells `tool` whether the environment withholds variables.
+    /// The settings of a local environment whose commands start in
+    /// `working_directory`: defaults, then the file, then the flags; tells
+    /// `tool` whether the environment withholds variables.
     pub fn local_config(
         &self,
         tool: &mut ToolConfig,
         file: &FileConfig,
+        working_directory: PathBuf,
     ) -> anyhow::Result<LocalConfig> {
         let state = bashtool_env_local::default_state_dir()?;
         let mut local = LocalConfig {
-            working_directory: self.working_directory()?,
-            // Jobs started here outlive this process: other `bashtool`
-            // processes find them in the records.
+            working_directory,
+            // Jobs started here outlive a `run` or `call` (servers decide
+            // with --keep-jobs): other `bashtool` processes find them in
+            // the records.
             job_records: Some(state),
             keep_jobs_on_drop: true,
             ..LocalConfig::default()
@@ -110,7 +136,7 @@ impl ToolArgs {
     }
 
     /// `--keep-env` and `--drop-env` over the file's `[environment]`.
-    pub fn apply_env_flags(&self, local: &mut LocalConfig, tool: &mut ToolConfig) {
+    fn apply_env_flags(&self, local: &mut LocalConfig, tool: &mut ToolConfig) {
         let policy = &mut local.env_policy;
         policy.keep.extend(self.keep_env.iter().cloned());
         policy.exclude.extend(self.drop_env.iter().cloned());
@@ -118,11 +144,11 @@ impl ToolArgs {
     }
 }
 
-/// A duration given in seconds on the command line or in the config file.
-pub fn seconds(name: &str, value: f64, max: f64) -> anyhow::Result<Duration> {
-    anyhow::ensure!(
-        value.is_finite() && (0.0..=max).contains(&value),
-        "{name} must be between 0 and {max} seconds, not {value}"
-    );
-    Ok(Duration::from_secs_f64(value))
+/// The `--remote` flag of `run`, `call`, `mcp` and `jobs` (the
+/// `environment` module says what it does).
+#[derive(Debug, Clone, Default, Args)]
+pub struct RemoteArgs {
+    /// Run commands in a remote environment: COMMAND LINE runs with `sh -c` here and must start `bashtool serve` there, e.g. 'ssh devbox bashtool serve' or 'docker exec -i box bashtool serve' (--cwd and --session then name a directory and a session over there)
+    #[arg(long, value_name = "COMMAND LINE")]
+    pub remote: Option<String>,
 }

@@ -43,7 +43,7 @@ pub struct RunArgs {
     #[command(flatten)]
     pub tool: ToolArgs,
     #[command(flatten)]
-    pub remote: crate::remote::RemoteArgs,
+    pub remote: crate::options::RemoteArgs,
     /// default (30 s timeout), slow (15 min) or background (detached)
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
@@ -241,7 +241,7 @@ async fn converse(
 
 pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let input = tool_input(args)?;
-    let (mut config, exec) = crate::remote::cli_exec(&args.tool, &args.remote)?;
+    let (mut config, exec) = crate::environment::for_invocation(&args.tool, &args.remote)?;
     let interactive = matches!(args.mode, Some(ModeArg::Interactive));
     config.fields.interactive = interactive;
     config.jobs_tool = interactive;
@@ -262,7 +262,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         // Ctrl-C, SIGTERM and SIGHUP stop the command's whole process
         // tree, not just bashtool.
         if let Err(error) = crate::signals::cancel_on_signals(cancel.clone()) {
-            eprintln!("bashtool: warning: signals will not stop the command: {error}");
+            eprintln!("bashtool: warning: signals will not stop the command: {error:#}");
         }
         let mut result = tool.call_with(&input, context).await;
         if interactive {

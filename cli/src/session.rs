@@ -1,14 +1,10 @@
-//! `--session NAME`: run through a persistent [`Session`] whose state (cwd,
-//! variables, functions, aliases, options) is kept in a file between
-//! separate `bashtool` processes, so a person can try sessions from a
-//! terminal. Without it, each call gets a fresh shell ([`LocalExec`]).
+//! `--session NAME`: where a named session keeps its state (cwd,
+//! variables, functions, aliases, options) between separate `bashtool`
+//! processes and servers.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use anyhow::Context as _;
-use bashtool_core::{CommandExec, ToolConfig};
-use bashtool_env_local::{LocalConfig, LocalExec, Session, SessionConfig};
 
 /// Longest session name.
 const MAX_NAME_CHARS: usize = 64;
@@ -32,76 +28,6 @@ pub fn snapshot_path(name: &str) -> anyhow::Result<PathBuf> {
     bashtool_env_local::ensure_private_dir(&sessions)
         .with_context(|| format!("preparing {}", sessions.display()))?;
     Ok(sessions.join(format!("{name}.sh")))
-}
-
-/// The environment of one CLI invocation.
-pub enum Exec {
-    Stateless(LocalExec),
-    Session(Session),
-    /// `--remote`: commands (and a named session) live over there.
-    Remote(bashtool_env_remote::RemoteExec),
-}
-
-impl Exec {
-    /// A session when `session` names one (and `tool` then tells the model
-    /// that state persists), else a fresh shell per call.
-    pub fn new(
-        session: Option<&str>,
-        tool: &mut ToolConfig,
-        local: LocalConfig,
-    ) -> anyhow::Result<Self> {
-        let Some(name) = session else {
-            return Ok(Self::Stateless(LocalExec::new(local)));
-        };
-        let path = snapshot_path(name)?;
-        tool.persistent_session = true;
-        let config = SessionConfig {
-            local,
-            ..SessionConfig::default()
-        };
-        let session = Session::with_snapshot_path(config, path)
-            .with_context(|| format!("starting session {name}"))?;
-        Ok(Self::Session(session))
-    }
-
-    /// The environment's jobs (background and interactive).
-    pub fn jobs(&self) -> Arc<dyn bashtool_core::Jobs> {
-        match self {
-            Self::Stateless(exec) => Arc::new(exec.clone()),
-            Self::Session(session) => Arc::new(session.clone()),
-            Self::Remote(remote) => Arc::new(remote.clone()),
-        }
-    }
-
-    pub fn command_exec(&self) -> Arc<dyn CommandExec> {
-        match self {
-            Self::Stateless(exec) => Arc::new(exec.clone()),
-            Self::Session(session) => Arc::new(session.clone()),
-            Self::Remote(remote) => Arc::new(remote.clone()),
-        }
-    }
-
-    /// Ends the session's shell and saves its state for the next
-    /// invocation, and waits for the SIGKILLs scheduled for leftovers that
-    /// ignored SIGTERM (they would die with this process otherwise).
-    /// Background jobs are kept: they outlive `run` and `call`.
-    pub async fn finish(&self) -> anyhow::Result<()> {
-        match self {
-            Self::Stateless(exec) => exec.shutdown().await,
-            Self::Session(session) => {
-                session
-                    .shutdown()
-                    .await
-                    .context("saving the session's state")?;
-                session.background().shutdown().await;
-            }
-            Self::Remote(remote) => {
-                let limit = remote.config().remote_kill_grace + crate::remote::CLOSE_MARGIN;
-                remote.shutdown(limit).await;
-            }
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

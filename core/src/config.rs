@@ -24,9 +24,11 @@ pub const MAX_BATCH_COMMANDS: usize = 64;
 /// How output is shortened when it is over budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Shortening {
-    /// Seed 001's head 30% / tail 70% only.
+    /// The first 30% and the last 70% of the budget, in whole lines.
     Plain,
-    /// Head and tail, plus error-like lines from the omitted middle.
+    /// Repetition folded by template (every distinct line kept when that
+    /// fits); else head and tail plus the error-like lines and outliers of
+    /// the omitted middle, with their blocks.
     #[default]
     ErrorAware,
 }

@@ -2,16 +2,14 @@
 //!
 //! rmcp runs every request in its own task, so a slow call never blocks a
 //! fast one; calls into the persistent session wait their turn in arrival
-//! order ([`ArrivalOrder`]). Each call's cancellation token is a child of the
-//! server's shutdown token and follows the client's `notifications/cancelled`,
-//! so both stop the command's process tree.
+//! order ([`super::order::ArrivalOrder`]). Each call's cancellation token is
+//! a child of the server's shutdown token and follows the client's
+//! `notifications/cancelled`, so both stop the command's process tree.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use bashtool_core::{
-    BashTool, CallContext, Content, Details, JOBS_TOOL_NAME, JobsTool, ToolResult,
-};
+use bashtool_core::{CallContext, Content, Details, JOBS_TOOL_NAME, ToolResult};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject,
     ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool,
@@ -22,23 +20,10 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::backend::Backend;
 use super::gate::id_key;
-use super::order::ArrivalOrder;
 use super::progress::Progress;
 use super::tools;
-
-/// What the server runs commands with.
-pub struct Backend {
-    pub tool: BashTool,
-    /// Set when all calls go into one persistent session.
-    pub order: Option<ArrivalOrder>,
-    /// Set when the environment keeps background jobs the model can reach.
-    pub jobs: Option<JobsTool>,
-    /// What `initialize` tells the model (see [`super::instructions`]).
-    pub instructions: String,
-    /// How much the tools' output schema spells out.
-    pub output_schema: tools::OutputSchema,
-}
 
 /// The MCP server. Cheap to clone.
 #[derive(Clone)]

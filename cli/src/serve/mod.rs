@@ -20,13 +20,14 @@ use bashtool_env_remote::protocol::{
 use clap::Args;
 use serde_json::Value;
 use tokio::io::BufReader;
-use tokio::signal::unix::{SignalKind, signal};
 use tokio::task::AbortHandle;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::logging;
 use crate::mcp::stdio::{self, Line};
 use crate::options::ToolArgs;
+use crate::signals::StopSignals;
 use dispatch::Request;
 use environment::{Environment, Settings};
 use outbox::Outbox;
@@ -65,33 +66,16 @@ pub struct ServeArgs {
 
 pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     forget_ssh_variables();
-    let filter = args
-        .log_level
-        .clone()
-        .or_else(|| {
-            std::env::var("RUST_LOG")
-                .ok()
-                .filter(|value| !value.is_empty())
-        })
-        .unwrap_or_else(|| "warn".to_owned());
-    let filter_is_valid = tracing_subscriber::EnvFilter::try_new(&filter).is_ok();
-    anyhow::ensure!(
-        filter_is_valid,
-        "--log-level {filter:?} is not a level or a RUST_LOG filter"
-    );
+    let log_filter = logging::parse(&logging::filter(args.log_level.as_deref(), None))?;
     anyhow::ensure!(
         !args.tool.no_policy && args.tool.budget_tokens.is_none() && !args.tool.plain_shortening,
         "--no-policy, --budget-tokens and --plain-shortening belong to the client side (run, call or mcp with --remote): the policy and the shortening run there, not in serve"
     );
     let file = args.tool.file()?;
-    let mut tool = args.tool.tool_config(&file)?;
-    let mut local = args.tool.local_config(&mut tool, &file)?;
+    let (_, mut local) = args.tool.local_settings(&file)?;
     // What serve starts dies with it, even after a SIGKILL (kept jobs
     // excepted); the next start stops what was left.
-    bashtool_env_local::reap_orphans();
-    local
-        .wrappers
-        .push(Arc::new(bashtool_env_local::StopWithOwner::new()));
+    crate::environment::tie_to_this_process(&mut local);
     local.keep_jobs_on_drop = args.keep_jobs;
     if let Some(name) = &args.tool.session {
         // Refuse a bad name now, not at the first connection.
@@ -105,7 +89,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     // Usage errors above still reach the real stderr; from here on it is
     // the log's.
     let stdio = take_stdio().context("moving the protocol off stdio")?;
-    init_logging(&filter, stdio.log)?;
+    logging::to_file(log_filter, stdio.log)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -198,18 +182,6 @@ fn take_stdio() -> anyhow::Result<Stdio> {
     Ok(stdio)
 }
 
-/// Logs to `log` (the original stderr).
-fn init_logging(filter: &str, log: std::fs::File) -> anyhow::Result<()> {
-    let filter = tracing_subscriber::EnvFilter::try_new(filter)
-        .with_context(|| format!("--log-level {filter:?} is not a level or a RUST_LOG filter"))?;
-    tracing_subscriber::fmt()
-        .with_writer(std::sync::Mutex::new(log))
-        .with_env_filter(filter)
-        .with_ansi(false)
-        .try_init()
-        .map_err(|error| anyhow::anyhow!("{error}"))
-}
-
 async fn serve(
     settings: Settings,
     input: std::fs::File,
@@ -224,9 +196,7 @@ async fn serve(
         running: Arc::new(Mutex::new(HashMap::new())),
         tasks: TaskTracker::new(),
     };
-    let mut terminate = signal(SignalKind::terminate()).context("installing a SIGTERM handler")?;
-    let mut hangup = signal(SignalKind::hangup()).context("installing a SIGHUP handler")?;
-    let mut interrupt = signal(SignalKind::interrupt()).context("installing a SIGINT handler")?;
+    let mut signals = StopSignals::install()?;
     let mut lines = BufReader::new(tokio::fs::File::from_std(input));
     let mut line = Vec::new();
     // Every branch but the read ends the loop, so a read cut short by
@@ -243,9 +213,7 @@ async fn serve(
                 Ok(Line::Oversized { size, id }) => server.refuse_oversized(size, id),
             },
             () = broken.cancelled() => break "stdout closed",
-            _ = terminate.recv() => break "SIGTERM",
-            _ = hangup.recv() => break "SIGHUP",
-            _ = interrupt.recv() => break "SIGINT",
+            signal = signals.next() => break signal,
         }
     };
     tracing::info!(reason, "stopping");

@@ -1,6 +1,7 @@
-//! Shortening and formatting output for the model (seed 001): stream headers
-//! where the stream changes, long lines abbreviated, and when over budget the
-//! head (30%) and the tail (70%) in whole lines with the gap marked.
+//! Shortening and formatting output for the model, the plain layout: stream
+//! headers where the stream changes, long lines abbreviated, and when over
+//! budget the head (30%) and the tail (70%) in whole lines with the gap
+//! marked.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -11,7 +12,7 @@ use crate::output::{OutputBuffer, OutputLine};
 
 /// What the gap marker looks like, for docs and descriptions.
 pub const OMISSION_MARKER_EXAMPLE: &str = "... (N lines omitted) ...";
-pub(crate) use crate::output::lines::HEADER_COST;
+use crate::output::lines::HEADER_COST;
 use crate::output::lines::{ELLIPSIS, display_line, line_cost, omitted_marker};
 
 /// The output part of the model text.
@@ -24,7 +25,7 @@ pub struct FormattedOutput {
 }
 
 /// Keeps a line of at most `max_chars` chars; a longer one becomes its first
-/// and last `max_chars / 2 - 3` chars around `...` (seed 001: 397 + 397 for
+/// and last `max_chars / 2 - 3` chars around `...` (397 + 397 for
 /// 800). Works on chars, so it never splits a character.
 pub fn abbreviate_line(line: &str, max_chars: usize) -> Cow<'_, str> {
     let count = line.chars().count();
@@ -143,7 +144,7 @@ pub fn format_output_with_budget(
     }
 }
 
-/// Seed 001's split: whole lines from the start within the head share
+/// The plain split: whole lines from the start within the head share
 /// (`head_percent` of `budget`), whole lines from the end within the rest;
 /// at least one line each.
 pub(crate) fn split_head_tail<'a>(

@@ -1,8 +1,7 @@
 //! How one retained line is shown and what it costs, and the marker of an
-//! omitted stretch: the primitives shared by the plain layout
-//! ([`format`](super::format)) and the error-aware one
-//! ([`salient`](super::salient)), so that neither depends on the other's
-//! internals (dependencies point one way: format -> salient -> lines).
+//! omitted stretch: the primitives shared by the plain layout and the
+//! error-aware one, so that neither depends on the other's internals
+//! (dependencies point one way: format, then salient, then these).
 
 use std::borrow::Cow;
 

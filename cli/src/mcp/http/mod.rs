@@ -16,8 +16,7 @@ mod sessions;
 mod token;
 
 use std::convert::Infallible;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,7 +31,6 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::signal::unix::{SignalKind, signal};
 use tokio_util::sync::CancellationToken;
 use tower_service::Service as _;
 
@@ -42,41 +40,23 @@ pub use limits::Limits;
 use limits::{Connections, FULL_RESPONSE};
 use sessions::Sessions;
 
-use super::{SHUTDOWN_MARGIN, Settings, tie_to_this_process};
+use super::options::{HttpSettings, Settings};
+use crate::signals::StopSignals;
 
 /// The HTTP body every response carries.
 type Body = BoxBody<Bytes, Infallible>;
 
-/// `--http`'s value: `ADDR:PORT`, `[IPv6]:PORT`, `localhost:PORT`, or a bare
-/// `PORT` (loopback).
-pub fn parse_address(value: &str) -> anyhow::Result<SocketAddr> {
-    if let Ok(port) = value.parse::<u16>() {
-        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
-    }
-    if let Some(port) = value.strip_prefix("localhost:")
-        && let Ok(port) = port.parse::<u16>()
-    {
-        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
-    }
-    value.parse().map_err(|_| {
-        anyhow::anyhow!(
-            "--http {value}: expected ADDR:PORT, such as 127.0.0.1:8080, [::1]:8080, \
-             localhost:8080 or 8080 (loopback), or 0.0.0.0:8080 for every interface"
-        )
-    })
-}
-
 /// Serves until SIGTERM, SIGINT or SIGHUP, then shuts every session down.
-pub async fn serve(
-    mut settings: Settings,
-    address: SocketAddr,
-    token_file: Option<PathBuf>,
-    limits: Limits,
-) -> anyhow::Result<ExitCode> {
-    let grace = settings.local.kill_grace + SHUTDOWN_MARGIN;
+pub async fn serve(mut settings: Settings, http: HttpSettings) -> anyhow::Result<ExitCode> {
+    let HttpSettings {
+        address,
+        token_file,
+        limits,
+    } = http;
+    let grace = settings.shutdown_grace();
     // Installed before the address is announced: a client that signals the
     // server as soon as it knows it gets the clean shutdown.
-    let signals = Signals::install()?;
+    let signals = StopSignals::install()?;
     // A bad token file is refused before anything listens.
     let given_token = token_file.as_deref().map(token::read).transpose()?;
     let listener = TcpListener::bind(address)
@@ -106,7 +86,7 @@ pub async fn serve(
             path.display()
         );
     }
-    tie_to_this_process(&mut settings);
+    crate::environment::tie_to_this_process(&mut settings.environment.local);
     let sessions = Sessions::new(settings, grace);
     let stop = CancellationToken::new();
     let service = {
@@ -133,42 +113,18 @@ pub async fn serve(
 
 type McpService = StreamableHttpService<sessions::SessionServer, LocalSessionManager>;
 
-/// The signals that stop the server.
-struct Signals {
-    terminate: tokio::signal::unix::Signal,
-    interrupt: tokio::signal::unix::Signal,
-    hangup: tokio::signal::unix::Signal,
-}
-
-impl Signals {
-    fn install() -> anyhow::Result<Self> {
-        Ok(Self {
-            terminate: signal(SignalKind::terminate()).context("installing a SIGTERM handler")?,
-            interrupt: signal(SignalKind::interrupt()).context("installing a SIGINT handler")?,
-            hangup: signal(SignalKind::hangup()).context("installing a SIGHUP handler")?,
-        })
-    }
-}
-
 async fn accept_until_signal(
     listener: &TcpListener,
     service: &McpService,
     guard: &Guard,
     limits: Limits,
-    signals: Signals,
+    mut signals: StopSignals,
 ) -> anyhow::Result<()> {
-    let Signals {
-        mut terminate,
-        mut interrupt,
-        mut hangup,
-    } = signals;
     let connections = Connections::new(limits.max_connections);
     loop {
         let accepted = tokio::select! {
             accepted = listener.accept() => accepted,
-            _ = terminate.recv() => { tracing::info!("SIGTERM: stopping"); return Ok(()) }
-            _ = interrupt.recv() => { tracing::info!("SIGINT: stopping"); return Ok(()) }
-            _ = hangup.recv() => { tracing::info!("SIGHUP: stopping"); return Ok(()) }
+            signal = signals.next() => { tracing::info!("{signal}: stopping"); return Ok(()) }
         };
         let (stream, peer) = match accepted {
             Ok(accepted) => accepted,
@@ -271,31 +227,5 @@ fn remove_token_file(path: &Path) {
         && error.kind() != std::io::ErrorKind::NotFound
     {
         tracing::warn!(%error, path = %path.display(), "could not remove the token file");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_addresses_loopback_by_default() {
-        assert_eq!(
-            parse_address("8080").expect("port"),
-            "127.0.0.1:8080".parse::<SocketAddr>().expect("address")
-        );
-        assert_eq!(
-            parse_address("localhost:9").expect("localhost"),
-            "127.0.0.1:9".parse::<SocketAddr>().expect("address")
-        );
-        assert_eq!(
-            parse_address("[::1]:80").expect("v6"),
-            "[::1]:80".parse::<SocketAddr>().expect("address")
-        );
-        let error = parse_address("devbox:80").expect_err("refused").to_string();
-        assert!(
-            error.starts_with("--http devbox:80: expected ADDR:PORT"),
-            "{error}"
-        );
     }
 }

@@ -16,7 +16,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
-use bashtool_env_local::Session;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ListToolsResult, PaginatedRequestParams,
     ProtocolVersion, ServerConfig,
@@ -25,8 +24,10 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio_util::task::TaskTracker;
 
+use crate::environment::Exec;
+use crate::mcp::backend::Backend;
+use crate::mcp::options::Settings;
 use crate::mcp::server::BashServer;
-use crate::mcp::{Settings, local_backend};
 
 /// The open sessions of one HTTP server. Cheap to clone.
 #[derive(Clone)]
@@ -45,15 +46,13 @@ struct Inner {
 /// What must be shut down when a session ends.
 struct Open {
     server: BashServer,
-    session: Option<Session>,
+    environment: Exec,
 }
 
 impl Open {
     async fn close(self, grace: Duration, keep_jobs: bool) {
         self.server.shut_down(grace, keep_jobs).await;
-        if let Some(session) = self.session
-            && let Err(error) = session.shutdown().await
-        {
+        if let Err(error) = self.environment.close(grace).await {
             tracing::warn!(%error, "a session's shell did not shut down cleanly");
         }
     }
@@ -76,8 +75,16 @@ impl Sessions {
     /// shell starts with the first call.
     pub fn open(&self) -> std::io::Result<SessionServer> {
         let inner = &self.inner;
-        let local = local_backend(&inner.settings).map_err(std::io::Error::other)?;
-        let server = BashServer::new(local.backend, inner.settings.progress_interval);
+        let settings = &inner.settings;
+        // `--remote` is refused with `--http`: every session is local.
+        let environment = settings
+            .environment
+            .open_local(&settings.tool)
+            .map_err(std::io::Error::other)?;
+        let server = BashServer::new(
+            Backend::new(settings, &environment),
+            settings.progress_interval,
+        );
         let id = inner.next_id.fetch_add(1, Ordering::Relaxed);
         inner
             .open
@@ -87,7 +94,7 @@ impl Sessions {
                 id,
                 Open {
                     server: server.clone(),
-                    session: local.session,
+                    environment,
                 },
             );
         tracing::debug!(id, "MCP session opened");
@@ -115,7 +122,7 @@ impl Sessions {
         for session in open {
             inner
                 .closing
-                .spawn(session.close(inner.grace, inner.settings.keep_jobs));
+                .spawn(session.close(inner.grace, inner.settings.environment.keep_jobs));
         }
         inner.closing.close();
         if tokio::time::timeout(inner.grace, inner.closing.wait())
@@ -151,7 +158,7 @@ impl Drop for Life {
             tracing::debug!(id = self.id, "MCP session ended");
             inner
                 .closing
-                .spawn(open.close(inner.grace, inner.settings.keep_jobs));
+                .spawn(open.close(inner.grace, inner.settings.environment.keep_jobs));
         }
     }
 }

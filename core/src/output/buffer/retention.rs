@@ -33,7 +33,7 @@ impl OutputBuffer {
         // A `stdout:`/`stderr:` header is shown where the stream changes; with
         // interleaved streams the headers would otherwise escape the budget.
         let header = if self.last_stream.is_some_and(|last| last != line.stream) {
-            crate::output::format::HEADER_COST
+            crate::output::lines::HEADER_COST
         } else {
             0
         };

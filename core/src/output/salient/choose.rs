@@ -11,30 +11,23 @@
 use crate::config::OutputConfig;
 
 use super::SalientTracker;
-use super::layout::{Unit, units_cost};
+use super::groups::Group;
 use super::markers::{Location, group_marker};
-use super::tracker::{Entry, Group};
+use super::units::{Unit, entry_unit, units_cost};
 
 /// A group of error-like lines chosen for the middle.
 pub(super) struct Part<'a> {
     pub units: Vec<Unit<'a>>,
-}
-
-pub(super) fn entry_unit(entry: &Entry) -> Unit<'_> {
-    Unit {
-        line: &entry.line,
-        first: entry.line.number,
-        count: entry.count,
-        salient: entry.salient,
-    }
+    /// An outlier's group rather than a failure's.
+    pub rare: bool,
 }
 
 /// The chars a part costs besides its lines: its marker (with a gap as large
 /// as it can be) and a stream header.
-fn part_overhead(units: &[Unit<'_>], total_lines: u64) -> usize {
+fn part_overhead(units: &[Unit<'_>], total_lines: u64, rare: bool) -> usize {
     match (units.first(), units.last()) {
         (Some(first), Some(last)) => {
-            group_marker(total_lines, first.location(), last.location()).len()
+            group_marker(total_lines, first.location(), last.location(), rare).len()
                 + 1
                 + crate::output::lines::HEADER_COST
         }
@@ -57,11 +50,13 @@ struct Candidate<'a> {
     next: usize,
     /// The chosen units' cost, markers included (0 when none).
     cost: usize,
-    decoy: bool,
+    /// Shown after the real failures: 1 for an outlier, 2 for a decoy.
+    priority: u8,
+    rare: bool,
 }
 
 impl<'a> Candidate<'a> {
-    fn new(units: Vec<Unit<'a>>, decoy: bool) -> Self {
+    fn new(units: Vec<Unit<'a>>, group: &Group) -> Self {
         let salient: Vec<usize> = (0..units.len())
             .filter(|index| units[*index].salient)
             .collect();
@@ -86,7 +81,8 @@ impl<'a> Candidate<'a> {
             order,
             next: 0,
             cost: 0,
-            decoy,
+            priority: if group.decoy { 2 } else { u8::from(group.rare) },
+            rare: group.rare,
         }
     }
 
@@ -111,7 +107,7 @@ impl<'a> Candidate<'a> {
                 return;
             }
             self.chosen[index] = true;
-            let cost = costs.of(&self.chosen_units());
+            let cost = costs.of(&self.chosen_units(), self.rare);
             let total = *used - self.cost + cost;
             if cost > limit || total > costs.budget {
                 self.chosen[index] = false;
@@ -131,15 +127,15 @@ struct Costs<'c> {
 }
 
 impl Costs<'_> {
-    fn of(&self, units: &[Unit<'_>]) -> usize {
-        units_cost(units, self.config) + part_overhead(units, self.total_lines)
+    fn of(&self, units: &[Unit<'_>], rare: bool) -> usize {
+        units_cost(units, self.config) + part_overhead(units, self.total_lines, rare)
     }
 }
 
 /// The parts shown between `head_end` and `tail_start` within `budget`
 /// (markers included), in output order, and what they cost.
 pub(super) fn choose_parts<'a>(
-    groups: &'a [Group],
+    groups: &[&'a Group],
     (head_end, tail_start): (u64, u64),
     budget: usize,
     total_lines: u64,
@@ -161,43 +157,65 @@ pub(super) fn choose_parts<'a>(
             units
                 .iter()
                 .any(|unit| unit.salient)
-                .then(|| Candidate::new(units, group.decoy))
+                .then(|| Candidate::new(units, group))
         })
         .collect();
-    // Real failures first, decoys after; each kind in output order.
+    // Real failures first, then outliers, then decoys; each kind in output
+    // order.
     let mut priority: Vec<usize> = (0..candidates.len()).collect();
-    priority.sort_by_key(|index| candidates[*index].decoy);
+    priority.sort_by_key(|index| candidates[*index].priority);
+    // Two rounds: the failures and decoys, then the outliers with what is
+    // left (an error-like line says more than a line that is only unusual).
     let mut used = 0;
-    for index in &priority {
-        candidates[*index].grow(CORE_RANK, usize::MAX, &mut used, &costs);
-    }
-    let started = candidates
-        .iter()
-        .filter(|candidate| candidate.is_started())
-        .count();
-    if let Some(share) = (budget - used).checked_div(started) {
-        for index in &priority {
-            let candidate = &mut candidates[*index];
-            if candidate.is_started() {
-                let limit = candidate.cost + share;
-                candidate.grow(usize::MAX, limit, &mut used, &costs);
-            }
-        }
-    }
-    for index in &priority {
-        let candidate = &mut candidates[*index];
-        if candidate.is_started() {
-            candidate.grow(usize::MAX, usize::MAX, &mut used, &costs);
-        }
+    for round in [false, true] {
+        let indexes: Vec<usize> = priority
+            .iter()
+            .copied()
+            .filter(|index| candidates[*index].rare == round)
+            .collect();
+        share_out(&mut candidates, &indexes, &mut used, &costs);
     }
     let parts = candidates
         .iter()
         .filter(|candidate| candidate.is_started())
         .map(|candidate| Part {
             units: candidate.chosen_units(),
+            rare: candidate.rare,
         })
         .collect();
     (parts, used)
+}
+
+/// Cores first, then equal shares, then the rest in order, among the
+/// candidates at `indexes` (in priority order).
+fn share_out(
+    candidates: &mut [Candidate<'_>],
+    indexes: &[usize],
+    used: &mut usize,
+    costs: &Costs<'_>,
+) {
+    for index in indexes {
+        candidates[*index].grow(CORE_RANK, usize::MAX, used, costs);
+    }
+    let started = indexes
+        .iter()
+        .filter(|index| candidates[**index].is_started())
+        .count();
+    if let Some(share) = (costs.budget - *used).checked_div(started) {
+        for index in indexes {
+            let candidate = &mut candidates[*index];
+            if candidate.is_started() {
+                let limit = candidate.cost + share;
+                candidate.grow(usize::MAX, limit, used, costs);
+            }
+        }
+    }
+    for index in indexes {
+        let candidate = &mut candidates[*index];
+        if candidate.is_started() {
+            candidate.grow(usize::MAX, usize::MAX, used, costs);
+        }
+    }
 }
 
 /// How many error-like lines between `head_end` and `tail_start` are not
@@ -215,11 +233,12 @@ pub(super) fn omitted_errors(
     };
     let mut omitted = 0;
     let mut first_omitted = None;
-    let salient = tracker
-        .groups()
-        .iter()
-        .flat_map(|group| &group.entries)
-        .filter(|entry| entry.salient);
+    let salient = tracker.groups().iter().flat_map(|group| {
+        group
+            .entries
+            .iter()
+            .filter(|entry| entry.salient && !group.is_rare_line(entry.line.number))
+    });
     for entry in salient {
         let Some(unit) = entry_unit(entry).restrict(head_end, tail_start) else {
             continue;

@@ -41,9 +41,20 @@ pub(crate) struct Group {
     /// The error-like lines look like noise (a pending test, a line whose
     /// shape keeps repeating): shown only after the real failures.
     pub decoy: bool,
+    /// Started by an outlier (a line whose template was new among lines
+    /// that were not) and holding no real error-like line: shown after the
+    /// real failures, and only if the outlier's template stayed rare.
+    pub rare: bool,
+    /// The outliers' line numbers and templates.
+    pub rare_lines: Vec<(u64, u64)>,
 }
 
 impl Group {
+    /// Whether line `number` of this group is an outlier (not an error).
+    pub(crate) fn is_rare_line(&self, number: u64) -> bool {
+        self.rare_lines.iter().any(|(rare, _)| *rare == number)
+    }
+
     pub(crate) fn last_number(&self) -> u64 {
         self.entries.last().map_or(0, Entry::last_number)
     }

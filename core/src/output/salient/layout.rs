@@ -1,117 +1,26 @@
-//! The error-aware layout: seed 001's head and tail, shrunk to make room for
-//! the error-like lines of the omitted middle, each group under a marker that
-//! says where it is in the log; repeated lines collapsed; long lines
-//! abbreviated around their error.
+//! The error-aware layout: the whole output folded by template when that
+//! fits; else the plain layout's head (30%) and tail (70%), shrunk to make
+//! room for the error-like lines (and outliers) of the omitted middle, each
+//! group under a marker that says where it is in the log; repeated lines
+//! collapsed; long lines abbreviated around their error.
 
 use std::fmt::Write as _;
 
 use crate::config::OutputConfig;
 use crate::exec::Stream;
-use crate::output::lines::{HEADER_COST, omitted_marker};
-use crate::output::{OutputBuffer, OutputLine};
+use crate::output::OutputBuffer;
+use crate::output::lines::HEADER_COST;
 
 use super::SalientTracker;
-use super::choose::{choose_parts, entry_unit, omitted_errors};
+use super::choose::{choose_parts, omitted_errors};
+use super::fold::Shown;
+use super::groups::Group;
+use super::groups::repeat_suffix;
 use super::long_lines::display_long_line;
-use super::markers::{Location, group_marker, tail_marker};
-use super::tracker::{entry_cost, repeat_suffix};
+use super::markers::{group_marker, tail_marker};
+use super::units::{Unit, collapse, header_cost, jump_marker};
 
-/// One shown line standing for `count` identical consecutive lines, the
-/// first of which is line `first`.
-#[derive(Debug, Clone, Copy)]
-pub(super) struct Unit<'a> {
-    pub line: &'a OutputLine,
-    pub first: u64,
-    pub count: u64,
-    pub salient: bool,
-}
-
-impl Unit<'_> {
-    pub(super) fn last(&self) -> u64 {
-        self.first + self.count - 1
-    }
-
-    fn cost(&self, config: &OutputConfig) -> usize {
-        entry_cost(self.line, self.count, config.max_line_chars)
-    }
-
-    /// Where this unit starts: its log line when logged, else its number.
-    pub(super) fn location(&self) -> Location {
-        match self.line.log_line {
-            Some(log_line) => Location::Log(log_line + (self.first - self.line.number)),
-            None => Location::Output(self.first),
-        }
-    }
-
-    /// The part of this unit strictly between lines `after` and `before`.
-    pub(super) fn restrict(self, after: u64, before: u64) -> Option<Self> {
-        let first = self.first.max(after.saturating_add(1));
-        let last = self.last().min(before.saturating_sub(1));
-        (first <= last).then(|| Unit {
-            first,
-            count: last - first + 1,
-            ..self
-        })
-    }
-}
-
-/// Consecutive identical lines become one unit.
-fn collapse<'a>(lines: impl Iterator<Item = &'a OutputLine>) -> Vec<Unit<'a>> {
-    let mut units: Vec<Unit<'a>> = Vec::new();
-    for line in lines {
-        if let Some(last) = units.last_mut()
-            && line.number == last.last() + 1
-            && line.stream == last.line.stream
-            && line.original_chars == last.line.original_chars
-            && line.text == last.line.text
-        {
-            last.count += 1;
-            continue;
-        }
-        units.push(Unit {
-            line,
-            first: line.number,
-            count: 1,
-            salient: false,
-        });
-    }
-    units
-}
-
-fn header_cost(previous: Option<Stream>, stream: Stream) -> usize {
-    if previous.is_some_and(|previous| previous != stream) {
-        HEADER_COST
-    } else {
-        0
-    }
-}
-
-/// Cost of a run of units, with a header where the stream changes (the
-/// first header is fixed overhead).
-pub(super) fn units_cost(units: &[Unit<'_>], config: &OutputConfig) -> usize {
-    let mut previous: Option<&Unit<'_>> = None;
-    units
-        .iter()
-        .map(|unit| {
-            let mut cost = unit.cost(config);
-            if let Some(previous) = previous {
-                cost += header_cost(Some(previous.line.stream), unit.line.stream);
-                cost += jump_marker(previous, unit).map_or(0, |marker| marker.len() + 1);
-            }
-            previous = Some(unit);
-            cost
-        })
-        .sum()
-}
-
-/// The marker between two units of a group that are not adjacent (a heading
-/// and the error under it).
-fn jump_marker(previous: &Unit<'_>, next: &Unit<'_>) -> Option<String> {
-    let gap = next.first.saturating_sub(previous.last() + 1);
-    (gap > 0).then(|| omitted_marker(gap))
-}
-
-/// Seed 001's split of `budget` on collapsed units: whole units from the
+/// The plain 30/70 split of `budget` on collapsed units: whole units from the
 /// start within the head share, from the end within what the head left; at
 /// least one each.
 fn split<'a>(
@@ -184,17 +93,17 @@ impl Writer<'_> {
     }
 }
 
-/// The whole output as runs of identical lines, when that fits `budget`.
-fn collapsed_whole(writer: &mut Writer<'_>, budget: usize) -> bool {
-    let Some(runs) = writer.tracker.runs() else {
+/// The whole output folded by template, when that fits `budget`: every
+/// distinct line shown, long runs of one template once with a count.
+fn folded_whole(writer: &mut Writer<'_>, budget: usize) -> bool {
+    let Some(shown) = writer.tracker.fold().layout(budget, writer.config) else {
         return false;
     };
-    let units: Vec<Unit<'_>> = runs.iter().map(entry_unit).collect();
-    if units_cost(&units, writer.config) > budget {
-        return false;
-    }
-    for unit in &units {
-        writer.unit(unit);
+    for item in &shown {
+        match item {
+            Shown::Line(unit) => writer.unit(unit),
+            Shown::Fold(marker) => writer.marker(marker),
+        }
     }
     true
 }
@@ -212,12 +121,12 @@ pub(crate) fn format_error_aware(
         config,
         tracker,
     };
-    if collapsed_whole(&mut writer, budget) {
+    if folded_whole(&mut writer, budget) {
         return writer.text;
     }
     let head_units = collapse(buffer.head().iter());
     let tail_units = collapse(buffer.tail());
-    // Seed 001 shows at least the first and the last line, however long:
+    // The plain layout shows at least the first and the last line, however long:
     // the error-like lines only get what those leave.
     let floor = [head_units.first(), tail_units.last()]
         .into_iter()
@@ -234,8 +143,13 @@ pub(crate) fn format_error_aware(
         head.last().map_or(0, Unit::last),
         tail.first().map_or(u64::MAX, |unit| unit.first),
     );
+    let groups: Vec<&Group> = tracker
+        .groups()
+        .iter()
+        .filter(|group| tracker.is_worth_showing(group))
+        .collect();
     let (mut parts, used) = choose_parts(
-        tracker.groups(),
+        &groups,
         middle,
         salient_budget,
         buffer.total_lines(),
@@ -256,7 +170,15 @@ pub(crate) fn format_error_aware(
             .filter_map(|unit| unit.restrict(head_end, tail_start))
             .collect();
     }
-    parts.retain(|part| part.units.iter().any(|unit| unit.salient));
+    // A part keeps its error-like lines; one whose error-like line the head
+    // now shows keeps the rest of its block when that follows the head.
+    parts.retain(|part| {
+        part.units.iter().any(|unit| unit.salient)
+            || part
+                .units
+                .first()
+                .is_some_and(|unit| unit.first == head_end + 1)
+    });
     let (omitted, first_omitted) = omitted_errors(tracker, &parts, (head_end, tail_start));
 
     for unit in &head {
@@ -268,7 +190,12 @@ pub(crate) fn format_error_aware(
             continue;
         };
         let gap = first.first - previous_end - 1;
-        writer.marker(&group_marker(gap, first.location(), last.location()));
+        writer.marker(&group_marker(
+            gap,
+            first.location(),
+            last.location(),
+            part.rare,
+        ));
         let mut previous: Option<&Unit<'_>> = None;
         for unit in &part.units {
             if let Some(marker) = previous.and_then(|previous| jump_marker(previous, unit)) {

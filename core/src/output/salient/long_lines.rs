@@ -1,4 +1,4 @@
-//! Very long lines in error-aware mode: instead of seed 001's first and last
+//! Very long lines in error-aware mode: instead of the plain first and last
 //! chars, a window around the most telling error-like token in the line,
 //! whether the buffer kept that part of the line or only a window of it.
 
@@ -70,7 +70,7 @@ fn window_around_token(line: &OutputLine, max_chars: usize, matcher: &Matcher) -
 }
 
 /// A long line as shown in error-aware mode: around its error-like token
-/// when that sits in its middle, else seed 001's first and last chars.
+/// when that sits in its middle, else the plain first and last chars.
 pub(crate) fn display_long_line<'a>(
     line: &'a OutputLine,
     config: &OutputConfig,

@@ -22,18 +22,24 @@ impl Location {
     }
 }
 
-/// The marker before a group of error-like lines.
-pub(crate) fn group_marker(gap: u64, first: Location, last: Location) -> String {
+/// The marker before a group of error-like lines (of lines unlike the rest
+/// around them, when `rare`).
+pub(crate) fn group_marker(gap: u64, first: Location, last: Location, rare: bool) -> String {
+    let what = if rare {
+        "lines unlike those around them follow"
+    } else {
+        "error-like lines follow"
+    };
     let span = if first.line() == last.line() {
         format!("line {} {}", first.line(), first.of_what())
     } else {
         format!("lines {}-{} {}", first.line(), last.line(), first.of_what())
     };
     if gap == 0 {
-        format!("... (error-like lines follow, {span}) ...")
+        format!("... ({what}, {span}) ...")
     } else {
         let noun = if gap == 1 { "line" } else { "lines" };
-        format!("... ({gap} {noun} omitted; error-like lines follow, {span}) ...")
+        format!("... ({gap} {noun} omitted; {what}, {span}) ...")
     }
 }
 
@@ -69,11 +75,11 @@ mod tests {
     #[test]
     fn markers_name_the_log_lines_and_the_omitted_errors() {
         assert_eq!(
-            group_marker(1180, Location::Log(1203), Location::Log(1210)),
+            group_marker(1180, Location::Log(1203), Location::Log(1210), false),
             "... (1180 lines omitted; error-like lines follow, lines 1203-1210 of the log) ..."
         );
         assert_eq!(
-            group_marker(0, Location::Output(7), Location::Output(7)),
+            group_marker(0, Location::Output(7), Location::Output(7), false),
             "... (error-like lines follow, line 7 of the output) ..."
         );
         assert_eq!(

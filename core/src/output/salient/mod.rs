@@ -1,7 +1,8 @@
-//! Error-aware shortening: when lines must be omitted, error-like lines from
-//! the omitted middle (with a little context and their line numbers) get a
-//! share of the budget, repeated lines collapse, and a long line keeps the
-//! window around its error.
+//! Error-aware shortening: when the output is over the budget, repetition
+//! is folded by template (every distinct line kept when the folded output
+//! fits); otherwise error-like lines and outliers from the omitted middle
+//! (with their blocks and line numbers) get a share of the budget. A long
+//! line keeps the window around what makes it telling.
 //!
 //! [`SalientTracker`] recognizes error-like lines while the output streams
 //! past the [`OutputBuffer`](crate::output::OutputBuffer) and keeps a bounded
@@ -10,14 +11,18 @@
 
 mod choose;
 mod decoys;
+mod fold;
 mod groups;
+mod kind;
 mod layout;
 mod long_lines;
 mod markers;
 mod patterns;
 mod prefilter;
 mod shapes;
+mod templates;
 mod tracker;
+mod units;
 mod windows;
 
 pub(crate) use layout::format_error_aware;
@@ -59,6 +64,20 @@ mod tests {
         range.map(|number| format!("ok {number:04}\n")).collect()
     }
 
+    /// Lines that do not fold: each has a template of its own (its number
+    /// spelled in letters), so the layout is head, middle and tail.
+    fn spelled(range: std::ops::RangeInclusive<u32>) -> String {
+        range
+            .map(|number| {
+                let letters: String = format!("{number:04}")
+                    .bytes()
+                    .map(|digit| char::from(b'a' + digit - b'0'))
+                    .collect();
+                format!("ok {letters}\n")
+            })
+            .collect()
+    }
+
     fn shorten(text: &str, config: &OutputConfig) -> String {
         let buffer = OutputBuffer::from_text(config, Stream::Stdout, text);
         format_output(&buffer, config).text
@@ -68,17 +87,40 @@ mod tests {
     fn keeps_an_error_from_the_middle_with_its_context_and_line_number() {
         let text = format!(
             "{}error[E0308]: mismatched types\n --> src/lib.rs:2:21\n\n{}",
+            spelled(1..=500),
+            spelled(504..=1000)
+        );
+        assert_eq!(
+            shorten(&text, &small()),
+            format!(
+                "stdout:\n{}... (490 lines omitted; error-like lines follow, lines 500-502 of the output) ...\n\
+                 {}error[E0308]: mismatched types\n --> src/lib.rs:2:21\n\
+                 ... (476 lines omitted) ...\n{}",
+                spelled(1..=9),
+                spelled(500..=500),
+                spelled(979..=1000)
+            )
+        );
+    }
+
+    #[test]
+    fn an_error_among_lines_of_one_template_stays_and_they_fold() {
+        let text = format!(
+            "{}error[E0308]: mismatched types\n --> src/lib.rs:2:21\n\n{}",
             numbered(1..=500),
             numbered(504..=1000)
         );
         assert_eq!(
             shorten(&text, &small()),
             format!(
-                "stdout:\n{}... (490 lines omitted; error-like lines follow, lines 500-502 of the output) ...\n\
-                 ok 0500\nerror[E0308]: mismatched types\n --> src/lib.rs:2:21\n\
-                 ... (476 lines omitted) ...\n{}",
-                numbered(1..=9),
-                numbered(979..=1000)
+                "stdout:\n{}\
+                 ... (like \"ok N\", lines 7-494 of the output: 488 lines omitted) ...\n{}\
+                 error[E0308]: mismatched types\n --> src/lib.rs:2:21\n\n{}\
+                 ... (like \"ok N\", lines 510-994 of the output: 485 lines omitted) ...\n{}",
+                numbered(1..=6),
+                numbered(495..=500),
+                numbered(504..=509),
+                numbered(995..=1000)
             )
         );
     }
@@ -131,7 +173,7 @@ mod tests {
     }
 
     #[test]
-    fn collapses_repeated_lines() {
+    fn collapses_repeated_lines_and_folds_a_template() {
         let text = format!(
             "{}{}{}",
             numbered(1..=300),
@@ -142,11 +184,13 @@ mod tests {
             shorten(&text, &small()),
             format!(
                 "stdout:\n{}\
-                 ... (290 lines omitted; error-like lines follow, lines 300-301 of the output) ...\n\
-                 ok 0300\ngrep: /proc/1/mem: Permission denied (repeated 50 times)\n\
-                 ... (329 lines omitted) ...\n{}",
-                numbered(1..=9),
-                numbered(680..=700)
+                 ... (like \"ok N\", lines 7-294 of the output: 288 lines omitted) ...\n{}\
+                 grep: /proc/1/mem: Permission denied (repeated 50 times)\n{}\
+                 ... (like \"ok N\", lines 357-694 of the output: 338 lines omitted) ...\n{}",
+                numbered(1..=6),
+                numbered(295..=300),
+                numbered(351..=356),
+                numbered(695..=700)
             )
         );
     }
@@ -313,7 +357,7 @@ mod tests {
             }
             buffer.finish();
             let text = format_output(&buffer, &config).text;
-            // Seed 001 keeps at least one line each side, whatever its length.
+            // The plain layout keeps at least one line each side, whatever its length.
             let floor = 2 * (config.max_line_chars + 1);
             let limit = config.budget_chars().max(floor) + FIXED_OVERHEAD;
             prop_assert!(text.chars().count() <= limit, "{} > {limit}:\n{text}", text.chars().count());

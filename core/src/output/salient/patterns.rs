@@ -4,99 +4,13 @@
 //! is one pass over the bytes with a dispatch on the byte, plus a few
 //! `starts_with` checks on the trimmed line; no regex, no allocation.
 
-/// What kind of error-like line matched; decides the context kept with it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Kind {
-    /// Compiler, linter and tool diagnostics: `error:`, `error[E0308]`,
-    /// `x.c:3:5: error:`, `[ERROR]`, `fatal:`, `undefined reference`.
-    Diagnostic,
-    /// A failing test: `--- FAIL:`, `FAILED`, `not ok`, `✕`, jest's `●`.
-    TestFailure,
-    /// `thread 'main' panicked at`, Go's `panic:`.
-    Panic,
-    /// `Traceback (most recent call last):`.
-    Traceback,
-    /// An exception line (`ValueError: …`, `java.lang.X: …`, `Caused by:`).
-    Exception,
-    /// Assertion details: pytest's `E   …`, `Expected:`/`Received:`.
-    Assertion,
-    /// An OS or shell error: `Permission denied`, `command not found`, …
-    Failure,
-    /// A structured log record at error level.
-    LogError,
-    /// One of the embedder's extra patterns.
-    Custom,
-}
-
-/// How many lines around a salient line are kept with it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Context {
-    pub before: usize,
-    pub after: usize,
-    /// A blank line ends the context after (rustc and gcc end a diagnostic
-    /// with one).
-    pub stop_at_blank: bool,
-    /// The context before is the block the line closes: back to the last
-    /// blank line, up to `before` lines (a test's output above its `FAIL`).
-    pub block_before: bool,
-}
-
-/// The most context lines kept before a salient line (the look-back ring).
-pub(crate) const MAX_BEFORE: usize = 16;
-/// The most lines of the block that a failure marker closes.
-const BLOCK_BEFORE: usize = 12;
-
-impl Kind {
-    pub(crate) fn context(self) -> Context {
-        let (before, after, stop_at_blank) = match self {
-            // rustc: `-->` location, the source line and the carets follow.
-            Self::Diagnostic => (1, 8, true),
-            // meson, ctest and Go print the assertion above the marker, jest
-            // after `●`: the block before, and some lines after.
-            Self::TestFailure => (BLOCK_BEFORE, 6, false),
-            // A debugger's or a race detector's frames follow the signal.
-            Self::Panic => (0, 6, false),
-            Self::Traceback | Self::LogError => (0, 0, false),
-            // The last frames of a traceback come before the exception line.
-            Self::Exception => (BLOCK_BEFORE, 2, false),
-            Self::Assertion | Self::Custom => (1, 2, false),
-            // `+ cmd` of `bash -x` before `cmd: command not found`.
-            Self::Failure => (1, 0, false),
-        };
-        Context {
-            before,
-            after,
-            stop_at_blank,
-            block_before: self == Self::TestFailure,
-        }
-    }
-
-    /// How much a match says about the failure, to choose among several in
-    /// one long line: an exception's name and message over a diagnostic
-    /// word, over a log level.
-    pub(crate) fn rank(self) -> u8 {
-        match self {
-            Self::Exception | Self::Traceback | Self::Panic | Self::Assertion => 3,
-            Self::Diagnostic | Self::TestFailure | Self::Failure => 2,
-            Self::LogError | Self::Custom => 1,
-        }
-    }
-}
-
-/// A salient line: its kind and the byte offset of the match in the line
-/// (always on a char boundary).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Match {
-    pub kind: Kind,
-    pub offset: usize,
-}
-
+pub(crate) use super::kind::{Kind, MAX_BEFORE, Match};
 use super::prefilter::first_anchor;
 #[cfg(test)]
 use super::prefilter::scan_prefilter;
 use super::shapes::{
-    WORDS, error_word, exception_line, fail_word, located_error, starts_with_ignore_case,
-    whole_word,
+    WORDS, error_word, exception_line, exit_status, fail_word, failure_word, located_error,
+    starts_with_ignore_case, telling_word, whole_word,
 };
 
 /// Recognizes error-like lines: the built-in patterns plus the embedder's.
@@ -164,7 +78,14 @@ fn phrases_starting_with(byte: u8) -> &'static [(&'static str, Kind)] {
             ("core dumped", Kind::Failure),
         ],
         b'S' => &[("Segmentation fault", Kind::Failure)],
-        b'C' => &[("CONFLICT", Kind::Diagnostic)],
+        b'C' => &[("CONFLICT", Kind::Diagnostic), ("CRITICAL", Kind::LogError)],
+        // syslog's severities above error, in brackets (nginx's `[emerg]`).
+        b'[' => &[
+            ("[emerg]", Kind::Diagnostic),
+            ("[alert]", Kind::Diagnostic),
+            ("[crit]", Kind::Diagnostic),
+        ],
+        b'n' => &[("non-zero exit", Kind::Status)],
         b'T' => &[("Too many levels of symbolic links", Kind::Failure)],
         b'F' => &[("File system loop", Kind::Failure)],
         b'O' => &[
@@ -187,7 +108,7 @@ fn phrases_starting_with(byte: u8) -> &'static [(&'static str, Kind)] {
 /// skips all the others.
 static STARTS_A_PATTERN: [bool; 256] = {
     let mut table = [false; 256];
-    let starts = b"eEfFKApuPNcSCTO\"\xE2iId*";
+    let starts = b"eEfFKApuPNcSCTO\"\xE2iId*[n";
     let mut index = 0;
     while index < starts.len() {
         table[starts[index] as usize] = true;
@@ -254,6 +175,7 @@ impl Matcher {
             from = found.offset + 1;
         }
         best.or_else(|| self.find_inside(text))
+            .or_else(|| telling_word(text))
     }
 
     /// The first error-like token inside a fragment of a line (the middle
@@ -320,6 +242,8 @@ impl Matcher {
                 b'f' | b'F' if starts_with_ignore_case(bytes, index, b"fatal") => {
                     error_word(bytes, index, 5)
                 }
+                b'f' if failure_word(bytes, index) => Some(Kind::Diagnostic),
+                b'e' if exit_status(bytes, index) => Some(Kind::Status),
                 b'F' if fail_word(bytes, index) => Some(Kind::TestFailure),
                 // ✕ ✖ ✗ (U+2715..U+2717): jest, node's spec reporter, mocha.
                 0xE2 if matches!(bytes.get(index + 1..index + 3), Some([0x9C, 0x95..=0x97])) => {
@@ -331,7 +255,7 @@ impl Matcher {
                     .map(|(_, kind)| *kind)
                     .or_else(|| Self::phrase(bytes, index)),
                 b'F' | b'p' | b'u' | b'P' | b'N' | b'c' | b'S' | b'C' | b'T' | b'O' | b'"'
-                | b'i' | b'I' | b'd' | b'*' => Self::phrase(bytes, index),
+                | b'i' | b'I' | b'd' | b'*' | b'[' | b'n' => Self::phrase(bytes, index),
                 _ => None,
             };
             if let Some(kind) = kind {
@@ -464,7 +388,7 @@ mod tests {
         let matcher = Matcher::new(&["DEADLINE_EXCEEDED".to_owned(), String::new()]);
         assert_eq!(
             matcher
-                .find("rpc failed: DEADLINE_EXCEEDED")
+                .find("rpc status: DEADLINE_EXCEEDED")
                 .map(|m| m.kind),
             Some(Kind::Custom)
         );
@@ -541,6 +465,42 @@ mod tests {
         ] {
             assert_eq!(kind(line), None, "{line}");
         }
+    }
+
+    #[test]
+    fn recognizes_non_zero_statuses_and_severities_above_error() {
+        for (line, expected) in [
+            ("Process finished: exit status 2", Kind::Status),
+            ("worker exited with code 137", Kind::Status),
+            ("subprocess returned non-zero exit status 1.", Kind::Status),
+            (
+                "nginx: [emerg] unknown directive \"retrun\"",
+                Kind::Diagnostic,
+            ),
+            ("2026-11-26 CRITICAL database unreachable", Kind::LogError),
+            (
+                "Coverage failure: total of 62 is less than fail-under=80",
+                Kind::Diagnostic,
+            ),
+        ] {
+            assert_eq!(kind(line), Some(expected), "{line}");
+        }
+        for line in [
+            "exit status 0",
+            "exited with code 0",
+            "the exit code is shown",
+            "prefailure: x",
+        ] {
+            assert_eq!(kind(line), None, "{line}");
+        }
+    }
+
+    #[test]
+    fn a_long_text_without_an_error_token_is_told_by_its_last_failure_word() {
+        let text = "{\"event\": \"batch_rejected\", \"sql\": \"INSERT …\", \"problem\": \"constraint violated on items.id\"}";
+        let found = Matcher::default().find_best(text).expect("match");
+        assert_eq!(found.kind, Kind::Telling);
+        assert_eq!(&text[found.offset..], "violated on items.id\"}");
     }
 
     #[test]

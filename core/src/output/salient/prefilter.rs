@@ -1,7 +1,6 @@
 //! The prefilter of the byte scan: one SIMD pass over a line (or a whole
 //! chunk of output) finds whether it holds any word a pattern starts with;
-//! only the rare lines that do pay for the byte-by-byte dispatch of
-//! [`Matcher`](super::patterns::Matcher).
+//! only the rare lines that do pay for the matcher's byte-by-byte dispatch.
 
 /// A word of every pattern `Matcher::scan` looks for, in the cases tools
 /// print them: a line that contains none of them cannot match. (Case
@@ -44,6 +43,16 @@ const SCAN_ANCHORS: &[&str] = &[
     "Invalid free",
     "definitely lost",
     "***",
+    "CRITICAL",
+    "[emerg]",
+    "[alert]",
+    "[crit]",
+    "non-zero exit",
+    "failure:",
+    "failed:",
+    "exit status ",
+    "exit code ",
+    "exited with ",
 ];
 
 /// Finds whether a line holds any anchor. Teddy (SIMD) when the CPU has it,

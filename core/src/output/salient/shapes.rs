@@ -1,9 +1,9 @@
 //! The shapes of error-like text, byte by byte: a severity word with what
 //! tools print around it, a severity code, an exception name, a location
-//! followed by a message that can only be an error. Split from
-//! [`patterns`](super::patterns), which dispatches to these.
+//! followed by a message that can only be an error. The matcher dispatches
+//! to these.
 
-use super::patterns::Kind;
+use super::kind::{Kind, Match};
 
 /// Whole words (bounded by non-alphanumerics), case-sensitive.
 pub(crate) const WORDS: &[(&str, Kind)] = &[("Killed", Kind::Failure), ("Aborted", Kind::Failure)];
@@ -111,6 +111,84 @@ pub(crate) fn whole_word(bytes: &[u8], index: usize, word: &str) -> bool {
             .is_none_or(|byte| !is_word_byte(*byte))
 }
 
+/// `failure:` or `failed:` starting a word (`Coverage failure: total of 62
+/// is less than fail-under=80`).
+pub(crate) fn failure_word(bytes: &[u8], index: usize) -> bool {
+    index
+        .checked_sub(1)
+        .is_none_or(|at| !is_word_byte(bytes[at]))
+        && (bytes[index..].starts_with(b"failure:") || bytes[index..].starts_with(b"failed:"))
+}
+
+/// A non-zero exit status in words: `exit status 2`, `exit code 1`,
+/// `exited with code 3`, `exited with status 127`.
+pub(crate) fn exit_status(bytes: &[u8], index: usize) -> bool {
+    if index
+        .checked_sub(1)
+        .is_some_and(|at| is_word_byte(bytes[at]))
+    {
+        return false;
+    }
+    let rest = &bytes[index..];
+    let Some(after) = [
+        &b"exit status "[..],
+        b"exit code ",
+        b"exited with code ",
+        b"exited with status ",
+        b"exited with ",
+    ]
+    .iter()
+    .find_map(|phrase| rest.strip_prefix(*phrase)) else {
+        return false;
+    };
+    let digits = after
+        .iter()
+        .take_while(|byte| byte.is_ascii_digit())
+        .count();
+    digits > 0 && after[..digits].iter().any(|byte| *byte != b'0')
+}
+
+/// Words that tell of a failure inside a long line, where no error-like
+/// token is (an SQL error in a JSON record, a rejected value in a long
+/// statement); only to choose which part of a long line is shown.
+const TELLING_WORDS: &[&str] = &[
+    "failed",
+    "Failed",
+    "failure",
+    "Failure",
+    "constraint",
+    "violat",
+    "denied",
+    "refused",
+    "invalid",
+    "Invalid",
+    "unable",
+    "Unable",
+    "cannot",
+    "Cannot",
+    "can't",
+    "not found",
+    "exception",
+    "timed out",
+    "abort",
+    "\"reason\"",
+    "\"problem\"",
+    "\"message\"",
+    "\"detail\"",
+];
+
+/// The last telling word of `text` (see [`TELLING_WORDS`]).
+pub(crate) fn telling_word(text: &str) -> Option<Match> {
+    TELLING_WORDS
+        .iter()
+        .filter_map(|word| text.rfind(word))
+        .max()
+        .map(|offset| Match {
+            kind: Kind::Telling,
+            offset,
+        })
+}
+
 /// `Parse error near …`, `Runtime error …`: the severity word right after
 /// the first word of the line, a capitalized one (sqlite, many interpreters).
 fn first_word_of_line(bytes: &[u8], index: usize) -> bool {
@@ -196,9 +274,65 @@ pub(crate) fn located_error(line: &str) -> Option<usize> {
     severe.then_some(at + spaces)
 }
 
+/// A line that says where something is: `solver.f90:5:17:`, `src/a.c:3: …`,
+/// `File "report.ml", line 2, characters 36-41:`, ` --> src/lib.rs:2:21`,
+/// `at app.js:12:3`, `x.ts(3,5): …`. The location that starts a block whose
+/// message comes a few lines below (after the source line and a caret).
+pub(crate) fn location_line(text: &str) -> bool {
+    let mut rest = text.trim_start();
+    for prefix in ["--> ", "at ", "In ", "in ", "File ", "from "] {
+        if let Some(stripped) = rest.strip_prefix(prefix) {
+            rest = stripped.trim_start();
+            break;
+        }
+    }
+    let bytes = rest.as_bytes();
+    if bytes.first() == Some(&b'"') {
+        // `"report.ml", line 2`
+        return memchr::memchr(b'"', &bytes[1..])
+            .is_some_and(|close| bytes[close + 2..].starts_with(b", line "));
+    }
+    // A file name (it has a `.` or a `/`), then `:LINE` or `(LINE`.
+    let name_end = bytes
+        .iter()
+        .position(|byte| matches!(byte, b':' | b'(' | b' ' | b'\t'))
+        .unwrap_or(bytes.len());
+    let name = &bytes[..name_end];
+    name.len() > 2
+        && name.iter().any(|byte| matches!(byte, b'.' | b'/'))
+        && name.iter().any(u8::is_ascii_alphabetic)
+        && matches!(bytes.get(name_end), Some(b':' | b'('))
+        && bytes.get(name_end + 1).is_some_and(u8::is_ascii_digit)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::located_error;
+    use super::{located_error, location_line};
+
+    #[test]
+    fn a_location_line_names_a_file_and_a_line() {
+        for line in [
+            "solver.f90:5:17:",
+            "src/a.c:3:5: error: x",
+            "File \"report.ml\", line 2, characters 36-41:",
+            "  File \"app.py\", line 3, in a",
+            " --> beta/src/lib.rs:2:21",
+            "    at /srv/app.js:12:3",
+            "src/main.ts(2,7): error TS2322",
+        ] {
+            assert!(location_line(line), "{line}");
+        }
+        for line in [
+            "Error: Syntax error in expression at (1)",
+            "error: could not compile",
+            "12:30:01 INFO ready",
+            "note: x",
+            "http://example.com",
+            "",
+        ] {
+            assert!(!location_line(line), "{line}");
+        }
+    }
 
     #[test]
     fn a_located_message_is_an_error_by_its_code_or_first_word() {

@@ -1,12 +1,18 @@
 //! Recognizes error-like lines while output streams past and keeps a bounded
 //! number of them, with their context and line numbers.
 //!
+//! Every line also gets its template (its text with the variable parts
+//! masked): a bounded table counts them, a line whose template is new where
+//! the lines before it were not is kept as an outlier (a candidate for the
+//! middle even without an error word), and the folded view keeps the whole
+//! output as runs of one template while that stays small.
+//!
 //! Memory is bounded by the budget, whatever the output size: a look-back
 //! ring of [`MAX_BEFORE`] lines, groups up to twice the budget in display
 //! cost (the first budget's worth may fall inside the shown head, so at least
 //! one budget remains for the middle), the line numbers of the latest
-//! error-like lines that did not fit (one per budget char at most), and,
-//! while the whole output collapses into a budget, its runs of lines.
+//! error-like lines that did not fit (one per budget char at most), a table
+//! of at most 4096 templates, and the folded view (a few budgets at most).
 
 use std::collections::VecDeque;
 
@@ -14,16 +20,34 @@ use crate::config::{OutputConfig, Shortening};
 use crate::output::OutputLine;
 
 use super::decoys::DecoyWatch;
-pub(crate) use super::groups::{Entry, Group, Overflow, entry_cost, repeat_suffix};
+use super::fold::FoldView;
+pub(crate) use super::groups::{Group, Overflow, entry_cost};
 use super::groups::{continues, copy_line, indentation, is_indented};
 use super::patterns::{Kind, MAX_BEFORE, Matcher};
+use super::shapes::location_line;
+use super::templates::{TemplateTable, template_key};
 pub(crate) use super::windows::MiddleWindow;
 use super::windows::Windows;
 
 /// The longest group of consecutive lines kept around error-like lines.
 const MAX_GROUP_ENTRIES: usize = 40;
-/// The share of the kept groups' cost that decoy groups may take.
+/// The share of the kept groups' cost that decoy groups may take (outliers
+/// share it too).
 const DECOY_SHARE_PERCENT: usize = 25;
+/// Lines before the first that can be an outlier: a template is new at the
+/// start of every output.
+const RARE_WARMUP: u64 = 32;
+/// The lines before a line that decide whether it is an outlier.
+const RECENT_LINES: u32 = 16;
+/// At most this many of those may have had a new template: the line is new
+/// among lines that were not.
+const RECENT_NEW_AT_MOST: u32 = 1;
+/// A template seen this often in all is no longer rare: its outliers are
+/// not shown.
+pub(crate) const RARE_AT_MOST: u32 = 3;
+/// Lines above an error-like line searched for its location (`x.f90:5:17:`,
+/// `File "x.ml", line 2, …`), which starts its block.
+const LOCATION_LOOKBACK: usize = 6;
 
 /// Where the open group stands.
 #[derive(Debug, Clone, Copy)]
@@ -55,9 +79,16 @@ pub struct SalientTracker {
     groups_cost: usize,
     open: Option<Open>,
     overflow: Overflow,
-    /// The whole output as runs of identical lines, while it fits the budget.
-    runs: Option<Vec<Entry>>,
-    runs_cost: usize,
+    /// How often each template was seen.
+    templates: TemplateTable,
+    /// Template of the latest line.
+    last_key: u64,
+    /// Repeats of the latest line not yet counted in `templates`.
+    pending_repeats: u64,
+    /// One bit per recent line, the latest lowest: its template was new.
+    novelty: u64,
+    /// The whole output folded by template, while that stays small.
+    fold: FoldView,
     windows: Windows,
     decoys: DecoyWatch,
     decoy_cost: usize,
@@ -80,7 +111,7 @@ impl SalientTracker {
             max_line_chars: config.max_line_chars,
             cap: budget.saturating_mul(2),
             budget,
-            runs: Some(Vec::new()),
+            fold: FoldView::new(budget, config.max_line_chars),
             #[cfg(test)]
             repeat_path: true,
             ..Self::default()
@@ -130,7 +161,6 @@ impl SalientTracker {
         if !self.enabled {
             return;
         }
-        self.observe_run(line);
         // A line identical to the previous one, which was plain (not
         // error-like, no group open), is plain too, and its heading check
         // and decoy bookkeeping would change nothing: only its number is
@@ -143,8 +173,17 @@ impl SalientTracker {
         if repeat_path
             && window.is_none()
             && self.previous_plain
-            && self.ring.back().is_some_and(|last| last.text == line.text)
+            && self
+                .ring
+                .back()
+                .is_some_and(|last| last.text == line.text && last.stream == line.stream)
         {
+            if !self.fold.repeat() {
+                self.fold.observe(line, self.last_key, false);
+            }
+            // Counted in the template table with the next distinct line.
+            self.pending_repeats += 1;
+            self.novelty <<= 1;
             self.remember_number(line);
             return;
         }
@@ -168,6 +207,36 @@ impl SalientTracker {
         if let Some(window) = window {
             found = found.or(Some(window.kind));
             self.windows.keep(line.number, window);
+        }
+        let key = template_key(&line.text);
+        let repeats = std::mem::take(&mut self.pending_repeats);
+        self.templates
+            .add(self.last_key, u32::try_from(repeats).unwrap_or(u32::MAX));
+        let seen_before = self.templates.observe(key);
+        let recent_new = (self.novelty & ((1 << RECENT_LINES) - 1)).count_ones();
+        self.novelty = (self.novelty << 1) | u64::from(seen_before == 0);
+        self.last_key = key;
+        self.fold.observe(line, key, found.is_some());
+        // An outlier starts a group of its own; inside an open group it is
+        // only context (the group's error-like lines decide its ranks).
+        if found.is_none()
+            && self.open.is_none()
+            && seen_before == 0
+            && line.number > RARE_WARMUP
+            && recent_new <= RECENT_NEW_AT_MOST
+            && !line.text.trim().is_empty()
+        {
+            found = Some(Kind::Rare);
+        }
+        // A real failure inside a group of decoys starts a group of its own:
+        // a group is shown by the kind of its first error-like line.
+        if found.is_some_and(|kind| kind != Kind::Rare)
+            && self.open.is_some()
+            && self.groups.last().is_some_and(|group| group.decoy)
+            && !self.decoys.is_decoy(&line.text)
+        {
+            self.open = None;
+            self.held_blank = None;
         }
         if let Some(open) = self.open {
             let blank = line.text.trim().is_empty();
@@ -224,6 +293,11 @@ impl SalientTracker {
         let cost_before = self.last_group_cost();
         if let Some(group) = self.groups.last_mut() {
             group.push(line, kind.is_some());
+            match kind {
+                Some(Kind::Rare) => group.rare_lines.push((line.number, self.last_key)),
+                Some(_) => group.rare = false,
+                None => {}
+            }
         }
         self.groups_cost += self.last_group_cost() - cost_before;
         if let Some(open) = &mut self.open {
@@ -250,18 +324,27 @@ impl SalientTracker {
     }
 
     fn start_group(&mut self, line: &OutputLine, kind: Kind) {
-        let decoy = self.decoys.is_decoy(&line.text);
-        let decoys_full = decoy && self.decoy_cost * 100 >= self.cap * DECOY_SHARE_PERCENT;
+        let rare = kind == Kind::Rare;
+        let decoy = !rare && self.decoys.is_decoy(&line.text);
+        let decoys_full =
+            (decoy || rare) && self.decoy_cost * 100 >= self.cap * DECOY_SHARE_PERCENT;
         if self.groups_cost >= self.cap || decoys_full {
-            self.record_overflow(line);
+            // An outlier that does not fit is no error-like line omitted.
+            if !rare {
+                self.record_overflow(line);
+            }
             return;
         }
         let context = kind.context();
         let kept_until = self.groups.last().map_or(0, Group::last_number);
         let mut group = Group {
             decoy,
+            rare,
             ..Group::default()
         };
+        if rare {
+            group.rare_lines.push((line.number, self.last_key));
+        }
         let mut before = context.before;
         if context.block_before {
             // The block this marker closes: back to the last blank line.
@@ -282,6 +365,21 @@ impl SalientTracker {
                 .take(before)
                 .take_while(|earlier| is_indented(&earlier.text))
                 .count();
+        }
+        if !context.block_before
+            && !location_line(&line.text)
+            && let Some(distance) = self
+                .ring
+                .iter()
+                .rev()
+                .take(LOCATION_LOOKBACK)
+                .position(|earlier| location_line(&earlier.text))
+        {
+            // A message whose location is on a line above it (gfortran's
+            // `x.f90:5:17:`, the source line and the caret, then `Error:`;
+            // OCaml's `File "x.ml", line 2, …:` then `Error: …`): the block
+            // starts at the location.
+            before = before.max(distance + 1);
         }
         let skip = self.ring.len().saturating_sub(before);
         let first_before = self
@@ -308,7 +406,7 @@ impl SalientTracker {
         self.groups.push(group);
         let cost = self.last_group_cost();
         self.groups_cost += cost;
-        if decoy {
+        if decoy || rare {
             self.decoy_cost += cost;
         }
         self.open = Some(Open {
@@ -331,6 +429,11 @@ impl SalientTracker {
 
     /// Notes `line` (error-like when `salient`) after it was handled.
     fn remember(&mut self, line: &OutputLine, salient: bool) {
+        let salient = salient
+            && !self
+                .groups
+                .last()
+                .is_some_and(|group| group.is_rare_line(line.number));
         self.decoys.observe(&line.text, salient);
         self.remember_number(line);
     }
@@ -354,33 +457,6 @@ impl SalientTracker {
         }
     }
 
-    fn observe_run(&mut self, line: &OutputLine) {
-        let Some(runs) = &mut self.runs else {
-            return;
-        };
-        if let Some(last) = runs.last_mut() {
-            let before = entry_cost(&last.line, last.count, self.max_line_chars);
-            if last.absorb(line) {
-                let after = entry_cost(&last.line, last.count, self.max_line_chars);
-                self.runs_cost += after - before;
-                if self.runs_cost > self.budget {
-                    self.runs = None;
-                }
-                return;
-            }
-        }
-        self.runs_cost += entry_cost(line, 1, self.max_line_chars);
-        if self.runs_cost > self.budget {
-            self.runs = None;
-        } else {
-            runs.push(Entry {
-                line: line.clone(),
-                count: 1,
-                salient: false,
-            });
-        }
-    }
-
     /// The kept groups, in output order.
     pub(crate) fn groups(&self) -> &[Group] {
         &self.groups
@@ -390,9 +466,27 @@ impl SalientTracker {
         &self.overflow
     }
 
-    /// The whole output as runs of identical lines, when that fits the budget.
-    pub(crate) fn runs(&self) -> Option<&[Entry]> {
-        self.runs.as_deref()
+    /// The whole output folded by template (dropped when too large).
+    pub(crate) fn fold(&self) -> &FoldView {
+        &self.fold
+    }
+
+    /// Whether `group` is worth showing: a real failure, or an outlier whose
+    /// template stayed rare to the end of the output.
+    pub(crate) fn is_worth_showing(&self, group: &Group) -> bool {
+        let count = |key: u64| {
+            let pending = if key == self.last_key {
+                self.pending_repeats
+            } else {
+                0
+            };
+            u64::from(self.templates.count(key)) + pending
+        };
+        !group.rare
+            || group
+                .rare_lines
+                .iter()
+                .any(|(_, key)| count(*key) <= u64::from(RARE_AT_MOST))
     }
 
     pub(crate) fn matcher(&self) -> &Matcher {
@@ -409,8 +503,12 @@ impl SalientTracker {
         let kept: u64 = self
             .groups
             .iter()
-            .flat_map(|group| &group.entries)
-            .filter(|entry| entry.salient)
+            .flat_map(|group| {
+                group
+                    .entries
+                    .iter()
+                    .filter(|entry| entry.salient && !group.is_rare_line(entry.line.number))
+            })
             .map(|entry| entry.count)
             .sum();
         kept + self.overflow.count

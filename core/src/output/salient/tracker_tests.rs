@@ -143,7 +143,7 @@ fn counts_error_lines_past_the_cap_without_keeping_them() {
     assert_eq!(tracker.salient_lines(), 100_000);
     assert!(tracker.overflow().count > 90_000);
     assert!(tracker.overflow().recent.len() <= config.budget_chars());
-    assert!(tracker.runs().is_none());
+    assert!(tracker.fold().is_dropped());
 }
 
 #[test]
@@ -284,11 +284,12 @@ fn repeated_error_lines_are_each_classified_not_taken_as_plain() {
 /// What a tracker ends with, for comparing two of them.
 fn outcome(tracker: &SalientTracker) -> String {
     format!(
-        "{:?} {:?} {:?} {:?}",
+        "{:?} {:?} {:?} {:?} {:?}",
         tracker.groups(),
         tracker.overflow(),
-        tracker.runs(),
-        tracker.ring
+        tracker.fold().settled(),
+        tracker.ring,
+        tracker.novelty
     )
 }
 
@@ -317,4 +318,109 @@ proptest::proptest! {
         }
         proptest::prop_assert_eq!(outcome(&fast), outcome(&full));
     }
+}
+
+/// `lines` plain lines of one template (`step 0001 done` …).
+fn uniform(count: usize) -> Vec<String> {
+    (1..=count)
+        .map(|number| format!("step {number:04} done"))
+        .collect()
+}
+
+#[test]
+fn a_line_unlike_the_uniform_lines_before_it_is_kept_as_an_outlier() {
+    let mut lines = uniform(200);
+    lines.insert(120, "cycle 587: count=77 but the model says 76".to_owned());
+    let texts: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let tracker = tracker_of(&texts);
+    assert_eq!(
+        texts_of(&tracker),
+        [vec![
+            "step 0120 done",
+            "cycle 587: count=77 but the model says 76",
+            "step 0121 done",
+            "step 0122 done",
+        ]]
+    );
+    let group = &tracker.groups()[0];
+    assert!(group.rare && tracker.is_worth_showing(group));
+    // An outlier is no error-like line.
+    assert_eq!(tracker.salient_lines(), 0);
+}
+
+#[test]
+fn an_outlier_whose_template_comes_back_often_is_not_shown() {
+    let mut lines = uniform(100);
+    for number in 0..10 {
+        lines.push(format!("phase {number} finished"));
+        lines.extend(uniform(20));
+    }
+    let texts: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let tracker = tracker_of(&texts);
+    let shown = tracker
+        .groups()
+        .iter()
+        .filter(|group| tracker.is_worth_showing(group))
+        .count();
+    assert!(!tracker.groups().is_empty());
+    assert_eq!(shown, 0);
+}
+
+#[test]
+fn a_new_line_among_new_lines_is_no_outlier() {
+    let lines: Vec<String> = (0..200)
+        .map(|number| format!("{} is here", "word".repeat(number % 50 + 1)))
+        .collect();
+    let texts: Vec<&str> = lines.iter().map(String::as_str).collect();
+    assert!(tracker_of(&texts).groups().is_empty());
+}
+
+#[test]
+fn a_message_keeps_the_location_line_above_it() {
+    let tracker = tracker_of(&[
+        "gfortran -Wall -c m89.f90",
+        "gfortran -Wall -c solver.f90",
+        "solver.f90:5:17:",
+        "",
+        "    5 |   b = a * (2.0 +",
+        "      |                 1",
+        "Error: Syntax error in expression at (1)",
+        "gfortran -Wall -c zeta.f90",
+    ]);
+    assert_eq!(
+        texts_of(&tracker),
+        [vec![
+            "solver.f90:5:17:",
+            "",
+            "    5 |   b = a * (2.0 +",
+            "      |                 1",
+            "Error: Syntax error in expression at (1)",
+            "gfortran -Wall -c zeta.f90",
+        ]]
+    );
+}
+
+#[test]
+fn a_real_failure_inside_a_group_of_decoys_starts_its_own_group() {
+    let mut lines: Vec<String> = Vec::new();
+    for job in 1..=6 {
+        lines.extend((0..10).map(|step| format!("checking job{job} step {step}")));
+        lines.push(format!(
+            "scripts/job{job}.sh:2:10: error: Iterating over ls output [SC2045]"
+        ));
+        lines.push(format!(
+            "scripts/job{job}.sh:2:15: note: Use ./*glob* [SC2035]"
+        ));
+    }
+    lines.push("scripts/job7.sh:4:1: error: Use 'elif' instead of 'else if' [SC1075]".into());
+    let texts: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let tracker = tracker_of(&texts);
+    let last = tracker.groups().last().expect("groups");
+    assert!(!last.decoy);
+    assert_eq!(
+        last.entries.last().map(|entry| entry.line.text.as_str()),
+        Some("scripts/job7.sh:4:1: error: Use 'elif' instead of 'else if' [SC1075]")
+    );
+    let decoys: Vec<bool> = tracker.groups().iter().map(|group| group.decoy).collect();
+    assert_eq!(decoys, [false, false, false, true, true, true, false]);
 }

@@ -1,0 +1,237 @@
+//! Where commands run: the CLI's choice of environment, and the code that
+//! builds it.
+//!
+//! Locally, each call gets a fresh shell ([`LocalExec`]), or all calls go
+//! to one persistent [`Session`]. With `--remote 'COMMAND LINE'` they run
+//! in another environment: the line runs with `sh -c` here and must start
+//! `bashtool serve` there (`ssh devbox bashtool serve`, `docker exec -i box
+//! bashtool serve`, `kubectl exec -i pod -- bashtool serve`); the tool, its
+//! policy and the shortening stay here, the processes, their logs and their
+//! sessions live there.
+//!
+//! `run` and `call` get one environment per invocation ([`for_invocation`]);
+//! `bashtool mcp` one per stdio server or HTTP session
+//! ([`ServerEnvironment`]); `bashtool jobs --remote` reads the jobs recorded
+//! over there ([`recorded_jobs`]). `bashtool serve` chooses per connection,
+//! from what the client asks (`serve/environment.rs`); it and `mcp` tie
+//! what they start to their own life ([`tie_to_this_process`]).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use bashtool_core::{CommandExec, Jobs, ToolConfig};
+use bashtool_env_local::{LocalConfig, LocalExec, Session, SessionConfig};
+use bashtool_env_remote::{JobsSource, RemoteConfig, RemoteExec, SessionRequest};
+
+use crate::config::seconds;
+use crate::options::{RemoteArgs, ToolArgs};
+use crate::session::snapshot_path;
+
+/// How long closing a connection may take beyond the kill grace: the server
+/// stops what it started and saves a named session before it exits.
+pub const CLOSE_MARGIN: Duration = Duration::from_secs(3);
+
+/// The environment of one `run` or `call`, of an MCP server over stdio,
+/// or of one of its HTTP sessions.
+pub enum Exec {
+    /// A fresh shell per call.
+    Stateless(LocalExec),
+    /// One persistent shell.
+    Session(Session),
+    /// `--remote`: commands (and a named session) live over there.
+    Remote(RemoteExec),
+}
+
+impl Exec {
+    /// The environment's jobs (background and interactive).
+    pub fn jobs(&self) -> Arc<dyn Jobs> {
+        match self {
+            Self::Stateless(exec) => Arc::new(exec.clone()),
+            Self::Session(session) => Arc::new(session.clone()),
+            Self::Remote(remote) => Arc::new(remote.clone()),
+        }
+    }
+
+    pub fn command_exec(&self) -> Arc<dyn CommandExec> {
+        match self {
+            Self::Stateless(exec) => Arc::new(exec.clone()),
+            Self::Session(session) => Arc::new(session.clone()),
+            Self::Remote(remote) => Arc::new(remote.clone()),
+        }
+    }
+
+    /// Ends the session's shell and saves its state for the next
+    /// invocation, and waits for the SIGKILLs scheduled for leftovers that
+    /// ignored SIGTERM (they would die with this process otherwise).
+    /// Background jobs are kept: they outlive `run` and `call`.
+    pub async fn finish(&self) -> anyhow::Result<()> {
+        match self {
+            Self::Stateless(exec) => exec.shutdown().await,
+            Self::Session(session) => {
+                session
+                    .shutdown()
+                    .await
+                    .context("saving the session's state")?;
+                session.background().shutdown().await;
+            }
+            Self::Remote(remote) => {
+                let limit = remote.config().remote_kill_grace + CLOSE_MARGIN;
+                remote.shutdown(limit).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends a server's environment once its calls have stopped: saves the
+    /// session's state, or closes the remote connection (giving the far
+    /// side up to `limit` to stop what it started). Unlike [`Self::finish`]
+    /// it does not wait for local leftovers: they are tied to the server's
+    /// life ([`tie_to_this_process`]).
+    pub async fn close(&self, limit: Duration) -> anyhow::Result<()> {
+        match self {
+            Self::Stateless(_) => {}
+            Self::Session(session) => session.shutdown().await?,
+            Self::Remote(remote) => remote.shutdown(limit).await,
+        }
+        Ok(())
+    }
+}
+
+/// The environment of `run` and `call`, and the tool's settings for it:
+/// remote with `--remote`, else local; a session when `--session` names
+/// one (the tool then tells the model that state persists), else a fresh
+/// shell per call.
+pub fn for_invocation(tool: &ToolArgs, remote: &RemoteArgs) -> anyhow::Result<(ToolConfig, Exec)> {
+    let file = tool.file()?;
+    let Some(line) = &remote.remote else {
+        let (mut config, local) = tool.local_settings(&file)?;
+        let exec = local_invocation(tool.session.as_deref(), &mut config, local)?;
+        return Ok((config, exec));
+    };
+    // `--cwd` names a directory over there, so it is not checked here.
+    let mut config = tool.tool_config(&file, tool.cwd.clone())?;
+    config.persistent_session = tool.session.is_some();
+    let mut remote_config = RemoteConfig {
+        session: tool
+            .session
+            .clone()
+            .map(|name| SessionRequest { name: Some(name) }),
+        working_directory: tool.cwd.clone(),
+        // As locally: a background job outlives this process, and `bashtool
+        // jobs --remote` finds it in the records over there.
+        keep_jobs: true,
+        ..RemoteConfig::default()
+    };
+    if let Some(grace) = tool.kill_grace {
+        remote_config.remote_kill_grace = seconds("--kill-grace", grace, 600.0)?;
+    }
+    Ok((
+        config,
+        Exec::Remote(RemoteExec::command(line, remote_config)),
+    ))
+}
+
+/// `--session NAME`: a persistent [`Session`] whose state (cwd, variables,
+/// functions, aliases, options) is kept in a file between separate
+/// `bashtool` processes, so a person can try sessions from a terminal.
+/// Without it, each call gets a fresh shell.
+fn local_invocation(
+    session: Option<&str>,
+    tool: &mut ToolConfig,
+    local: LocalConfig,
+) -> anyhow::Result<Exec> {
+    let Some(name) = session else {
+        return Ok(Exec::Stateless(LocalExec::new(local)));
+    };
+    let path = snapshot_path(name)?;
+    tool.persistent_session = true;
+    let config = SessionConfig {
+        local,
+        ..SessionConfig::default()
+    };
+    let session = Session::with_snapshot_path(config, path)
+        .with_context(|| format!("starting session {name}"))?;
+    Ok(Exec::Session(session))
+}
+
+/// The jobs of every bashtool process of the server's user, for `bashtool
+/// jobs --remote`.
+pub fn recorded_jobs(line: &str) -> RemoteExec {
+    let config = RemoteConfig {
+        jobs: JobsSource::Recorded,
+        keep_jobs: true,
+        ..RemoteConfig::default()
+    };
+    RemoteExec::command(line, config)
+}
+
+/// Where a server's commands run (`bashtool mcp`), from its flags and
+/// config file: each stdio server or HTTP session opens its own.
+pub struct ServerEnvironment {
+    /// The local environment's settings; with `remote`, only the kill
+    /// grace applies.
+    pub local: LocalConfig,
+    /// `--remote` / `remote = "..."`: the commands run over there.
+    pub remote: Option<String>,
+    /// A fresh shell per call instead of one persistent session.
+    pub stateless: bool,
+    /// `--session NAME`: with `remote`, a session over there.
+    pub session_name: Option<String>,
+    /// Where the named local session keeps its state between servers.
+    pub session_path: Option<PathBuf>,
+    /// `--keep-jobs`: background jobs outlive the server.
+    pub keep_jobs: bool,
+}
+
+impl ServerEnvironment {
+    /// Opens the environment for `tool`: with `remote`, connects at once,
+    /// so that a wrong line fails at start with the transport's message.
+    pub async fn open(&self, tool: &ToolConfig) -> anyhow::Result<Exec> {
+        let Some(line) = &self.remote else {
+            return self.open_local(tool);
+        };
+        let config = RemoteConfig {
+            session: (!self.stateless).then(|| SessionRequest {
+                name: self.session_name.clone(),
+            }),
+            keep_jobs: self.keep_jobs,
+            remote_kill_grace: self.local.kill_grace,
+            working_directory: tool.working_directory.clone(),
+            ..RemoteConfig::default()
+        };
+        let remote = RemoteExec::command(line, config);
+        remote.connect().await?;
+        Ok(Exec::Remote(remote))
+    }
+
+    /// The local environment: a fresh shell per call when stateless, else
+    /// one persistent session.
+    pub fn open_local(&self, tool: &ToolConfig) -> anyhow::Result<Exec> {
+        if self.stateless {
+            return Ok(Exec::Stateless(LocalExec::new(self.local.clone())));
+        }
+        let config = SessionConfig {
+            local: self.local.clone(),
+            snapshot_path: self.session_path.clone(),
+            telemetry: tool.shell_telemetry,
+        };
+        let session = Session::new(config).context("creating the session")?;
+        Ok(Exec::Session(session))
+    }
+}
+
+/// For a server (`mcp`, `serve`): a server killed with SIGKILL could not
+/// stop its commands, so what such servers left is stopped now; and from
+/// here on everything `local` starts is tied to this process's life (jobs
+/// kept with `--keep-jobs` excepted).
+pub fn tie_to_this_process(local: &mut LocalConfig) {
+    let reaped = bashtool_env_local::reap_orphans();
+    if reaped != bashtool_env_local::Reaped::default() {
+        tracing::info!(?reaped, "stopped what servers that died had left");
+    }
+    local
+        .wrappers
+        .push(Arc::new(bashtool_env_local::StopWithOwner::new()));
+}
