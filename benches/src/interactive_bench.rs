@@ -10,9 +10,10 @@ use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bashtool_env_local::{
-    InteractiveJob, InteractiveOptions, InteractiveState, LocalConfig, PROBE_INTERVAL, RunMarker,
+    InteractiveJob, InteractiveOptions, InteractiveState, LocalConfig, PROBE_INTERVAL,
     interactive_launch,
 };
+use bashtool_process::RunMarker;
 
 use crate::Effort;
 use crate::rounds::{Plan, Ratios};

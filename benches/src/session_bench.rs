@@ -158,7 +158,7 @@ async fn sandbox_rows(effort: Effort) -> anyhow::Result<Vec<Row>> {
     let boxed_session = Session::new(SessionConfig::default())?;
     let sandboxed = &session_tool(&boxed_session);
     let mut config = SessionConfig::default();
-    config.local.sandbox.mode = bashtool_env_local::SandboxMode::Off;
+    config.local.confinement = None;
     let session = Session::new(config)?;
     let unsandboxed = &session_tool(&session);
     // Both shells started (the first call starts a session's shell).

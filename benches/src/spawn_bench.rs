@@ -26,9 +26,15 @@ pub async fn bash_true_once() {
 }
 
 /// The tool on a local environment with `sandbox`.
-fn tool(sandbox: bashtool_env_local::SandboxMode) -> BashTool {
-    let mut config = LocalConfig::default();
-    config.sandbox.mode = sandbox;
+fn tool(sandbox: bashtool_sandbox::SandboxMode) -> BashTool {
+    let config = LocalConfig {
+        confinement: bashtool_sandbox::SandboxConfig {
+            mode: sandbox,
+            ..bashtool_sandbox::SandboxConfig::default()
+        }
+        .confinement(),
+        ..LocalConfig::default()
+    };
     BashTool::new(ToolConfig::default(), Arc::new(LocalExec::new(config)))
 }
 
@@ -39,7 +45,7 @@ async fn call_true(tool: &BashTool) {
 }
 
 pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
-    use bashtool_env_local::SandboxMode;
+    use bashtool_sandbox::SandboxMode;
     let plain = tool(SandboxMode::Off);
     let sandboxed = tool(SandboxMode::WorkspaceWrite);
     // Rounds of call-for-call turns, so that load drifts hit both sides of a

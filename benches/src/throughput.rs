@@ -77,10 +77,7 @@ pub fn child_main(args: &[String]) -> ExitCode {
         let tool = BashTool::new(
             ToolConfig::default(),
             Arc::new(LocalExec::new(LocalConfig {
-                sandbox: bashtool_env_local::SandboxConfig {
-                    mode: bashtool_env_local::SandboxMode::Off,
-                    ..bashtool_env_local::SandboxConfig::default()
-                },
+                confinement: None,
                 ..LocalConfig::default()
             })),
         );

@@ -14,6 +14,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use bashtool_core::{EnvPolicy, Shortening, ToolConfig};
 use bashtool_env_local::LocalConfig;
+use bashtool_sandbox::SandboxConfig;
 use serde::Deserialize;
 
 /// The config file, all keys optional.
@@ -101,7 +102,7 @@ pub struct FileConfig {
     #[serde(default)]
     pub environment: EnvPolicy,
     /// The OS sandbox; flags (`--sandbox`, `--writable`, `--network`) win.
-    pub sandbox: Option<bashtool_env_local::SandboxConfig>,
+    pub sandbox: Option<SandboxConfig>,
 }
 
 #[derive(Debug, Default, Deserialize, PartialEq)]
@@ -317,11 +318,16 @@ impl FileConfig {
                 .iter()
                 .map(|(key, value)| (key.clone(), value.clone())),
         );
-        if let Some(sandbox) = &self.sandbox {
-            sandbox.validate()?;
-            local.sandbox = sandbox.clone();
-        }
         Ok(())
+    }
+
+    /// The `[sandbox]` section, or the default sandbox without one.
+    pub fn sandbox(&self) -> anyhow::Result<SandboxConfig> {
+        let Some(sandbox) = &self.sandbox else {
+            return Ok(SandboxConfig::default());
+        };
+        sandbox.validate()?;
+        Ok(sandbox.clone())
     }
 }
 
@@ -429,14 +435,10 @@ mod tests {
             "[sandbox]\nmode = \"read-only\"\nwritable = [\"/tmp\"]\nnetwork = \"off\"\n",
         )
         .expect("valid");
-        let mut local = LocalConfig::default();
-        config.apply_to_local(&mut local).expect("applies");
-        assert_eq!(
-            local.sandbox.mode,
-            bashtool_env_local::SandboxMode::ReadOnly
-        );
-        assert_eq!(local.sandbox.network, bashtool_env_local::NetworkMode::Off);
-        assert_eq!(local.sandbox.writable, [PathBuf::from("/tmp")]);
+        let sandbox = config.sandbox().expect("applies");
+        assert_eq!(sandbox.mode, bashtool_sandbox::SandboxMode::ReadOnly);
+        assert_eq!(sandbox.network, bashtool_sandbox::NetworkMode::Off);
+        assert_eq!(sandbox.writable, [PathBuf::from("/tmp")]);
         let error = FileConfig::parse("[sandbox]\nmode = \"strict\"\n").expect_err("bad mode");
         assert!(
             error.to_string().contains("unknown variant `strict`"),

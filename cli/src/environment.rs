@@ -233,5 +233,5 @@ pub fn tie_to_this_process(local: &mut LocalConfig) {
     }
     local
         .wrappers
-        .push(Arc::new(bashtool_env_local::StopWithOwner::new()));
+        .push(Arc::new(bashtool_process::StopWithOwner::new()));
 }

@@ -1,6 +1,7 @@
 //! `bashtool`: the command-line face of the bash tool. Thin: parsing and
 //! printing here, everything else in `bashtool-core` and `bashtool-env-local`.
 
+#![forbid(unsafe_code)]
 // The doc comments on the clap structs are the `--help` text, written for a
 // terminal rather than as Markdown: `[policy]` and `<pwd>` there are literal.
 #![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]

@@ -131,7 +131,9 @@ impl ToolArgs {
             local.kill_grace = seconds("--kill-grace", grace, 600.0)?;
         }
         self.apply_env_flags(&mut local, tool);
-        self.sandbox.apply(&mut local.sandbox)?;
+        let mut sandbox = file.sandbox()?;
+        self.sandbox.apply(&mut sandbox)?;
+        local.confinement = sandbox.confinement();
         Ok(local)
     }
 

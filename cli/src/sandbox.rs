@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
-use bashtool_env_local::{NetworkMode, SandboxConfig, SandboxMode};
+use bashtool_sandbox::{NetworkMode, SandboxConfig, SandboxMode};
 use clap::Args;
 
 /// `--sandbox`, `--writable`, `--network`.
@@ -24,12 +24,12 @@ pub struct SandboxArgs {
 
 fn parse_mode(text: &str) -> Result<SandboxMode, String> {
     text.parse()
-        .map_err(|error: bashtool_env_local::Error| error.to_string())
+        .map_err(|error: bashtool_sandbox::Error| error.to_string())
 }
 
 fn parse_network(text: &str) -> Result<NetworkMode, String> {
     text.parse()
-        .map_err(|error: bashtool_env_local::Error| error.to_string())
+        .map_err(|error: bashtool_sandbox::Error| error.to_string())
 }
 
 impl SandboxArgs {
@@ -79,7 +79,7 @@ pub fn run(args: &SandboxCommandArgs) -> anyhow::Result<ExitCode> {
     let mut config = SandboxConfig::default();
     args.sandbox.apply(&mut config)?;
     println!("This machine:");
-    for line in bashtool_env_local::probe().to_string().lines() {
+    for line in bashtool_sandbox::probe().to_string().lines() {
         println!("  {line}");
     }
     println!();
@@ -92,13 +92,13 @@ pub fn run(args: &SandboxCommandArgs) -> anyhow::Result<ExitCode> {
     // hidden, the logs shown.
     let local = bashtool_env_local::LocalConfig {
         working_directory: workspace,
-        sandbox: config,
+        confinement: config.confinement(),
         job_records: bashtool_env_local::default_state_dir().ok(),
         ..bashtool_env_local::LocalConfig::default()
     };
-    match bashtool_env_local::sandbox_for(&local, &[]) {
-        Ok(Some(sandbox)) => {
-            for line in sandbox.describe().lines() {
+    match bashtool_env_local::describe_sandbox(&local) {
+        Ok(Some(description)) => {
+            for line in description.lines() {
                 println!("  {line}");
             }
             Ok(ExitCode::SUCCESS)

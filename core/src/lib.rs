@@ -24,6 +24,7 @@
 //! [`OutputCapture`] in [`SpawnOptions::output`]: it pushes raw bytes, and
 //! core cleans and bounds them with the tool's own [`OutputConfig`].
 
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
 mod approval;

@@ -49,7 +49,9 @@ pub enum Error {
 pub(crate) fn exec_error(error: bashtool_process::Error) -> bashtool_core::ExecError {
     use bashtool_core::ExecError;
     match error {
-        bashtool_process::Error::ProgramNotFound { program } => ExecError::ShellNotFound { program },
+        bashtool_process::Error::ProgramNotFound { program } => {
+            ExecError::ShellNotFound { program }
+        }
         bashtool_process::Error::Spawn { program, source } => ExecError::Spawn { program, source },
         bashtool_process::Error::Wrapper { message } => ExecError::Other { message },
     }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bashtool_core::ExecError;
-use bashtool_process::{ChildIo, Launch, RootProcess, RunMarker, Sink, Wrapper, MARKER_VARIABLE};
+use bashtool_process::{ChildIo, Launch, MARKER_VARIABLE, RootProcess, RunMarker, Sink, Wrapper};
 use tokio::net::unix::pipe;
 
 use crate::config::{LocalConfig, NON_INTERACTIVE_ENV};

@@ -9,9 +9,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use bashtool_env_local::{
-    Detection, InteractiveJob, InteractiveOptions, InteractiveState, Key, LocalConfig, RunMarker,
-    Snapshot, interactive_launch,
+    Detection, InteractiveJob, InteractiveOptions, InteractiveState, Key, LocalConfig, Snapshot,
+    interactive_launch,
 };
+use bashtool_process::RunMarker;
 use tokio::time::Instant;
 
 /// Long enough for a loaded machine; the states, not the time, are tested.
@@ -502,11 +503,10 @@ async fn vi_shows_its_screen_and_takes_keys() {
 #[derive(Debug)]
 struct UmaskWrapper;
 
-impl bashtool_env_local::SpawnWrapper for UmaskWrapper {
-    fn wrap(
-        &self,
-        launch: &mut bashtool_env_local::Launch,
-    ) -> Result<(), bashtool_core::ExecError> {
+// SAFETY: `pre_exec` makes one system call (umask) and returns.
+#[allow(unsafe_code)]
+unsafe impl bashtool_process::Wrapper for UmaskWrapper {
+    fn wrap(&self, launch: &mut bashtool_process::Launch) -> Result<(), bashtool_process::Error> {
         launch.env.push(("WRAPPED".into(), "yes".into()));
         Ok(())
     }
@@ -527,7 +527,7 @@ impl bashtool_env_local::SpawnWrapper for UmaskWrapper {
 
 #[tokio::test]
 async fn the_wrappers_apply_to_interactive_jobs() {
-    let wrappers: Vec<std::sync::Arc<dyn bashtool_env_local::SpawnWrapper>> =
+    let wrappers: Vec<std::sync::Arc<dyn bashtool_process::Wrapper>> =
         vec![std::sync::Arc::new(UmaskWrapper)];
     let marker = RunMarker::new();
     let launch = interactive_launch(
@@ -588,7 +588,7 @@ async fn a_line_longer_than_the_line_mode_allows_is_refused() {
 #[tokio::test]
 async fn the_terminal_has_the_configured_size_and_can_be_resized() {
     let options = InteractiveOptions {
-        size: bashtool_env_local::TerminalSize {
+        size: bashtool_process::TerminalSize {
             columns: 100,
             rows: 30,
         },
@@ -598,7 +598,7 @@ async fn the_terminal_has_the_configured_size_and_can_be_resized() {
     let first = job.wait_until(soon()).await;
     assert_eq!(first.state, InteractiveState::AwaitingInput);
     assert_eq!(first.text, "30 100\n");
-    job.resize(bashtool_env_local::TerminalSize {
+    job.resize(bashtool_process::TerminalSize {
         columns: 80,
         rows: 24,
     })

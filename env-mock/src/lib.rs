@@ -20,6 +20,8 @@
 //! # }
 //! ```
 
+#![forbid(unsafe_code)]
+
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::path::PathBuf;

@@ -38,6 +38,8 @@
 //! started (unless asked to keep jobs), and the next call reconnects. The
 //! wire protocol is [`protocol`], documented in `docs/protocol.md`.
 
+#![forbid(unsafe_code)]
+
 mod config;
 mod connection;
 mod error;

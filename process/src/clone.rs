@@ -118,7 +118,6 @@ pub(crate) fn spawn(
     }
 }
 
-
 /// The first wrapper's spawner, with the wrapper's index, for a launch
 /// whose directory is absolute (the spawner's thread stands elsewhere: a
 /// relative one would be found from there).

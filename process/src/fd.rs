@@ -1,8 +1,9 @@
 //! Descriptors the process layer hands out safely: pidfds and descriptors
 //! registered with tokio's reactor. (Registering a raw descriptor is
-//! `unsafe` in tokio: nothing else may close or replace it while the
-//! registration lives. An `OwnedFd` moved into the `AsyncFd` guarantees
-//! that, so [`register`] is safe to call.)
+//! `unsafe` in tokio: nothing may close or replace it while the
+//! registration lives. An owning type moved into a [`Registered`], which
+//! never hands it out mutably, guarantees that, so [`register`] is safe to
+//! call.)
 
 use std::os::fd::{AsRawFd, OwnedFd};
 
@@ -30,7 +31,14 @@ impl OwnsDescriptor for crate::pty::Pty {}
 /// holds now, where tokio keeps a hang-up it saw for the life of a
 /// registration.
 #[derive(Debug)]
-pub struct EpollSet(pub nix::sys::epoll::Epoll);
+pub struct EpollSet(nix::sys::epoll::Epoll);
+
+impl EpollSet {
+    /// The set, ready to register.
+    pub fn new(set: nix::sys::epoll::Epoll) -> Self {
+        Self(set)
+    }
+}
 
 impl AsRawFd for EpollSet {
     fn as_raw_fd(&self) -> std::os::fd::RawFd {
@@ -46,13 +54,30 @@ impl std::ops::Deref for EpollSet {
     }
 }
 
+/// A descriptor's owner registered with tokio's reactor. It derefs to the
+/// `AsyncFd` for waiting and reading, but only shared: `AsyncFd::get_mut`
+/// would let a caller swap the descriptor under the registration.
+#[derive(Debug)]
+pub struct Registered<T: AsRawFd>(AsyncFd<T>);
+
+impl<T: AsRawFd> std::ops::Deref for Registered<T> {
+    type Target = AsyncFd<T>;
+
+    fn deref(&self) -> &AsyncFd<T> {
+        &self.0
+    }
+}
+
 /// `owner`, registered with the current runtime for `interest`. Panics
 /// outside a runtime, as tokio does.
-pub fn register<T: OwnsDescriptor>(owner: T, interest: Interest) -> std::io::Result<AsyncFd<T>> {
+pub fn register<T: OwnsDescriptor>(owner: T, interest: Interest) -> std::io::Result<Registered<T>> {
     // SAFETY: `OwnsDescriptor` types own their descriptor, never close or
-    // replace it while they live, and always return it from `as_raw_fd`;
-    // `owner` moves into the `AsyncFd`, its only owner from now on.
+    // replace it through a shared reference, and always return it from
+    // `as_raw_fd`; `owner` moves into the `AsyncFd`, which `Registered`
+    // never lends mutably, so it stays unchanged until the registration
+    // ends.
     unsafe { AsyncFd::register_with_interest(owner, interest) }
+        .map(Registered)
         .map_err(|error| error.into_parts().1)
 }
 
@@ -103,9 +128,9 @@ impl PinnedProcess {
 /// for another process, check after opening that it is still the process
 /// you meant (its start time), since the pid may have been reused.
 pub fn open_pidfd(pid: u32) -> std::io::Result<OwnedFd> {
-    let pid = rustix::process::Pid::from_raw(i32::try_from(pid).map_err(|_| {
-        std::io::Error::from_raw_os_error(libc::ESRCH)
-    })?)
+    let pid = rustix::process::Pid::from_raw(
+        i32::try_from(pid).map_err(|_| std::io::Error::from_raw_os_error(libc::ESRCH))?,
+    )
     .ok_or_else(|| std::io::Error::from_raw_os_error(libc::ESRCH))?;
     rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).map_err(Into::into)
 }

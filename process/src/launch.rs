@@ -225,4 +225,3 @@ pub fn launch(
 fn receiver(fd: OwnedFd) -> std::io::Result<pipe::Receiver> {
     pipe::Receiver::from_owned_fd(fd)
 }
-

@@ -43,6 +43,7 @@
 
 mod clone;
 mod containment;
+mod current;
 mod error;
 mod exit_statuses;
 mod fd;
@@ -58,24 +59,24 @@ mod tree;
 mod wrapper;
 
 pub use containment::{Containment, ContainmentStrategy, SessionAndMarker};
+pub use current::{NotSingleThreaded, release_free_memory, remove_env_var};
 pub use error::Error;
 pub use exit_statuses::keep_exit_statuses;
 pub use fd::{
-    EpollSet, OwnsDescriptor, PinnedProcess, open_pidfd, pidfd_send_signal, register,
+    EpollSet, OwnsDescriptor, PinnedProcess, Registered, open_pidfd, pidfd_send_signal, register,
 };
 pub use launch::{ChildIo, Launch, Launched, Sink, launch};
 pub use owner::{OWNER_VARIABLE, Reaped, StopWithOwner, reap_orphans};
 pub use program_path::resolve as resolve_program;
 pub use pty::{
-    MAX_COLUMNS, MAX_ROWS, Pty, TerminalModes, TerminalSize, DEFAULT_COLUMNS, DEFAULT_ROWS,
+    DEFAULT_COLUMNS, DEFAULT_ROWS, MAX_COLUMNS, MAX_ROWS, Pty, TerminalModes, TerminalSize,
     launch_on_terminal,
 };
 pub use root::{ExitStatus, RootProcess};
 pub use spawner::Spawner;
 pub use tree::{
     MARKER_VARIABLE, MARKER_WIDTH, ProcessInfo, ProcessTree, RunMarker, all_processes,
-    group_is_empty, is_alive, kill_survivors, process_info, signal_process,
-    stopped_with_children,
+    group_is_empty, is_alive, kill_survivors, process_info, signal_process, stopped_with_children,
 };
 pub use wrapper::{
     Confinement, Realm, RealmRequest, Summary, Wrapper, Wrappers, apply_wrappers, need_pre_exec,

@@ -17,9 +17,9 @@ use std::ffi::OsString;
 
 use nix::sys::signal::Signal;
 
-use crate::tree::{all_processes, process_info, signal_process};
 use crate::error::Error;
 use crate::launch::Launch;
+use crate::tree::{all_processes, process_info, signal_process};
 use crate::wrapper::Wrapper;
 
 /// The variable that marks a process as owned by a server process.
@@ -39,7 +39,9 @@ fn own_mark() -> String {
 /// The inode of this process's pid namespace.
 fn own_pid_namespace() -> Option<u64> {
     use std::os::unix::fs::MetadataExt;
-    std::fs::metadata("/proc/self/ns/pid").ok().map(|meta| meta.ino())
+    std::fs::metadata("/proc/self/ns/pid")
+        .ok()
+        .map(|meta| meta.ino())
 }
 
 /// The spawn wrapper that ties started processes to this process.
@@ -197,7 +199,10 @@ mod tests {
         let namespace = own_pid_namespace().unwrap();
         let pid = std::process::id();
         // The pid does not name our process there, whatever it names here.
-        assert!(!owner_gone(&format!("{pid}.1.{}", namespace + 1), namespace));
+        assert!(!owner_gone(
+            &format!("{pid}.1.{}", namespace + 1),
+            namespace
+        ));
         // Marks from before the namespace was part of them are not judged.
         assert!(!owner_gone(&format!("{pid}.1"), namespace));
     }

@@ -6,9 +6,9 @@
 use std::os::fd::OwnedFd;
 use std::time::Duration;
 
+use crate::fd::Registered;
 use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
 use nix::unistd::Pid;
-use tokio::io::unix::AsyncFd;
 
 use crate::fd::{open_pidfd, register};
 
@@ -41,7 +41,7 @@ impl ExitStatus {
 pub struct RootProcess {
     pid: u32,
     /// Readable once the process has exited (`None`: poll instead).
-    pidfd: Option<AsyncFd<OwnedFd>>,
+    pidfd: Option<Registered<OwnedFd>>,
     /// The status read just before reaping (`waitid` cannot tell it after);
     /// `Some` once reaped.
     reaped: std::sync::Mutex<Option<ExitStatus>>,
@@ -62,8 +62,21 @@ impl RootProcess {
         }
     }
 
+    /// The process id (as this process's pid namespace sees it).
     pub fn pid(&self) -> u32 {
         self.pid
+    }
+
+    /// Blocks the calling thread until the process exits, then reaps it and
+    /// returns its status (for callers without a runtime).
+    pub fn wait_blocking(&self) -> ExitStatus {
+        // WNOWAIT: the process stays unreaped, so `reap` still reads its
+        // status and no signal can reach a reused pid meanwhile.
+        let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOWAIT;
+        while let Err(nix::errno::Errno::EINTR) =
+            waitid(Id::Pid(Pid::from_raw(self.pid as i32)), flags)
+        {}
+        self.reap()
     }
 
     fn reaped(&self) -> std::sync::MutexGuard<'_, Option<ExitStatus>> {

@@ -206,9 +206,7 @@ mod tests {
         let named = spawner
             .run(|| {
                 // SAFETY: prctl on the calling thread, a NUL-terminated name.
-                unsafe {
-                    libc::prctl(libc::PR_SET_NAME, c"set-up".as_ptr(), 0, 0, 0)
-                }
+                unsafe { libc::prctl(libc::PR_SET_NAME, c"set-up".as_ptr(), 0, 0, 0) }
             })
             .expect("setup");
         assert_eq!(named, 0);

@@ -10,7 +10,6 @@
 //! ([`ChildSteps::before_fork`]) and makes the command's process, which
 //! takes the rest ([`ChildSteps::apply`]).
 
-
 use std::os::fd::{AsRawFd, OwnedFd};
 
 use super::landlock;

@@ -62,8 +62,9 @@ impl SandboxConfig {
     /// This configuration as what an environment confines its commands
     /// with: `None` when the mode is `off`.
     pub fn confinement(&self) -> Option<std::sync::Arc<dyn bashtool_process::Confinement>> {
-        (self.mode != SandboxMode::Off)
-            .then(|| std::sync::Arc::new(self.clone()) as std::sync::Arc<dyn bashtool_process::Confinement>)
+        (self.mode != SandboxMode::Off).then(|| {
+            std::sync::Arc::new(self.clone()) as std::sync::Arc<dyn bashtool_process::Confinement>
+        })
     }
 
     /// The configuration without a sandbox.

@@ -9,7 +9,6 @@
 //! it has a pid a command can name, and its init ignores what it has no
 //! handler for.
 
-
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 

@@ -70,8 +70,8 @@ use std::sync::Arc;
 use bashtool_process::{Confinement, Launch, RealmRequest, Spawner, Summary, Wrapper};
 
 use child::ChildSteps;
-pub use error::Error;
 pub use config::{NetworkMode, SandboxConfig, SandboxMode};
+pub use error::Error;
 use mounts::{Cover, Entry, Kept, MountPlan, RealmMounts, c_path};
 use paths::Layout;
 pub use paths::StatePaths;
@@ -149,12 +149,10 @@ impl Sandbox {
             });
         }
         config.validate()?;
-        let workspace = workspace
-            .canonicalize()
-            .map_err(|source| Error::Setup {
-                step: format!("resolving the workspace `{}`", workspace.display()),
-                source,
-            })?;
+        let workspace = workspace.canonicalize().map_err(|source| Error::Setup {
+            step: format!("resolving the workspace `{}`", workspace.display()),
+            source,
+        })?;
         if config.mode == SandboxMode::WorkspaceWrite && workspace == Path::new("/") {
             return Err(Error::Setting {
                 setting: "sandbox",
@@ -194,11 +192,9 @@ impl Sandbox {
                 }
                 Ok(Cover {
                     path: c_path(&cover.path)?,
-                    options: std::ffi::CString::new(cover.options).map_err(|_| {
-                        Error::Setting {
-                            setting: "sandbox",
-                            message: "tmpfs options with a NUL byte".to_owned(),
-                        }
+                    options: std::ffi::CString::new(cover.options).map_err(|_| Error::Setting {
+                        setting: "sandbox",
+                        message: "tmpfs options with a NUL byte".to_owned(),
                     })?,
                     read_only: cover.read_only,
                     keep: cover
@@ -418,9 +414,10 @@ impl Sandbox {
 // `child.rs`.
 unsafe impl Wrapper for Sandbox {
     fn wrap(&self, launch: &mut Launch) -> Result<(), bashtool_process::Error> {
-        self.refresh().map_err(|error| bashtool_process::Error::Wrapper {
-            message: error.to_string(),
-        })?;
+        self.refresh()
+            .map_err(|error| bashtool_process::Error::Wrapper {
+                message: error.to_string(),
+            })?;
         if !self.steps.realm.is_alive() {
             return Err(bashtool_process::Error::Wrapper {
                 message: "the sandbox's process namespace is gone (its init was killed from \
@@ -529,11 +526,11 @@ impl bashtool_process::Realm for Sandbox {
     }
 
     fn before_call(&self) -> Result<(), bashtool_process::Error> {
-        self.refresh().map_err(|error| bashtool_process::Error::Wrapper {
-            message: error.to_string(),
-        })
+        self.refresh()
+            .map_err(|error| bashtool_process::Error::Wrapper {
+                message: error.to_string(),
+            })
     }
-
 }
 
 /// Which spawner a launch takes among the sandbox's.

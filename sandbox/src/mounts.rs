@@ -21,7 +21,6 @@
 //! a helper that joins the realm's mount namespace binds the changed ones
 //! again, in place, for every process of the realm at once.
 
-
 use std::ffi::CString;
 use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::MetadataExt as _;

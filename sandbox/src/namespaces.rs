@@ -2,7 +2,6 @@
 //! one, running steps inside a realm's mount namespace from a helper
 //! process, bringing up a loopback, writing an id map.
 
-
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 /// Runs `steps` in a helper process that joined `user` (if any) and then

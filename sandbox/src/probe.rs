@@ -1,6 +1,5 @@
 //! What this machine can enforce, for `bashtool sandbox`.
 
-
 use std::fmt;
 use std::path::PathBuf;
 

@@ -29,7 +29,6 @@
 //! command's own domain), and as pid 1 it ignores every signal sent from
 //! inside that it has no handler for (SIGKILL included).
 
-
 use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};

@@ -23,7 +23,6 @@
 //! chain against one that stops the emulator at once); the search takes
 //! about 10 steps per number.
 
-
 use crate::error::Error;
 
 /// Denied whatever their arguments.

@@ -194,7 +194,7 @@ async fn without_the_jobs_tool_the_reminder_is_a_shell_command_that_works() {
 /// model reading the result does.
 async fn sleep_started(group: u32) -> bool {
     wait_until(WAIT, || {
-        bashtool_env_local::all_processes().iter().any(|info| {
+        bashtool_process::all_processes().iter().any(|info| {
             info.group == group
                 && std::fs::read_to_string(format!("/proc/{}/comm", info.pid))
                     .is_ok_and(|comm| comm.trim() == "sleep")
@@ -341,14 +341,11 @@ async fn a_finished_jobs_capped_output_is_its_first_part_a_marker_and_its_last_p
 #[derive(Debug)]
 struct Unstoppable;
 
-impl bashtool_env_local::Containment for Unstoppable {
-    fn members(&self, _escapees: bool) -> Vec<bashtool_env_local::ProcessInfo> {
+impl bashtool_process::Containment for Unstoppable {
+    fn members(&self, _escapees: bool) -> Vec<bashtool_process::ProcessInfo> {
         Vec::new()
     }
-    fn signal_all(
-        &self,
-        _signal: nix::sys::signal::Signal,
-    ) -> Vec<bashtool_env_local::ProcessInfo> {
+    fn signal_all(&self, _signal: nix::sys::signal::Signal) -> Vec<bashtool_process::ProcessInfo> {
         Vec::new()
     }
     // What `#[async_trait]` makes of `async fn terminate`.
@@ -365,13 +362,13 @@ impl bashtool_env_local::Containment for Unstoppable {
     fn kill_now(&self) {}
 }
 
-impl bashtool_env_local::ContainmentStrategy for Unstoppable {
+impl bashtool_process::ContainmentStrategy for Unstoppable {
     fn contain(
         &self,
         _root_pid: u32,
-        _marker: &bashtool_env_local::RunMarker,
+        _marker: &bashtool_process::RunMarker,
         _adopter: Option<u32>,
-    ) -> Arc<dyn bashtool_env_local::Containment> {
+    ) -> Arc<dyn bashtool_process::Containment> {
         Arc::new(Unstoppable)
     }
 }

@@ -456,10 +456,11 @@ async fn read_only_with_the_workspace_in_tmp_writes_nothing_of_it() {
     let exec = LocalExec::new(LocalConfig {
         working_directory: root.clone(),
         log_dir: Some(root.join(".logs")),
-        sandbox: bashtool_env_local::SandboxConfig {
-            mode: bashtool_env_local::SandboxMode::ReadOnly,
-            ..bashtool_env_local::SandboxConfig::default()
-        },
+        confinement: bashtool_sandbox::SandboxConfig {
+            mode: bashtool_sandbox::SandboxMode::ReadOnly,
+            ..bashtool_sandbox::SandboxConfig::default()
+        }
+        .confinement(),
         ..LocalConfig::default()
     });
     assert!(root.starts_with("/tmp"), "the workspace lies in /tmp");

@@ -259,10 +259,7 @@ async fn an_unsandboxed_command_starts_with_default_signals_and_keeps_ignored_on
     }
     let dir = temp_dir();
     let exec = LocalExec::new(LocalConfig {
-        sandbox: bashtool_env_local::SandboxConfig {
-            mode: bashtool_env_local::SandboxMode::Off,
-            ..bashtool_env_local::SandboxConfig::default()
-        },
+        confinement: None,
         ..test_config(dir.path())
     });
     let own_status = || std::fs::read_to_string("/proc/thread-self/status").expect("status");
@@ -287,17 +284,21 @@ async fn an_unsandboxed_command_starts_with_default_signals_and_keeps_ignored_on
 async fn a_sandboxed_launch_whose_descriptors_take_low_numbers_is_still_sandboxed() {
     use std::os::fd::OwnedFd;
     let dir = temp_dir();
-    let config = test_config(dir.path());
-    let wrappers = bashtool_env_local::wrappers_for(&config).expect("sandbox");
-    assert_eq!(wrappers.len(), 1, "the default sandbox is a wrapper");
+    let sandbox = bashtool_sandbox::Sandbox::new(
+        &bashtool_sandbox::SandboxConfig::default(),
+        dir.path(),
+        None,
+    )
+    .expect("sandbox");
+    let wrappers = [sandbox as std::sync::Arc<dyn bashtool_process::Wrapper>];
     let (read_end, write_end) = nix::unistd::pipe().expect("pipe");
     drop(write_end);
     let extra: Vec<(OwnedFd, i32)> = (3..=96)
         .map(|target| (read_end.try_clone().expect("dup"), target))
         .collect();
     let outside = format!("/etc/bashtool-low-fd-test-{}", std::process::id());
-    let spawned = bashtool_env_local::launch(
-        bashtool_env_local::Launch {
+    let spawned = bashtool_process::launch(
+        bashtool_process::Launch {
             argv: vec![
                 "bash".into(),
                 "-c".into(),
@@ -307,10 +308,10 @@ async fn a_sandboxed_launch_whose_descriptors_take_low_numbers_is_still_sandboxe
             cwd: dir.path().to_path_buf(),
         },
         &wrappers,
-        bashtool_env_local::ChildIo {
+        bashtool_process::ChildIo {
             stdin_pipe: false,
-            stdout: bashtool_env_local::Sink::Pipe,
-            stderr: bashtool_env_local::Sink::Null,
+            stdout: bashtool_process::Sink::Pipe,
+            stderr: bashtool_process::Sink::Null,
             extra,
             terminal: None,
         },

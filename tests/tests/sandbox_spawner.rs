@@ -10,7 +10,8 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::process::Command;
 
-use bashtool_env_local::{LocalExec, NetworkMode};
+use bashtool_env_local::LocalExec;
+use bashtool_sandbox::NetworkMode;
 use bashtool_tests::{run, temp_dir, test_config, text};
 
 fn root() -> bool {
@@ -121,7 +122,11 @@ async fn a_git_made_after_the_first_launch_is_protected_from_the_next() {
 async fn network_off_holds_for_a_command_the_spawner_makes() {
     let dir = temp_dir();
     let mut config = test_config(dir.path());
-    config.sandbox.network = NetworkMode::Off;
+    config.confinement = bashtool_sandbox::SandboxConfig {
+        network: NetworkMode::Off,
+        ..bashtool_sandbox::SandboxConfig::default()
+    }
+    .confinement();
     let exec = LocalExec::new(config);
     let listener = TcpListener::bind("127.0.0.1:0").expect("listener");
     listener.set_nonblocking(true).expect("nonblocking");

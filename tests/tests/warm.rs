@@ -24,7 +24,7 @@ fn exec_with(dir: &Path, warm_shells: usize) -> LocalExec {
 /// in `dir` (read from `/proc` by the test; each test has its own `dir`).
 fn waiting_shells(dir: &Path) -> Vec<u32> {
     let own = std::process::id();
-    bashtool_env_local::all_processes()
+    bashtool_process::all_processes()
         .into_iter()
         .filter(|info| info.parent == own && pid_alive(info.pid))
         .filter(|info| {
@@ -60,7 +60,7 @@ fn pid_inside(host_pid: u32) -> Option<u32> {
 /// This process's children, their state, directory and command line.
 fn children_for_diagnosis() -> Vec<String> {
     let own = std::process::id();
-    bashtool_env_local::all_processes()
+    bashtool_process::all_processes()
         .into_iter()
         .filter(|info| info.parent == own)
         .map(|info| {

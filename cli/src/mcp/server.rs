@@ -253,13 +253,7 @@ fn input_size(input: &serde_json::Value) -> usize {
 /// call paid for it, since `fork` copies the page tables of the whole
 /// process (a stateless call went from 1.9 to 4.4 ms).
 fn return_freed_memory() {
-    #[cfg(target_env = "gnu")]
-    // SAFETY: malloc_trim only releases free memory of the allocator; it
-    // touches no memory that is in use.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::malloc_trim(0);
-    }
+    bashtool_process::release_free_memory();
 }
 
 #[cfg(test)]

@@ -27,9 +27,9 @@ use std::os::unix::fs::FileTypeExt as _;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
+use bashtool_process::Registered;
 use nix::sys::socket::{MsgFlags, SockType, getsockopt, recv, send, sockopt};
 use serde_json::Value;
-use tokio::io::unix::AsyncFd;
 use tokio::io::{
     AsyncBufReadExt as _, AsyncRead, AsyncReadExt as _, AsyncWrite, BufReader, ReadBuf,
 };
@@ -257,18 +257,17 @@ fn driven<T>(
 /// A stream socket read and written without waiting, through a copy of
 /// the descriptor registered with the event loop.
 struct Socket {
-    fd: AsyncFd<OwnedFd>,
+    fd: Registered<OwnedFd>,
 }
 
 impl Socket {
     fn new(fd: BorrowedFd<'_>) -> io::Result<Self> {
         let copy = fd.try_clone_to_owned()?;
-        // SAFETY: the `OwnedFd` moves into the `AsyncFd`, which keeps it
-        // open and unchanged until it is dropped.
-        #[allow(unsafe_code)]
-        let registered = unsafe { AsyncFd::register(copy) };
         Ok(Self {
-            fd: registered.map_err(io::Error::from)?,
+            fd: bashtool_process::register(
+                copy,
+                tokio::io::Interest::READABLE | tokio::io::Interest::WRITABLE,
+            )?,
         })
     }
 }

@@ -65,7 +65,7 @@ pub struct ServeArgs {
 }
 
 pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
-    forget_ssh_variables();
+    forget_ssh_variables()?;
     let log_filter = logging::parse(&logging::filter(args.log_level.as_deref(), None))?;
     anyhow::ensure!(
         !args.tool.no_policy && args.tool.budget_tokens.is_none() && !args.tool.plain_shortening,
@@ -108,18 +108,15 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
 /// tells commands where the client is.
 const SSH_SHELL_VARIABLES: &[&str] = &["SSH_CLIENT", "SSH2_CLIENT"];
 
-fn forget_ssh_variables() {
+/// Called first thing in `run`, before this process starts any thread (the
+/// runtime, the stdout writer), which is the only time it may.
+fn forget_ssh_variables() -> anyhow::Result<()> {
     for name in SSH_SHELL_VARIABLES {
         if std::env::var_os(name).is_some() {
-            // SAFETY: called first thing in `run`, before this process
-            // starts any thread (the runtime, the stdout writer), so no
-            // other thread can read the environment meanwhile.
-            #[allow(unsafe_code)]
-            unsafe {
-                std::env::remove_var(name);
-            }
+            bashtool_process::remove_env_var(name)?;
         }
     }
+    Ok(())
 }
 
 /// A request being answered.

@@ -6,10 +6,10 @@ use bashtool_core::{BackgroundJob, CommandResult, ExecError, SpawnOptions};
 
 use super::LocalExec;
 use crate::jobs::{StartedJob, copier, supervised_argv};
-use bashtool_process::RunMarker;
 use crate::spawn;
-use bashtool_process::{ChildIo, Sink};
 use bashtool_process::Launch;
+use bashtool_process::RunMarker;
+use bashtool_process::{ChildIo, Sink};
 
 /// The size asked for the pipe between a job and its copier.
 const PIPE_SIZE: i32 = 1024 * 1024;
@@ -114,9 +114,10 @@ impl LocalExec {
             }
         };
         let pid = spawned.root.pid();
-        let tree = config
-            .containment
-            .contain(pid, &marker, crate::realm::adopter(&config.wrappers));
+        let tree =
+            config
+                .containment
+                .contain(pid, &marker, crate::realm::adopter(&config.wrappers));
         let (id, note) = self
             .inner
             .jobs

@@ -6,8 +6,8 @@ use bashtool_core::{CommandResult, ExecError, SpawnOptions};
 
 use super::LocalExec;
 use crate::jobs::{detection_note, new_job_id, port_state};
-use bashtool_process::RunMarker;
 use crate::spawn;
+use bashtool_process::RunMarker;
 
 impl LocalExec {
     /// Runs `command` in a terminal (`mode: "interactive"`): returns when it

@@ -18,13 +18,13 @@ mod warm;
 
 use crate::call_log::CallLog;
 use crate::config::LocalConfig;
-use bashtool_process::Containment;
 use crate::jobs::{InteractiveJobs, JobStore, JobTable};
-use bashtool_process::{ProcessInfo, RunMarker, group_is_empty, kill_survivors, signal_process};
 use crate::logs::LogDir;
 use crate::reader::OutputPump;
 use crate::spawn::{self, SpawnRequest};
+use bashtool_process::Containment;
 use bashtool_process::{ExitStatus, RootProcess};
+use bashtool_process::{ProcessInfo, RunMarker, group_is_empty, kill_survivors, signal_process};
 
 /// After the command's main process exits, how long we wait for the pipes
 /// to close. Data written before the exit is already in the pipes; what keeps

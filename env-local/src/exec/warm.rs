@@ -45,10 +45,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::io::AsyncWriteExt as _;
 
 use crate::config::LocalConfig;
-use bashtool_process::RunMarker;
 use crate::spawn::{self, Spawned};
-use bashtool_process::{ChildIo, Sink};
 use bashtool_process::Launch;
+use bashtool_process::RunMarker;
+use bashtool_process::{ChildIo, Sink};
 
 /// The script a warm shell runs: read the command's length (ten digits)
 /// and then the command from fd 3, close fd 3, put `$_` back to what bash
@@ -154,10 +154,9 @@ impl WarmShells {
                 .pop()?;
             // Started in a directory that has since been replaced, or gone:
             // dropping it kills it.
-            let alive = spare
-                .spawned
-                .as_ref()
-                .is_some_and(|spawned| spawned.root.status() == bashtool_process::ExitStatus::Running);
+            let alive = spare.spawned.as_ref().is_some_and(|spawned| {
+                spawned.root.status() == bashtool_process::ExitStatus::Running
+            });
             if !alive || spare.directory != directory {
                 continue;
             }

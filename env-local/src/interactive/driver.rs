@@ -7,19 +7,19 @@ use std::os::fd::AsFd;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Duration;
 
-use tokio::io::unix::AsyncFd;
+use bashtool_process::Registered;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use bashtool_process::RootProcess;
-use bashtool_process::Pty;
 use super::screen::ScreenTracker;
 use super::state::JobExit;
 use super::transcript::{LogSink, TextWindow};
 use crate::error::Error;
-use bashtool_process::ProcessTree;
 use bashtool_process::ExitStatus;
+use bashtool_process::ProcessTree;
+use bashtool_process::Pty;
+use bashtool_process::RootProcess;
 
 /// After the tree ended, how long the terminal is read for the last bytes.
 const FINAL_DRAIN: Duration = Duration::from_millis(20);
@@ -59,9 +59,8 @@ impl Shared {
     }
 }
 
-
 pub(super) async fn write_all(
-    master: &AsyncFd<Pty>,
+    master: &Registered<Pty>,
     bytes: &[u8],
     deadline: Instant,
 ) -> Result<(), Error> {
@@ -98,7 +97,7 @@ enum End {
 /// The task that reads the terminal and watches the root and the timeout.
 pub(super) struct Driver {
     pub shared: Arc<Shared>,
-    pub master: Arc<AsyncFd<Pty>>,
+    pub master: Arc<Registered<Pty>>,
     pub child: Arc<RootProcess>,
     pub tree: ProcessTree,
     pub deadline: Option<Instant>,

@@ -20,8 +20,8 @@ use std::ffi::OsString;
 use std::path::Path;
 
 use crate::config::{LocalConfig, NON_INTERACTIVE_ENV};
-use bashtool_process::{MARKER_VARIABLE, RunMarker};
 use bashtool_process::Launch;
+use bashtool_process::{MARKER_VARIABLE, RunMarker};
 
 /// The terminal type interactive commands see.
 pub const INTERACTIVE_TERM: &str = "xterm-256color";

@@ -10,24 +10,24 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bashtool_core::ExecError;
-use tokio::io::unix::AsyncFd;
+use bashtool_process::Registered;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use bashtool_process::RootProcess;
 use super::detect::{Detector, Probe};
 use super::driver::{Driver, Shared, Terminal, drive, write_all};
 use super::keys::Key;
 use super::options::InteractiveOptions;
-use bashtool_process::{Pty, TerminalModes, TerminalSize};
 use super::screen::ScreenTracker;
 use super::state::{Detection, JobExit, JobState, Snapshot};
 use super::transcript::{LogSink, TextRead, TextWindow};
 use crate::error::Error;
-use bashtool_process::{ProcessTree, RunMarker};
+use bashtool_process::RootProcess;
 use bashtool_process::{Launch, Wrapper};
+use bashtool_process::{ProcessTree, RunMarker};
+use bashtool_process::{Pty, TerminalModes, TerminalSize};
 
 /// After this much silence without a read, a job is probed less often:
 /// a probe scans `/proc` (about a millisecond per hundred processes), and a
@@ -45,7 +45,7 @@ const MAX_LINE: usize = 4095;
 /// What exists while the job has not been released: fds and the task.
 #[derive(Debug)]
 struct Live {
-    master: Arc<AsyncFd<Pty>>,
+    master: Arc<Registered<Pty>>,
     child: Arc<RootProcess>,
     tree: ProcessTree,
     stop: CancellationToken,
@@ -103,7 +103,8 @@ impl InteractiveJob {
         let pid = root.pid();
         let detector = Detector::new(pty.device);
         let child = Arc::new(root);
-        let tree = ProcessTree::new(pid, Some(marker)).with_adopter(crate::realm::adopter(wrappers));
+        let tree =
+            ProcessTree::new(pid, Some(marker)).with_adopter(crate::realm::adopter(wrappers));
         let registered = bashtool_process::register(
             pty,
             tokio::io::Interest::READABLE | tokio::io::Interest::WRITABLE,

@@ -2,9 +2,9 @@
 
 use std::time::Duration;
 
-use bashtool_process::TerminalSize;
 use super::transcript::DEFAULT_TEXT_CAPACITY;
 use crate::config::{DEFAULT_KILL_GRACE, DEFAULT_MAX_LOG_BYTES};
+use bashtool_process::TerminalSize;
 
 /// Default time a call waits before returning a still running job.
 pub const DEFAULT_YIELD: Duration = Duration::from_secs(10);

@@ -16,8 +16,8 @@
 
 use std::num::NonZeroU16;
 
-use bashtool_process::TerminalSize;
 use super::sequences::{Notice, SequenceScanner};
+use bashtool_process::TerminalSize;
 
 /// Lines of scrollback the emulator keeps (the screen is what counts).
 const SCROLLBACK: usize = 0;

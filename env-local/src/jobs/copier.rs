@@ -34,8 +34,8 @@ use bashtool_core::{ExecError, format_bytes};
 
 use crate::logs::{CapLayout, JobOutputFile, output_lock_path};
 use crate::spawn;
-use bashtool_process::{ChildIo, RootProcess, Sink};
 use bashtool_process::Launch;
+use bashtool_process::{ChildIo, RootProcess, Sink};
 
 /// `$1` the output file, `$2` its cap, `$3` and `$4` the bytes kept from
 /// the start and the end, `$5` the marker's text after the count, `$6` the

@@ -15,8 +15,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::jobs::records::{JobRecord, JobStore};
 use crate::jobs::table::{not_stopped, read_output_file};
-use bashtool_process::{PinnedProcess, ProcessTree};
 use crate::logs::{is_in_use, output_lock_path};
+use bashtool_process::{PinnedProcess, ProcessTree};
 
 /// How long, after the job's supervisor ended, to wait for its copier to
 /// write the last of its output (the status line), checked this often.

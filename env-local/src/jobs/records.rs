@@ -17,8 +17,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Error;
 use crate::jobs::supervisor::parse_final_line;
-use bashtool_process::process_info;
 use crate::state_dir::ensure_private_dir;
+use bashtool_process::process_info;
 
 /// How long a change of the records waits for their lock. Another
 /// bashtool holds it for the few milliseconds of a change; a process that

@@ -15,10 +15,10 @@ use bashtool_core::{JobError, JobInfo, JobOutput, JobState, ReadFrom};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use bashtool_process::Containment;
 use crate::jobs::records::{JobRecord, JobStore};
 use crate::jobs::supervisor::FINAL_LINE_PREFIX;
 use crate::jobs::window::{Window, read_after, read_last_lines};
+use bashtool_process::Containment;
 use bashtool_process::{ExitStatus, RootProcess};
 
 /// Extra time [`JobTable::stop`] allows after the grace for SIGKILL to land.

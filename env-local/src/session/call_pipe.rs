@@ -6,11 +6,11 @@ use std::os::fd::{AsFd as _, OwnedFd};
 use std::path::{Path, PathBuf};
 
 use bashtool_core::{OutputCapture, Stream};
+use bashtool_process::EpollSet;
+use bashtool_process::Registered;
 use nix::fcntl::{OFlag, open};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags};
 use nix::sys::stat::Mode;
-use bashtool_process::EpollSet;
-use tokio::io::unix::AsyncFd;
 use tokio::io::{Interest, Ready};
 
 /// Largest read from one output pipe.
@@ -31,14 +31,13 @@ const MAX_DRAIN_READS: usize = 64;
 /// calls). A level-triggered set reports only what holds now, so the read
 /// ends are registered once.
 pub(crate) struct CallPipes {
-    poll: AsyncFd<EpollSet>,
+    poll: Registered<EpollSet>,
     stdout: Option<CallPipe>,
     stderr: Option<CallPipe>,
     /// The read buffer: zeroing fresh 64 KiB buffers on every call cost
     /// more than the call's own reads.
     buffer: Vec<u8>,
 }
-
 
 /// One FIFO: its read end, registered in the set, and a write end we hold
 /// while a command runs, so that EOF afterwards means no process of the
@@ -77,7 +76,7 @@ fn stream_index(stream: Stream) -> u64 {
 
 impl CallPipes {
     pub(crate) fn new() -> std::io::Result<Self> {
-        let set = EpollSet(Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?);
+        let set = EpollSet::new(Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?);
         let poll = bashtool_process::register(set, Interest::READABLE)?;
         Ok(Self {
             poll,
@@ -105,7 +104,6 @@ impl CallPipes {
                         let mut event = EpollEvent::new(EpollFlags::EPOLLIN, stream_index(stream));
                         self.poll
                             .get_ref()
-                            .0
                             .modify(pipe.receiver.as_fd(), &mut event)?;
                     }
                 }
@@ -169,7 +167,7 @@ impl CallPipes {
             let Ok(mut guard) = self.poll.readable().await else {
                 return std::future::pending().await;
             };
-            match guard.get_inner().0.wait(&mut events, 0_u8) {
+            match guard.get_inner().wait(&mut events, 0_u8) {
                 Ok(0) => guard.clear_ready_matching(Ready::READABLE),
                 Ok(count) => break count,
                 Err(nix::errno::Errno::EINTR) => {}
@@ -197,7 +195,6 @@ impl CallPipes {
                     let _ = self
                         .poll
                         .get_ref()
-                        .0
                         .modify(pipe.receiver.as_fd(), &mut event);
                 }
                 Ok(count) => output.push(pipe.stream, &self.buffer[..count]),

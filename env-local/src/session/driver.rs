@@ -6,8 +6,8 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use bashtool_process::MARKER_VARIABLE;
-use bashtool_process::fixed_width::push_decimal;
 use bashtool_process::MARKER_WIDTH;
+use bashtool_process::fixed_width::push_decimal;
 
 /// The shell side of a session: `init.sh`, run by `bash -c` when a shell
 /// starts (after the snapshot, if any, is restored). It is one loop that
@@ -382,7 +382,10 @@ mod tests {
 
     #[test]
     fn a_new_marker_fits_its_field() {
-        assert_eq!(crate::RunMarker::new().value().len(), MARKER_WIDTH);
+        assert_eq!(
+            bashtool_process::RunMarker::new().value().len(),
+            MARKER_WIDTH
+        );
     }
 
     #[test]

@@ -18,9 +18,12 @@ pub(crate) fn next() -> std::io::Result<String> {
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     let (bytes, used) = &mut *pool;
     if *used + NONCE_BYTES > bytes.len() {
-        let written = rustix::rand::getrandom(&mut bytes[..], rustix::rand::GetRandomFlags::empty())?;
+        let written =
+            rustix::rand::getrandom(&mut bytes[..], rustix::rand::GetRandomFlags::empty())?;
         if written != bytes.len() {
-            return Err(std::io::Error::other("getrandom gave fewer bytes than asked"));
+            return Err(std::io::Error::other(
+                "getrandom gave fewer bytes than asked",
+            ));
         }
         *used = 0;
     }

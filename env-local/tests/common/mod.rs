@@ -4,9 +4,8 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use bashtool_env_local::{
-    InteractiveJob, InteractiveOptions, LocalConfig, RunMarker, interactive_launch,
-};
+use bashtool_env_local::{InteractiveJob, InteractiveOptions, LocalConfig, interactive_launch};
+use bashtool_process::RunMarker;
 
 /// Starts `command` in a terminal with the call's variables `env`.
 pub fn start_job(

@@ -3,10 +3,8 @@
 //! test holds, `/proc`) whether it got through. Ordinary work must still
 //! succeed: git, make, cargo, temp files, a loopback server.
 //!
-//! Commands start through env-local's one launch path (`launch`), which
-//! takes the sandbox's steps before and after the fork.
-
-#![allow(unsafe_code)]
+//! Commands start through the one launch path (`bashtool_process::launch`),
+//! which takes the sandbox's steps before and after the fork.
 
 use std::ffi::OsString;
 use std::io::{BufRead as _, BufReader, ErrorKind, Read as _};
@@ -15,10 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Arc;
 
-use bashtool_env_local::{
-    ChildIo, ExitStatus, Launch, NetworkMode, RootProcess, Sandbox, SandboxConfig, SandboxMode,
-    Sink, SpawnWrapper,
-};
+use bashtool_process::{ChildIo, ExitStatus, Launch, RootProcess, Sink, Wrapper};
+use bashtool_sandbox::{NetworkMode, Sandbox, SandboxConfig, SandboxMode};
 
 /// A workspace and a fake home, both outside every writable root (not in
 /// `/tmp`): the target directory's temp space.
@@ -92,7 +88,7 @@ fn sandbox(fixture: &Fixture, mode: SandboxMode, network: NetworkMode) -> Arc<Sa
     Sandbox::new(&config, &fixture.workspace, Some(&fixture.state)).expect("sandbox")
 }
 
-/// A sandboxed command started through env-local's launch path (the only
+/// A sandboxed command started through the launch path (the only
 /// one that puts it in the sandbox's pid namespace), with its output on
 /// pipes the test reads synchronously.
 struct Launched {
@@ -105,12 +101,7 @@ impl Launched {
     /// Blocks until the process exits (without reaping it), then reaps it.
     fn wait(&mut self) -> std::process::ExitStatus {
         use std::os::unix::process::ExitStatusExt as _;
-        let _ = nix::sys::wait::waitid(
-            nix::sys::wait::Id::Pid(nix::unistd::Pid::from_raw(self.root.pid() as i32)),
-            nix::sys::wait::WaitPidFlag::WEXITED | nix::sys::wait::WaitPidFlag::WNOWAIT,
-        );
-        self.root.reap_now();
-        match self.root.status() {
+        match self.root.wait_blocking() {
             ExitStatus::Code(code) => std::process::ExitStatus::from_raw(code << 8),
             ExitStatus::Signal(signal) => std::process::ExitStatus::from_raw(signal as i32),
             ExitStatus::Running => std::process::ExitStatus::from_raw(-1),
@@ -152,8 +143,8 @@ fn start(sandbox: &Arc<Sandbox>, fixture: &Fixture, script: &str) -> Launched {
     let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).expect("pipe");
     let (stdout_read, stdout_write) = pipe();
     let (stderr_read, stderr_write) = pipe();
-    let wrappers: Vec<Arc<dyn SpawnWrapper>> = vec![Arc::clone(sandbox) as Arc<dyn SpawnWrapper>];
-    let spawned = bashtool_env_local::launch(
+    let wrappers: Vec<Arc<dyn Wrapper>> = vec![Arc::clone(sandbox) as Arc<dyn Wrapper>];
+    let spawned = bashtool_process::launch(
         launch,
         &wrappers,
         ChildIo {
@@ -763,12 +754,18 @@ fn off_mode_and_bad_settings_are_refused_by_new() {
 fn real_denials_get_the_note_that_explains_them() {
     let fixture = fixture();
     let sandbox = sandbox(&fixture, SandboxMode::WorkspaceWrite, NetworkMode::Off);
-    let info = sandbox.info();
+    let info = sandbox.summary();
     assert_eq!(
         (info.mode.as_str(), info.network.as_str()),
         ("workspace-write", "off")
     );
     assert_eq!(info.writable[0], fixture.workspace);
+    // What the tool knows of the sandbox when it explains a denial.
+    let info = bashtool_core::SandboxInfo {
+        mode: info.mode,
+        network: info.network,
+        writable: info.writable,
+    };
     let outside = fixture.home.join("notes.txt");
     for (script, expected) in [
         (
@@ -861,7 +858,7 @@ fn the_probe_reports_the_bubblewrap_the_shell_finds() {
     if std::env::var_os("CI").is_some() {
         assert!(!found_by_shell.is_empty(), "CI installs bubblewrap");
     }
-    let capabilities = bashtool_env_local::probe();
+    let capabilities = bashtool_sandbox::probe();
     let report = capabilities.to_string();
     if found_by_shell.is_empty() {
         assert_eq!(capabilities.bubblewrap, None);
