@@ -58,8 +58,7 @@ pub struct LocalConfig {
     /// Arguments before the script. Default `["-c", "--"]`: the command runs
     /// as `bash -c -- <command>` (`--` so that a command starting with `-`
     /// is not read as an option of bash). Scripts over
-    /// [`crate::MAX_INLINE_SCRIPT`] bytes (Linux refuses one argument over
-    /// 128 KiB) are written to a temp file and run as
+    /// 100 KiB (Linux refuses one argument over 128 KiB) are written to a temp file and run as
     /// `bash -c -- '. "$0"' <file>`.
     pub shell_args: Vec<String>,
     /// Where commands run by default, and what relative `cwd`s resolve against.
@@ -70,7 +69,9 @@ pub struct LocalConfig {
     /// Which inherited variables commands see; by default those that look
     /// like secrets are dropped. Its `set` comes before `env`.
     pub env_policy: bashtool_core::EnvPolicy,
-    /// Set [`NON_INTERACTIVE_ENV`] for every command. Default true.
+    /// Set the variables that keep programs from waiting for a person
+    /// (`PAGER=cat`, `GIT_TERMINAL_PROMPT=0`, an editor that fails, ...)
+    /// for every command. Default true.
     pub non_interactive: bool,
     /// Time between SIGTERM and SIGKILL when stopping a process tree.
     pub kill_grace: Duration,
