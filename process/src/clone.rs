@@ -22,17 +22,11 @@
 //! then made on that thread, while this one waits, and the child takes
 //! only the wrapper's remaining steps.
 //!
-//! Where the kernel has `clone3` with `CLONE_CLEAR_SIGHAND` (Linux 5.5+,
-//! x86_64 here), the kernel resets our handlers in the child, which then
-//! asks about no signal: this path is then also the one without a step,
-//! ~1% of a `bash -c true` cheaper than glibc's `posix_spawn`, whose child
-//! asks about and resets every signal (~125 system calls while the
-//! spawning thread waits).
 
 use std::io;
 use std::os::fd::{AsRawFd as _, OwnedFd, RawFd};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 
 use crate::posix_spawn::{CLaunch, ChildFds, DEFAULT_SIGNALS};
 use crate::wrapper::{Wrapper, need_pre_fork};
@@ -62,7 +56,6 @@ pub(crate) fn spawn(
         argv: &argv,
         envp: &envp,
         report,
-        handlers_cleared: false,
         steps_done_by: None,
         command_pid: std::sync::atomic::AtomicI32::new(-1),
     };
@@ -70,10 +63,7 @@ pub(crate) fn spawn(
         Some((index, spawner)) => {
             arguments.steps_done_by = Some(index);
             let shared = SharedArguments(&raw mut arguments);
-            // The spawner's filter refuses clone3 (its flags cannot be
-            // checked): its children take the plain clone, without marking
-            // clone3 refused for the other threads.
-            if let Ok(started) = spawner.run(move || clone_child(shared.get(), false)) {
+            if let Ok(started) = spawner.run(move || clone_child(shared.get())) {
                 let pid = started?;
                 spawner.record_child(pid);
                 pid
@@ -81,10 +71,10 @@ pub(crate) fn spawn(
                 // Its thread is gone (it cannot be, short of a bug): the
                 // child takes every step itself.
                 arguments.steps_done_by = None;
-                clone_child(&mut arguments, true)?
+                clone_child(&mut arguments)?
             }
         }
-        None => clone_child(&mut arguments, true)?,
+        None => clone_child(&mut arguments)?,
     };
     drop(report_write);
     // With a step before the fork (a pid namespace to join), `pid` is the
@@ -176,9 +166,6 @@ struct ChildArguments<'a> {
     argv: &'a [*const libc::c_char],
     envp: &'a [*const libc::c_char],
     report: libc::c_int,
-    /// The kernel reset our signal handlers in the child (`clone3` with
-    /// `CLONE_CLEAR_SIGHAND`): the child need not ask about each signal.
-    handlers_cleared: bool,
     /// The wrapper (by index) whose spawner made the child: its per-task
     /// steps are inherited, the child takes only the rest.
     steps_done_by: Option<usize>,
@@ -268,9 +255,7 @@ fn page_size() -> usize {
 /// returns when it has exec'd or exited. Every signal is blocked meanwhile
 /// in this thread, so the child starts with all blocked and no handler of
 /// ours can run in it before it reset them (or the kernel did).
-///
-/// `try_clone3`: false on a spawner's thread, whose filter refuses it.
-fn clone_child(arguments: &mut ChildArguments<'_>, try_clone3: bool) -> io::Result<libc::pid_t> {
+fn clone_child(arguments: &mut ChildArguments<'_>) -> io::Result<libc::pid_t> {
     let stack = ChildStack::take()?;
     let entry: extern "C" fn(*mut libc::c_void) -> libc::c_int =
         if arguments.steps_done_by.is_none() && need_pre_fork(arguments.wrappers) {
@@ -287,35 +272,12 @@ fn clone_child(arguments: &mut ChildArguments<'_>, try_clone3: bool) -> io::Resu
         let mut previous: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&raw mut all);
         libc::pthread_sigmask(libc::SIG_SETMASK, &raw const all, &raw mut previous);
-        let mut pid = -1;
-        if try_clone3 && may_clear_handlers() {
-            arguments.handlers_cleared = true;
-            match clone3_clearing_handlers(&stack, entry, std::ptr::from_mut(arguments).cast()) {
-                Ok(child) => pid = child,
-                // No clone3 (Linux < 5.3, or a seccomp filter that refuses
-                // it, as ours does), or no CLONE_CLEAR_SIGHAND (< 5.5).
-                Err(error)
-                    if matches!(
-                        error.raw_os_error(),
-                        Some(libc::ENOSYS | libc::EINVAL | libc::EPERM)
-                    ) =>
-                {
-                    CLONE3_REFUSED.store(true, Ordering::Relaxed);
-                }
-                // Out of processes or memory: the plain clone below tries
-                // once more and reports its own error.
-                Err(_) => {}
-            }
-            arguments.handlers_cleared = false;
-        }
-        if pid < 0 {
-            pid = libc::clone(
-                entry,
-                stack.top(),
-                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-                std::ptr::from_mut(arguments).cast(),
-            );
-        }
+        let pid = libc::clone(
+            entry,
+            stack.top(),
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            std::ptr::from_mut(arguments).cast(),
+        );
         let error = io::Error::last_os_error();
         libc::pthread_sigmask(libc::SIG_SETMASK, &raw const previous, std::ptr::null_mut());
         stack.keep();
@@ -324,96 +286,6 @@ fn clone_child(arguments: &mut ChildArguments<'_>, try_clone3: bool) -> io::Resu
         }
         Ok(pid)
     }
-}
-
-/// A spawn found that the kernel refuses `clone3` with `CLONE_CLEAR_SIGHAND`.
-static CLONE3_REFUSED: AtomicBool = AtomicBool::new(false);
-
-/// False once a spawn found that the kernel cannot reset our handlers in
-/// the child (and on other architectures than x86_64): a spawn through
-/// here then costs more than `posix_spawn`, whose child also asks about
-/// every signal. True before the first spawn, which finds out.
-pub(crate) fn may_clear_handlers() -> bool {
-    cfg!(target_arch = "x86_64") && !CLONE3_REFUSED.load(Ordering::Relaxed)
-}
-
-/// `clone3(CLONE_VM | CLONE_VFORK | CLONE_CLEAR_SIGHAND)`: the child runs
-/// `child_entry(arguments)` on `stack` and never returns here. glibc has
-/// no wrapper for it (its own is internal), and a child on a stack of its
-/// own cannot come back from the system call into Rust code, hence the few
-/// instructions below, as in glibc's `clone3.S`.
-#[cfg(target_arch = "x86_64")]
-unsafe fn clone3_clearing_handlers(
-    stack: &ChildStack,
-    entry: extern "C" fn(*mut libc::c_void) -> libc::c_int,
-    arguments: *mut libc::c_void,
-) -> io::Result<libc::pid_t> {
-    /// `struct clone_args` up to `tls` (CLONE_ARGS_SIZE_VER0, 64 bytes).
-    #[repr(C)]
-    struct CloneArgs {
-        flags: u64,
-        pidfd: u64,
-        child_tid: u64,
-        parent_tid: u64,
-        exit_signal: u64,
-        stack: u64,
-        stack_size: u64,
-        tls: u64,
-    }
-    const CLONE_CLEAR_SIGHAND: u64 = 0x1_0000_0000;
-    let clone_args = CloneArgs {
-        flags: (libc::CLONE_VM | libc::CLONE_VFORK) as u64 | CLONE_CLEAR_SIGHAND,
-        pidfd: 0,
-        child_tid: 0,
-        parent_tid: 0,
-        exit_signal: libc::SIGCHLD as u64,
-        stack: stack.base as u64,
-        stack_size: CHILD_STACK as u64,
-        tls: 0,
-    };
-    let result: i64;
-    // SAFETY: the kernel reads `clone_args` during the call. The child
-    // starts with the stack pointer at the top of `stack` and the same
-    // registers otherwise: it aligns the stack, calls `child_entry` with
-    // `arguments` (r12) and never comes back (`child` execs or exits). The
-    // parent continues after the jump with the pid or -errno in rax;
-    // `syscall` clobbers rcx and r11.
-    unsafe {
-        std::arch::asm!(
-            "syscall",
-            "test rax, rax",
-            "jnz 2f",
-            "xor ebp, ebp",
-            "and rsp, -16",
-            "mov rdi, r12",
-            "call r13",
-            "ud2",
-            "2:",
-            inlateout("rax") libc::SYS_clone3 => result,
-            in("rdi") &raw const clone_args,
-            in("rsi") std::mem::size_of::<CloneArgs>(),
-            in("r12") arguments,
-            in("r13") entry,
-            lateout("rcx") _,
-            lateout("r11") _,
-            options(nostack),
-        );
-    }
-    if result < 0 {
-        return Err(io::Error::from_raw_os_error(
-            i32::try_from(-result).unwrap_or(libc::EINVAL),
-        ));
-    }
-    libc::pid_t::try_from(result).map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-unsafe fn clone3_clearing_handlers(
-    _stack: &ChildStack,
-    _entry: extern "C" fn(*mut libc::c_void) -> libc::c_int,
-    _arguments: *mut libc::c_void,
-) -> io::Result<libc::pid_t> {
-    Err(io::Error::from_raw_os_error(libc::ENOSYS))
 }
 
 /// The child's entry point on its own stack.
@@ -519,11 +391,10 @@ unsafe fn child(arguments: &ChildArguments<'_>) -> ! {
         argv,
         envp,
         report,
-        handlers_cleared,
         steps_done_by,
         ..
     } = arguments;
-    let (report, handlers_cleared, steps_done_by) = (*report, *handlers_cleared, *steps_done_by);
+    let (report, steps_done_by) = (*report, *steps_done_by);
     let fail = |errno: libc::c_int| -> ! {
         let bytes = errno.to_ne_bytes();
         // SAFETY: write and _exit are async-signal-safe.
@@ -585,9 +456,7 @@ unsafe fn child(arguments: &ChildArguments<'_>) -> ! {
         if libc::chdir(launch.cwd.as_ptr()) < 0 {
             fail(last_errno());
         }
-        if !handlers_cleared {
-            reset_handlers();
-        }
+        reset_handlers();
         for signal in DEFAULT_SIGNALS {
             libc::signal(signal, libc::SIG_DFL);
         }

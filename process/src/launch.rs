@@ -175,11 +175,9 @@ pub fn launch(
             .collect(),
         controlling_terminal,
     };
-    // The clone child also when no step asks for it, where the kernel
-    // resets our signal handlers for it: glibc's `posix_spawn` child asks
-    // about every signal, ~125 system calls while this thread waits.
+    // glibc's `posix_spawn` unless a step in the child is needed.
     let start = |c_launch: &CLaunch| {
-        if need_pre_exec(wrappers) || controlling_terminal || crate::clone::may_clear_handlers() {
+        if need_pre_exec(wrappers) || controlling_terminal {
             crate::clone::spawn(c_launch, &fds, wrappers)
         } else {
             posix_spawn::spawn(c_launch, &fds)

@@ -48,6 +48,7 @@ mod error;
 mod exit_statuses;
 mod fd;
 pub mod fixed_width;
+mod helper;
 mod launch;
 mod owner;
 mod posix_spawn;
@@ -65,6 +66,7 @@ pub use exit_statuses::keep_exit_statuses;
 pub use fd::{
     EpollSet, OwnsDescriptor, PinnedProcess, Registered, open_pidfd, pidfd_send_signal, register,
 };
+pub use helper::{ChildSteps, HelperEnd, fork_helper, reap_child, run_in_helper};
 pub use launch::{ChildIo, Launch, Launched, Sink, launch};
 pub use owner::{OWNER_VARIABLE, Reaped, StopWithOwner, reap_orphans};
 pub use program_path::resolve as resolve_program;

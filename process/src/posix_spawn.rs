@@ -1,6 +1,6 @@
 //! Starting the command with `posix_spawnp` and glibc's `POSIX_SPAWN_SETSID`:
-//! the path without a sandbox step where the kernel cannot reset our signal
-//! handlers in a `clone3` child (see `clone_exec`, the path otherwise).
+//! the path of every launch without a step in the child (see `clone.rs`,
+//! the path otherwise).
 //!
 //! `std::process::Command` needs a `pre_exec` hook to call `setsid`, and any
 //! hook makes it `fork` the whole process instead of using `posix_spawn`

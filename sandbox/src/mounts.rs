@@ -475,12 +475,16 @@ impl RealmMounts {
             .map(|((entry, _), _)| entry)
             .collect();
         if !changed.is_empty() {
-            in_namespaces(realm.user.as_ref(), &realm.mount, || {
-                for entry in &changed {
-                    protect(entry)?;
-                }
-                Ok(())
-            })
+            // SAFETY: `protect` makes mount system calls on the paths
+            // each entry prepared as C strings; nothing allocates.
+            unsafe {
+                in_namespaces(realm.user.as_ref(), &realm.mount, || {
+                    for entry in &changed {
+                        protect(entry)?;
+                    }
+                    Ok(())
+                })
+            }
             .map_err(|source| Error::Setup {
                 step: "protecting paths that changed in the sandbox".to_owned(),
                 source,

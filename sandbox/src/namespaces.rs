@@ -2,82 +2,47 @@
 //! one, running steps inside a realm's mount namespace from a helper
 //! process, bringing up a loopback, writing an id map.
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use bashtool_process::ChildSteps;
 
 /// Runs `steps` in a helper process that joined `user` (if any) and then
 /// the mount namespace `mount`: a multithreaded process cannot join them
-/// itself. The helper is a fork: `steps` must be async-signal-safe (system
-/// calls on data prepared beforehand; no allocation, no locks). Returns
-/// the first error `steps` or a join reported.
-pub fn in_namespaces(
+/// itself. Returns the first error `steps` or a join reported.
+///
+/// # Safety
+///
+/// `steps` runs in a child forked from a multithreaded process: it must
+/// keep the rules of [`ChildSteps`] (async-signal-safe system calls on data
+/// prepared beforehand; no allocation, no locks).
+pub unsafe fn in_namespaces(
     user: Option<&OwnedFd>,
     mount: &OwnedFd,
-    steps: impl FnOnce() -> std::io::Result<()>,
+    steps: impl Fn() -> std::io::Result<()>,
 ) -> std::io::Result<()> {
-    let mut fds = [0 as libc::c_int; 2];
-    // SAFETY: `fds` has room for the two descriptors pipe2 writes.
-    if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    // SAFETY: both descriptors were just created and are ours alone.
-    let (report_read, report_write) =
-        unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-    // SAFETY: the child runs only async-signal-safe system calls on data
-    // prepared by the caller, then `_exit`s; it never returns into the
-    // caller's code.
-    let pid = unsafe { libc::fork() };
-    if pid < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    if pid == 0 {
-        let result = user
+    bashtool_process::run_in_helper(0, &InNamespaces { user, mount, steps })
+}
+
+/// The helper's steps: join, then the caller's.
+struct InNamespaces<'a, F> {
+    user: Option<&'a OwnedFd>,
+    mount: &'a OwnedFd,
+    steps: F,
+}
+
+// SAFETY: the joins are setns system calls; `steps` keeps the same rules,
+// as the caller of `in_namespaces` promised.
+unsafe impl<F: Fn() -> std::io::Result<()>> ChildSteps for InNamespaces<'_, F> {
+    fn run(&self, _report: std::os::fd::BorrowedFd<'_>) -> i32 {
+        let result = self
+            .user
             .map_or(Ok(()), |user| join(user, libc::CLONE_NEWUSER))
-            .and_then(|()| join(mount, libc::CLONE_NEWNS))
-            .and_then(|()| steps());
-        let errno: i32 = match result {
+            .and_then(|()| join(self.mount, libc::CLONE_NEWNS))
+            .and_then(|()| (self.steps)());
+        match result {
             Ok(()) => 0,
             Err(error) => error.raw_os_error().unwrap_or(libc::EIO),
-        };
-        let bytes = errno.to_ne_bytes();
-        // SAFETY: writes four bytes from the stack, then ends the child
-        // without running the parent's destructors.
-        unsafe {
-            libc::write(report_write.as_raw_fd(), bytes.as_ptr().cast(), bytes.len());
-            libc::_exit(0);
         }
-    }
-    drop(report_write);
-    let mut bytes = [0u8; 4];
-    let mut filled = 0;
-    while filled < bytes.len() {
-        // SAFETY: reads into the rest of a stack buffer.
-        let count = unsafe {
-            libc::read(
-                report_read.as_raw_fd(),
-                bytes[filled..].as_mut_ptr().cast(),
-                bytes.len() - filled,
-            )
-        };
-        if count > 0 {
-            filled += count as usize;
-        } else if count < 0
-            && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
-        {
-        } else {
-            break;
-        }
-    }
-    loop {
-        // SAFETY: waits for our own child; a null status pointer is allowed.
-        let result = unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
-        if result >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            break;
-        }
-    }
-    match (filled, i32::from_ne_bytes(bytes)) {
-        (4, 0) => Ok(()),
-        (4, errno) => Err(std::io::Error::from_raw_os_error(errno)),
-        _ => Err(std::io::Error::other("the namespace helper died")),
     }
 }
 

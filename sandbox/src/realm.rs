@@ -33,6 +33,8 @@ use std::ffi::CString;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::path::{Path, PathBuf};
 
+use bashtool_process::{ChildSteps, HelperEnd};
+
 use super::mounts::MountPlan;
 use super::namespaces::{close_all_except, loopback_up, write_file};
 use crate::error::Error;
@@ -106,7 +108,6 @@ impl Realm {
     /// the mount steps and exec its loop, and opens its namespaces.
     pub fn create(spec: &RealmSpec) -> Result<Self, Error> {
         let prepared = prepare(spec)?;
-        let (ready_read, ready_write) = pipe("the realm's report pipe")?;
         let (hold_read, hold_write) = pipe("the realm's hold pipe")?;
         let mut flags = libc::CLONE_NEWPID | libc::CLONE_NEWNS | libc::CLONE_NEWIPC;
         if spec.user {
@@ -115,59 +116,31 @@ impl Realm {
         if spec.network {
             flags |= libc::CLONE_NEWNET;
         }
-        bashtool_process::keep_exit_statuses();
-        // SAFETY: a clone without CLONE_VM is a fork into new namespaces:
-        // the child gets a copy of our memory and runs only
-        // async-signal-safe system calls on data prepared above, then
-        // execs or `_exit`s; it never returns into the caller.
-        let pid = unsafe {
-            libc::syscall(
-                libc::SYS_clone,
-                libc::c_long::from(flags | libc::SIGCHLD),
-                0usize,
-                0usize,
-                0usize,
-                0usize,
-            )
+        let steps = InitSteps {
+            spec,
+            prepared: &prepared,
+            hold: hold_read.as_raw_fd(),
         };
-        if pid < 0 {
-            return Err(unsupported(
+        let end = bashtool_process::fork_helper(flags, &steps).map_err(|error| {
+            unsupported(
                 "namespaces",
-                &format!(
-                    "clone with new pid, mount and IPC namespaces was refused ({})",
-                    std::io::Error::last_os_error()
-                ),
-            ));
-        }
-        if pid == 0 {
-            let code = init_child(
-                spec,
-                &prepared,
-                ready_write.as_raw_fd(),
-                hold_read.as_raw_fd(),
-            );
-            let byte = code;
-            // SAFETY: one byte from the stack; `_exit` skips our destructors.
-            unsafe {
-                libc::write(ready_write.as_raw_fd(), (&raw const byte).cast(), 1);
-                libc::_exit(127);
-            }
-        }
-        let pid = pid as libc::pid_t;
-        drop(ready_write);
+                &format!("clone with new pid, mount and IPC namespaces was refused ({error})"),
+            )
+        })?;
         drop(hold_read);
-        // The report pipe is close-on-exec: EOF once the init exec'd.
-        let report = read_byte(&ready_read);
-        let init = match report {
-            None => bashtool_process::open_pidfd(pid as u32).map_err(|source| Error::Setup {
-                step: "opening a pidfd of the realm's init".to_owned(),
-                source,
-            }),
-            Some(code) => {
-                reap(pid);
-                return Err(init_failure(code, spec));
+        let pid = match end {
+            HelperEnd::Running { pid } => pid as libc::pid_t,
+            HelperEnd::Returned(code) => {
+                return Err(init_failure(
+                    u8::try_from(code).unwrap_or(failed::EXEC),
+                    spec,
+                ));
             }
         };
+        let init = bashtool_process::open_pidfd(pid as u32).map_err(|source| Error::Setup {
+            step: "opening a pidfd of the realm's init".to_owned(),
+            source,
+        });
         let init = match init {
             Ok(init) => init,
             Err(error) => {
@@ -294,6 +267,27 @@ fn prepare(spec: &RealmSpec) -> Result<Prepared, Error> {
     })
 }
 
+/// The init's steps, in the helper child of `fork_helper`.
+struct InitSteps<'a> {
+    spec: &'a RealmSpec,
+    prepared: &'a Prepared,
+    hold: RawFd,
+}
+
+// SAFETY: `init_child` makes only system calls (close_range, writes to
+// /proc files, mount, dup2, execve) on the data `prepare` made before the
+// fork and on descriptors; it allocates nothing and takes no lock.
+unsafe impl ChildSteps for InitSteps<'_> {
+    fn run(&self, report: std::os::fd::BorrowedFd<'_>) -> i32 {
+        i32::from(init_child(
+            self.spec,
+            self.prepared,
+            report.as_raw_fd(),
+            self.hold,
+        ))
+    }
+}
+
 /// The init's steps before exec; returns the failure code if one failed
 /// (on success it execs and never returns).
 fn init_child(spec: &RealmSpec, prepared: &Prepared, report: RawFd, hold: RawFd) -> u8 {
@@ -417,29 +411,8 @@ fn pipe(what: &str) -> Result<(OwnedFd, OwnedFd), Error> {
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }
 
-fn read_byte(fd: &OwnedFd) -> Option<u8> {
-    let mut byte = 0u8;
-    loop {
-        // SAFETY: reads one byte into the stack.
-        let count = unsafe { libc::read(fd.as_raw_fd(), (&raw mut byte).cast(), 1) };
-        if count == 1 {
-            return Some(byte);
-        }
-        if count < 0 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
-            continue;
-        }
-        return None;
-    }
-}
-
 fn reap(pid: libc::pid_t) {
-    loop {
-        // SAFETY: waits for our own child; a null status pointer is allowed.
-        let result = unsafe { libc::waitpid(pid, std::ptr::null_mut(), 0) };
-        if result >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
-            return;
-        }
-    }
+    bashtool_process::reap_child(pid as u32);
 }
 
 fn kill_and_reap(pid: libc::pid_t) {
