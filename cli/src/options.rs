@@ -22,7 +22,7 @@ pub struct ToolArgs {
     /// Output budget for the model, in tokens (× 4 chars) [default: 2000]
     #[arg(long, value_name = "TOKENS")]
     pub budget_tokens: Option<usize>,
-    /// Use the seed's plain head/tail shortening instead of the error-aware one
+    /// Use plain head/tail shortening (the first 30% and the last 70% of the budget) instead of the error-aware one
     #[arg(long)]
     pub plain_shortening: bool,
     /// Seconds between SIGTERM and SIGKILL when a command is stopped [default: 2]

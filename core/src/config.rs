@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use crate::policy::PolicyConfig;
 
-/// Seed 001's budget: 2000 tokens for the agent.
+/// The output budget: 2000 tokens for the agent.
 pub const MAX_OUTPUT_TOKENS: usize = 2000;
-/// Seed 001's estimate of characters per token.
+/// The estimate of characters per token.
 pub const CHARACTERS_PER_TOKEN: usize = 4;
-/// Seed 001's longest line before it is abbreviated.
+/// The longest line before it is abbreviated.
 pub const MAX_CHARS_PER_LINE: usize = 800;
-/// Seed 001's share of the budget for the head; the tail gets the rest.
+/// The share of the budget for the head; the tail gets the rest.
 pub const HEAD_PERCENT: usize = 30;
 /// Share of the budget that error-like lines from the omitted middle may take.
 pub const SALIENT_PERCENT: usize = 40;
@@ -36,7 +36,7 @@ pub enum Shortening {
 /// The numbers of output formatting and shortening.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutputConfig {
-    /// The model's output budget in tokens (seed 001: 2000).
+    /// The model's output budget in tokens (2000 by default).
     pub max_output_tokens: usize,
     /// Characters per token when turning the budget into characters.
     pub chars_per_token: usize,
@@ -44,7 +44,7 @@ pub struct OutputConfig {
     pub max_line_chars: usize,
     /// Share of the budget for the head when lines must be omitted (the tail gets the rest).
     pub head_percent: usize,
-    /// Plain head/tail (seed 001) or error-aware shortening.
+    /// Plain head/tail or error-aware shortening.
     pub shortening: Shortening,
     /// Share of the budget for error-like lines from the omitted middle (error-aware mode).
     pub salient_percent: usize,

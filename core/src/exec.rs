@@ -182,7 +182,7 @@ pub struct InteractiveStatus {
     pub detection_note: Option<String>,
 }
 
-/// Where a persistent shell stands after a call (seed 002's prompt as telemetry).
+/// Where a persistent shell stands after a call (the prompt as telemetry).
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct ShellState {
     /// The shell's working directory.

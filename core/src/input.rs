@@ -9,13 +9,13 @@ use serde_json::Value;
 
 use crate::config::{MAX_BATCH_COMMANDS, ToolConfig};
 
-/// seed 002's text for both `command` and `commands`.
+/// the text for both `command` and `commands`.
 pub const BOTH_COMMAND_FIELDS: &str = "Provide either 'command' or 'commands', not both";
-/// seed 002's text for neither.
+/// the text for neither.
 pub const NO_COMMAND_FIELD: &str =
     "Either 'command' (string) or 'commands' (array of strings) is required";
 
-/// `mode` as the model sends it (seed 003).
+/// `mode` as the model sends it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Mode {
     /// The default timeout (30 s).
@@ -42,7 +42,7 @@ impl Mode {
     }
 }
 
-/// One command or a batch (seed 002).
+/// One command or a batch.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Commands {
     /// One command.

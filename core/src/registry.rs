@@ -1,4 +1,4 @@
-//! The tool registry (seed 001's `TOOL_SPEC_MAP` and `createTool`): list the
+//! The tool registry (a spec map and a constructor per tool): list the
 //! specs and create a tool by name.
 
 use std::sync::Arc;

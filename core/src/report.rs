@@ -169,7 +169,7 @@ pub(crate) fn command_section(
     Section { text, truncated }
 }
 
-/// Seed 003's answer for a background job. With the jobs tool the model is
+/// The answer for a background job. With the jobs tool the model is
 /// pointed to it (it works in every environment and never hits a reused
 /// pid); without it, to shell commands that run in the job's environment.
 pub(crate) fn background_text(job: &BackgroundJob, config: &ToolConfig) -> String {
@@ -249,7 +249,7 @@ pub(crate) fn interactive_text(
     text
 }
 
-/// Seed 002's prompt as telemetry: where the shell stands now.
+/// The prompt as telemetry: where the shell stands now.
 pub(crate) fn telemetry_line(shell: &ShellState) -> String {
     let mut line = format!("[cwd: {}", shell.cwd.display());
     if let Some(branch) = &shell.git_branch {

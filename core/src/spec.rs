@@ -37,7 +37,7 @@ fn batch_shell(config: &ToolConfig) -> &'static str {
     }
 }
 
-/// The description: how to use the tool well (seeds 001 and 003).
+/// The description: how to use the tool well.
 pub fn description(config: &ToolConfig) -> String {
     let fields = &config.fields;
     let budget_tokens = config.output.max_output_tokens;

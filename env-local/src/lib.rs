@@ -46,6 +46,7 @@
 //! at a yield time, and takes text and named [`Key`]s (see
 //! `docs/interactive.md`).
 
+#![warn(missing_docs)]
 #![forbid(unsafe_code)]
 
 // Linux only (process groups, /proc, pidfd_open, bash): one clear error

@@ -651,6 +651,7 @@ impl LogDir {
         logs
     }
 
+    /// The directory.
     pub fn path(&self) -> &Path {
         &self.dir
     }

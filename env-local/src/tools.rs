@@ -1,5 +1,5 @@
 //! Which helpful programs exist here, so the model is told only of real
-//! ones (seed 001: detection is the environment's job).
+//! ones (detection is the environment's job: only it knows the machine).
 
 /// Programs worth recommending to the model when they exist.
 const RECOMMENDED: &[&str] = &["rg", "fd", "fdfind", "jq"];

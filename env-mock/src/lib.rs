@@ -1,5 +1,5 @@
 //! `bashtool-env-mock`: a scriptable fake [`CommandExec`] for deterministic
-//! tests of the bash tool (seed 001's `MockCommandExec`).
+//! tests of the bash tool (a `MockCommandExec` too).
 //!
 //! [`ScriptedExec`] records every call and answers with a [`Reply`]: output
 //! chunks sent through the sink, an exit code or signal, after a delay or

@@ -5,18 +5,26 @@
 pub enum Error {
     /// The program is not on `PATH` (or the path does not exist).
     #[error("program `{program}` not found; check PATH or give its full path")]
-    ProgramNotFound { program: String },
+    ProgramNotFound {
+        /// The program as given.
+        program: String,
+    },
     /// The kernel refused to start it, or a step before exec failed.
     #[error("could not start `{program}`: {source}")]
     Spawn {
+        /// The program as given.
         program: String,
+        /// What the kernel or the step said.
         #[source]
         source: std::io::Error,
     },
     /// A wrapper could not prepare the launch (a sandbox that cannot be
     /// applied): nothing is started rather than something unconfined.
     #[error("{message}")]
-    Wrapper { message: String },
+    Wrapper {
+        /// Why, naming the setting or the kernel feature.
+        message: String,
+    },
 }
 
 impl Error {

@@ -15,16 +15,14 @@ use tokio::io::unix::AsyncFd;
 /// Sealed: implemented here for the types that are so.
 pub trait OwnsDescriptor: AsRawFd + sealed::Sealed {}
 
-mod sealed {
+pub(crate) mod sealed {
     pub trait Sealed {}
     impl Sealed for std::os::fd::OwnedFd {}
     impl Sealed for super::EpollSet {}
-    impl Sealed for crate::pty::Pty {}
 }
 
 impl OwnsDescriptor for OwnedFd {}
 impl OwnsDescriptor for EpollSet {}
-impl OwnsDescriptor for crate::pty::Pty {}
 
 /// An epoll set that tokio can watch (it is readable when one of its
 /// descriptors is): a level-triggered set of our own reports only what
@@ -79,49 +77,6 @@ pub fn register<T: OwnsDescriptor>(owner: T, interest: Interest) -> std::io::Res
     unsafe { AsyncFd::register_with_interest(owner, interest) }
         .map(Registered)
         .map_err(|error| error.into_parts().1)
-}
-
-/// A process held by a pidfd, so that signals and the wait reach it and
-/// never a later process that took its pid.
-#[derive(Debug)]
-pub struct PinnedProcess {
-    pid: u32,
-    pidfd: OwnedFd,
-}
-
-impl PinnedProcess {
-    /// `pid` if it is still the process that started at `start_time` (in
-    /// clock ticks since boot, as `/proc/<pid>/stat` has it; `None`: any
-    /// process with that pid) and has not exited.
-    pub fn open(pid: u32, start_time: Option<u64>) -> Option<Self> {
-        let pidfd = open_pidfd(pid).ok()?;
-        // Checked after opening: the pidfd now pins whatever had the pid,
-        // and a matching start time proves it is the process meant.
-        let same = crate::tree::process_info(pid).is_some_and(|now| {
-            !now.zombie && start_time.is_none_or(|start| start == now.start_time)
-        });
-        same.then_some(Self { pid, pidfd })
-    }
-
-    pub fn pid(&self) -> u32 {
-        self.pid
-    }
-
-    /// Sends `signal` to the pinned process.
-    pub fn signal(&self, signal: nix::sys::signal::Signal) -> std::io::Result<()> {
-        pidfd_send_signal(&self.pidfd, signal)
-    }
-
-    /// Completes when the process has exited (or at once when its pidfd
-    /// cannot be watched). Needs a tokio runtime.
-    pub async fn exited(&self) {
-        if let Ok(copy) = self.pidfd.try_clone()
-            && let Ok(watched) = register(copy, Interest::READABLE)
-            && let Ok(mut guard) = watched.readable().await
-        {
-            guard.retain_ready();
-        }
-    }
 }
 
 /// A pidfd of `pid` (Linux 5.3+). Race-free for our own unreaped child;

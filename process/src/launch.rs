@@ -1,82 +1,34 @@
-//! Starting a process: the program line, its environment and directory
-//! ([`Launch`]), where its standard streams go ([`ChildIo`]), and the one
-//! function that starts it ([`launch`]): the wrappers' rewrites, then the
+//! The one function that starts a process ([`launch`]) of a
+//! [`Launch`] with its [`ChildIo`]: the wrappers' rewrites, then the
 //! program as the leader of a new session, through a `clone` child that
 //! shares our memory until it execs (see `clone.rs`), or through
 //! `posix_spawn` where no wrapper needs a step in the child and the kernel
 //! cannot reset our signal handlers in such a child.
 
-use std::ffi::{CString, OsString};
+use std::ffi::CString;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStringExt as _;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use tokio::net::unix::pipe;
 
+use crate::command::{ChildIo, Launch, Sink};
 use crate::error::Error;
 use crate::posix_spawn::{self, CLaunch, ChildFds};
 use crate::root::RootProcess;
 use crate::tree::{ProcessTree, RunMarker};
 use crate::wrapper::{Wrapper, apply_wrappers, need_pre_exec};
 
-/// What is about to be launched, as wrappers see and may change it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Launch {
-    /// The program line; `argv[0]` is looked up in `PATH` when relative.
-    pub argv: Vec<OsString>,
-    /// The child's whole environment.
-    pub env: Vec<(OsString, OsString)>,
-    /// The child's working directory.
-    pub cwd: PathBuf,
-}
-
-/// Where one of the child's output streams goes.
-#[derive(Debug)]
-pub enum Sink {
-    /// A new pipe; the read end is returned.
-    Pipe,
-    /// This file (or anything else with a descriptor).
-    Fd(OwnedFd),
-    /// `/dev/null`.
-    Null,
-}
-
-/// The child's standard streams and extra descriptors.
-#[derive(Debug)]
-pub struct ChildIo {
-    /// A pipe whose write end is returned (`true`), or `/dev/null`.
-    pub stdin_pipe: bool,
-    pub stdout: Sink,
-    pub stderr: Sink,
-    /// Descriptors the child gets at fixed numbers (a session's control
-    /// pipe at 3): `(descriptor, number)`.
-    pub extra: Vec<(OwnedFd, RawFd)>,
-    /// A terminal (a pseudo-terminal's slave) that becomes the child's
-    /// stdin, stdout, stderr and controlling terminal; `stdin_pipe`,
-    /// `stdout` and `stderr` are then not used.
-    pub terminal: Option<OwnedFd>,
-}
-
-impl ChildIo {
-    /// Every stream to `/dev/null`, nothing else.
-    pub fn null() -> Self {
-        Self {
-            stdin_pipe: false,
-            stdout: Sink::Null,
-            stderr: Sink::Null,
-            extra: Vec::new(),
-            terminal: None,
-        }
-    }
-}
-
 /// A launched process: its handle and our ends of its pipes.
 #[derive(Debug)]
 pub struct Launched {
+    /// The process started (the leader of its session).
     pub root: RootProcess,
+    /// Our end of its stdin, when asked for.
     pub stdin: Option<pipe::Sender>,
+    /// Our end of its stdout, for [`crate::Sink::Pipe`].
     pub stdout: Option<pipe::Receiver>,
+    /// Our end of its stderr, for [`crate::Sink::Pipe`].
     pub stderr: Option<pipe::Receiver>,
 }
 

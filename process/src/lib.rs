@@ -38,10 +38,12 @@
 // The kernel's process interface: `clone`, `posix_spawn`, pidfds, steps in
 // a child that shares our memory. Every `unsafe` block says why it is
 // sound; implementing the `Wrapper` seam is itself `unsafe`.
+#![warn(missing_docs)]
 #![allow(unsafe_code)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 mod clone;
+mod command;
 mod containment;
 mod current;
 mod error;
@@ -51,6 +53,7 @@ pub mod fixed_width;
 mod helper;
 mod launch;
 mod owner;
+mod pinned;
 mod posix_spawn;
 mod program_path;
 mod pty;
@@ -64,10 +67,12 @@ pub use current::{NotSingleThreaded, release_free_memory, remove_env_var};
 pub use error::Error;
 pub use exit_statuses::keep_exit_statuses;
 pub use fd::{
-    EpollSet, OwnsDescriptor, PinnedProcess, Registered, open_pidfd, pidfd_send_signal, register,
+    EpollSet, OwnsDescriptor, Registered, open_pidfd, pidfd_send_signal, register,
 };
 pub use helper::{ChildSteps, HelperEnd, fork_helper, reap_child, run_in_helper};
-pub use launch::{ChildIo, Launch, Launched, Sink, launch};
+pub use command::{ChildIo, Launch, Sink};
+pub use launch::{Launched, launch};
+pub use pinned::PinnedProcess;
 pub use owner::{OWNER_VARIABLE, Reaped, StopWithOwner, reap_orphans};
 pub use program_path::resolve as resolve_program;
 pub use pty::{

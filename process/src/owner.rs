@@ -18,7 +18,7 @@ use std::ffi::OsString;
 use nix::sys::signal::Signal;
 
 use crate::error::Error;
-use crate::launch::Launch;
+use crate::command::Launch;
 use crate::tree::{all_processes, process_info, signal_process};
 use crate::wrapper::Wrapper;
 

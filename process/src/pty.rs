@@ -22,7 +22,8 @@ use nix::sys::stat::Mode;
 use nix::sys::termios::{LocalFlags, tcgetattr};
 
 use crate::error::Error;
-use crate::launch::{ChildIo, Launch, Sink, launch};
+use crate::command::{ChildIo, Launch, Sink};
+use crate::launch::launch;
 use crate::tree::RunMarker;
 use crate::wrapper::{Wrapper, realm_of};
 
@@ -39,7 +40,9 @@ pub const MAX_ROWS: u16 = 200;
 /// The size of the terminal a program sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TerminalSize {
+    /// Characters per line.
     pub columns: u16,
+    /// Lines.
     pub rows: u16,
 }
 
@@ -67,7 +70,9 @@ impl TerminalSize {
 /// Both ends of a pseudo-terminal.
 #[derive(Debug)]
 pub struct Pty {
+    /// Our end: what the program writes is read here.
     pub master: OwnedFd,
+    /// The program's end, its terminal.
     pub slave: OwnedFd,
     /// The slave's device number: a process's fd is "the terminal" when it
     /// is this device (or `/dev/tty`, its controlling terminal).
@@ -86,6 +91,10 @@ impl std::os::fd::AsFd for Pty {
         self.master.as_fd()
     }
 }
+
+impl crate::fd::sealed::Sealed for Pty {}
+// A `Pty` owns its descriptor for its whole life (it has no setter).
+impl crate::fd::OwnsDescriptor for Pty {}
 
 impl Pty {
     /// Opens a pair from the multiplexer `ptmx` (a sandbox's own, whose

@@ -18,13 +18,16 @@ const EXIT_POLL: Duration = Duration::from_millis(10);
 /// How a command ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ExitStatus {
+    /// It exited with this code.
     Code(i32),
+    /// A signal ended it.
     Signal(nix::sys::signal::Signal),
     /// Still running (it could not be stopped, or was not waited for).
     Running,
 }
 
 impl ExitStatus {
+    /// The name of the signal that ended it (`SIGKILL`), if one did.
     pub fn signal_name(self) -> Option<String> {
         match self {
             Self::Signal(signal) => Some(signal.as_str().to_owned()),

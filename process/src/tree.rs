@@ -75,11 +75,13 @@ impl RunMarker {
         Self::from_value(value)
     }
 
+    /// The marker whose value is `value` (one read back from a record).
     pub fn from_value(value: String) -> Self {
         let needle = format!("\0{MARKER_VARIABLE}={value}\0").into_bytes();
         Self { value, needle }
     }
 
+    /// The value the launched environment holds.
     pub fn value(&self) -> &str {
         &self.value
     }
@@ -102,13 +104,18 @@ impl Default for RunMarker {
 /// One process as `/proc/<pid>/stat` showed it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProcessInfo {
+    /// Its pid.
     pub pid: u32,
+    /// Its parent's pid.
     pub parent: u32,
+    /// Its process group.
     pub group: u32,
+    /// Its session.
     pub session: u32,
     /// Start time in clock ticks since boot: with the pid, it identifies the
     /// process even after its pid is reused.
     pub start_time: u64,
+    /// It has exited and waits to be reaped.
     pub zombie: bool,
 }
 
@@ -261,6 +268,7 @@ impl ProcessTree {
         }
     }
 
+    /// The pid of the tree's root, if it has one.
     pub fn root_pid(&self) -> Option<u32> {
         self.root.map(|root| root.pid)
     }

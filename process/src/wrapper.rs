@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::error::Error;
-use crate::launch::Launch;
+use crate::command::Launch;
 use crate::spawner::Spawner;
 
 /// One step of how every process is launched.
@@ -143,8 +143,11 @@ pub trait Realm: Send + Sync + fmt::Debug {
 /// the roots commands may write to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Summary {
+    /// Its mode (`workspace-write`, `read-only`).
     pub mode: String,
+    /// Its network (`on`, `off`).
     pub network: String,
+    /// The roots commands may write to.
     pub writable: Vec<PathBuf>,
 }
 

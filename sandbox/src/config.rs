@@ -48,10 +48,12 @@ pub enum NetworkMode {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct SandboxConfig {
+    /// What commands may write.
     pub mode: SandboxMode,
     /// Roots writable in `workspace-write` mode besides the workspace, the
     /// temp space and the caches. Absolute, existing directories or files.
     pub writable: Vec<PathBuf>,
+    /// Whether commands reach the network.
     pub network: NetworkMode,
     /// Paths kept read-only even inside a writable root, besides the
     /// workspace's `.git/hooks`, `.git/config` and bashtool's state.
@@ -122,6 +124,7 @@ fn check_path(setting: &'static str, path: &Path) -> Result<(), Error> {
 }
 
 impl SandboxMode {
+    /// The name settings and reports use (`workspace-write`).
     pub fn name(self) -> &'static str {
         match self {
             Self::Off => "off",
@@ -132,6 +135,7 @@ impl SandboxMode {
 }
 
 impl NetworkMode {
+    /// The name settings and reports use (`on`, `off`).
     pub fn name(self) -> &'static str {
         match self {
             Self::On => "on",

@@ -7,7 +7,9 @@ pub enum Error {
     /// A sandbox setting is invalid; nothing runs.
     #[error("sandbox setting `{setting}`: {message}")]
     Setting {
+        /// The setting's name.
         setting: &'static str,
+        /// What is wrong and what is allowed.
         message: String,
     },
     /// The kernel cannot enforce the requested sandbox. Never silently
@@ -18,14 +20,19 @@ pub enum Error {
          (TOML: [sandbox] mode = \"off\")"
     )]
     Unsupported {
+        /// The mode asked for.
         mode: String,
+        /// The kernel feature it needs.
         feature: &'static str,
+        /// Why the feature is not there.
         reason: String,
     },
     /// Preparing the sandbox failed for another reason.
     #[error("could not prepare the sandbox: {step}: {source}")]
     Setup {
+        /// The step that failed.
         step: String,
+        /// What the system said.
         #[source]
         source: std::io::Error,
     },

@@ -46,6 +46,7 @@
 // The kernel's sandboxing interfaces: namespaces, mounts, Landlock,
 // seccomp, capabilities, steps in a child that shares our memory. Every
 // `unsafe` block says why it is sound.
+#![warn(missing_docs)]
 #![allow(unsafe_code)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
@@ -342,7 +343,7 @@ impl Sandbox {
         {
             return Ok(());
         }
-        let refreshed = self.steps.mounts.refresh(&self.steps.realm);
+        let refreshed = self.steps.mounts.refresh(self.steps.realm.user.as_ref(), &self.steps.realm.mount);
         if refreshed.is_err()
             && let Some(watch) = &self.watch
         {

@@ -22,13 +22,13 @@
 //! again, in place, for every process of the realm at once.
 
 use std::ffi::CString;
+use std::os::fd::OwnedFd;
 use std::os::unix::ffi::OsStrExt as _;
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use super::namespaces::{check, in_namespaces};
-use super::realm::Realm;
 use crate::error::Error;
 
 /// What a protected path gets.
@@ -416,7 +416,7 @@ impl RealmMounts {
     /// or removed on the host since it was protected, and every path newly
     /// listed (see the module documentation). Cheap when nothing changed:
     /// one `lstat` per path.
-    pub fn refresh(&self, realm: &Realm) -> Result<(), Error> {
+    pub fn refresh(&self, user: Option<&OwnedFd>, mount: &OwnedFd) -> Result<(), Error> {
         let listed = (self.paths)();
         let mut protected = self.protected.lock().map_err(|_| Error::Setup {
             step: "refreshing the sandbox's protected paths".to_owned(),
@@ -478,7 +478,7 @@ impl RealmMounts {
             // SAFETY: `protect` makes mount system calls on the paths
             // each entry prepared as C strings; nothing allocates.
             unsafe {
-                in_namespaces(realm.user.as_ref(), &realm.mount, || {
+                in_namespaces(user, mount, || {
                     for entry in &changed {
                         protect(entry)?;
                     }

@@ -14,6 +14,7 @@ pub struct Capabilities {
     /// Landlock ABI version, 0 when absent. 1 is enough for the file system
     /// rules; 6 adds the scoping of signals.
     pub landlock_abi: i32,
+    /// seccomp filters can be installed.
     pub seccomp: bool,
     /// A user namespace could be created (needed by non-root users for
     /// the other namespaces).
@@ -21,6 +22,7 @@ pub struct Capabilities {
     /// A realm could be made: pid, mount, IPC and network namespaces with
     /// a private `/proc`, `devpts` and `/dev/shm`.
     pub namespaces: bool,
+    /// This process runs as root (it needs no user namespace).
     pub root: bool,
     /// `bwrap`, if installed (not used: see docs/sandbox.md).
     pub bubblewrap: Option<PathBuf>,

@@ -1,5 +1,5 @@
 //! The safety policy through the public `BashTool` API: a blocked command
-//! never reaches the environment, an allowed one does (seed 003's four
+//! never reaches the environment, an allowed one does (the four
 //! integration tests).
 
 use std::sync::Arc;

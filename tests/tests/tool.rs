@@ -1,5 +1,5 @@
 //! The bash tool through its public API against the scripted environment:
-//! seed 001's test list, batches, approval, background and telemetry.
+//! the tool's promised behaviours, batches, approval, background and telemetry.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -370,7 +370,7 @@ async fn input_fields_reach_the_environment() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn refused_approval_runs_nothing_with_seed_000_message() {
+async fn refused_approval_runs_nothing_and_says_the_user_refused() {
     let exec = ScriptedExec::replying(|_| Reply::new());
     let mut approval = MockApproval::new();
     approval.expect_approve().times(1).returning(|_| false);

@@ -204,10 +204,12 @@ impl LocalExec {
         });
     }
 
+    /// The settings it was made with.
     pub fn config(&self) -> &LocalConfig {
         &self.inner.config
     }
 
+    /// Its background jobs.
     pub fn jobs(&self) -> &JobTable {
         &self.inner.jobs
     }

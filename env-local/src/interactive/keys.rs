@@ -16,6 +16,7 @@ PageUp, PageDown, Delete, F1..F12, C-a..C-z (Ctrl with a letter, e.g. C-c, C-d)"
 
 /// A key a person could press.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[allow(missing_docs)] // The names say it: one variant per key.
 pub enum Key {
     Enter,
     Tab,

@@ -52,6 +52,7 @@ pub enum Detection {
 /// What a call sees of a job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Snapshot {
+    /// Where the job stands.
     pub state: JobState,
     /// The text printed since the previous snapshot (cleaned, lines
     /// collapsed), as a line-oriented program shows it.

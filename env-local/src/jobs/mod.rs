@@ -1,4 +1,4 @@
-//! Background jobs (seed 003's `mode: "background"`): detached from the
+//! Background jobs (`mode: "background"`): detached from the
 //! call, run by a supervisor that records how they ended, output to a file,
 //! read by cursor; the [`bashtool_core::Jobs`] port over them, in this
 //! process ([`JobTable`]) and across processes ([`RecordedJobs`]).

@@ -184,7 +184,7 @@ pub(crate) struct CallRequest<'a> {
 /// over, so the command cannot see the nonce that makes its status record
 /// count.
 pub(crate) fn call_request(call: &CallRequest<'_>) -> String {
-    debug_assert_eq!(call.nonce.len(), NONCE_DIGITS);
+    debug_assert_eq!(call.nonce.len(), super::nonce::NONCE_DIGITS);
     assert_eq!(
         call.marker.len(),
         MARKER_WIDTH,
@@ -210,13 +210,11 @@ pub(crate) fn call_request(call: &CallRequest<'_>) -> String {
     request
 }
 
-/// Hex digits of a call's nonce (64 random bits).
-pub(crate) const NONCE_DIGITS: usize = 16;
 
 /// Bytes of a call's stamp, `<id> <nonce>`: the id in 20 digits (the most
 /// a `u64` has), a space, the nonce, no newline. The shell reads it with
 /// one `read -N` and writes it into the status record as it is.
-pub(crate) const STAMP_WIDTH: usize = 20 + 1 + NONCE_DIGITS;
+pub(crate) const STAMP_WIDTH: usize = 20 + 1 + super::nonce::NONCE_DIGITS;
 
 /// Name of the command file in the session directory (the name is also in
 /// `init.sh`).

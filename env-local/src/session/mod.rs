@@ -1,4 +1,4 @@
-//! Persistent shell sessions (seed 002): one long-lived bash per
+//! Persistent shell sessions: one long-lived bash per
 //! conversation, so that `cd`, `export`, `source .venv/bin/activate`,
 //! functions, aliases and options carry over from one call to the next.
 //!
@@ -213,6 +213,7 @@ impl Session {
         Self::new(config)
     }
 
+    /// The settings it was made with.
     pub fn config(&self) -> &SessionConfig {
         &self.inner.config
     }

@@ -1,13 +1,14 @@
 //! Call nonces: the status record of a call counts only with its nonce,
 //! which the shell reads only once the command is over.
 
-use super::driver;
+/// Hex digits of a call's nonce (64 random bits).
+pub(crate) const NONCE_DIGITS: usize = 16;
 
 /// 64 random bits in hex, drawn from a pool that one getrandom(2) fills for
 /// [`NONCES_PER_FILL`] calls (a system call per call was ~1 µs of a session
 /// call's ~110).
 pub(crate) fn next() -> std::io::Result<String> {
-    const NONCE_BYTES: usize = driver::NONCE_DIGITS / 2;
+    const NONCE_BYTES: usize = NONCE_DIGITS / 2;
     static POOL: std::sync::Mutex<([u8; NONCE_BYTES * NONCES_PER_FILL], usize)> =
         std::sync::Mutex::new((
             [0; NONCE_BYTES * NONCES_PER_FILL],
@@ -28,7 +29,7 @@ pub(crate) fn next() -> std::io::Result<String> {
         *used = 0;
     }
     let drawn = &mut bytes[*used..*used + NONCE_BYTES];
-    let mut nonce = String::with_capacity(driver::NONCE_DIGITS);
+    let mut nonce = String::with_capacity(NONCE_DIGITS);
     bashtool_process::fixed_width::push_hex(&mut nonce, drawn);
     // Used bytes are wiped: the pool holds only nonces still to come.
     drawn.fill(0);
@@ -49,7 +50,7 @@ mod tests {
             .map(|_| next().expect("getrandom"))
             .collect();
         for nonce in &nonces {
-            assert_eq!(nonce.len(), driver::NONCE_DIGITS);
+            assert_eq!(nonce.len(), NONCE_DIGITS);
             assert!(
                 nonce.bytes().all(|byte| byte.is_ascii_hexdigit()),
                 "{nonce}"

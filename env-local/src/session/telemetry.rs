@@ -1,4 +1,4 @@
-//! Seed 002's "prompt as telemetry": the git branch of the shell's cwd,
+//! The prompt as telemetry: the git branch of the shell's cwd,
 //! found by reading files (no `git` process per call).
 
 use std::fs::File;
