@@ -62,18 +62,16 @@ mod spawner;
 mod tree;
 mod wrapper;
 
+pub use command::{ChildIo, Launch, Sink};
 pub use containment::{Containment, ContainmentStrategy, SessionAndMarker};
 pub use current::{NotSingleThreaded, release_free_memory, remove_env_var};
 pub use error::Error;
 pub use exit_statuses::keep_exit_statuses;
-pub use fd::{
-    EpollSet, OwnsDescriptor, Registered, open_pidfd, pidfd_send_signal, register,
-};
+pub use fd::{EpollSet, OwnsDescriptor, Registered, open_pidfd, pidfd_send_signal, register};
 pub use helper::{ChildSteps, HelperEnd, fork_helper, reap_child, run_in_helper};
-pub use command::{ChildIo, Launch, Sink};
 pub use launch::{Launched, launch};
-pub use pinned::PinnedProcess;
 pub use owner::{OWNER_VARIABLE, Reaped, StopWithOwner, reap_orphans};
+pub use pinned::PinnedProcess;
 pub use program_path::resolve as resolve_program;
 pub use pty::{
     DEFAULT_COLUMNS, DEFAULT_ROWS, MAX_COLUMNS, MAX_ROWS, Pty, TerminalModes, TerminalSize,

@@ -17,8 +17,8 @@ use std::ffi::OsString;
 
 use nix::sys::signal::Signal;
 
-use crate::error::Error;
 use crate::command::Launch;
+use crate::error::Error;
 use crate::tree::{all_processes, process_info, signal_process};
 use crate::wrapper::Wrapper;
 

@@ -21,8 +21,8 @@ use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
 use nix::sys::termios::{LocalFlags, tcgetattr};
 
-use crate::error::Error;
 use crate::command::{ChildIo, Launch, Sink};
+use crate::error::Error;
 use crate::launch::launch;
 use crate::tree::RunMarker;
 use crate::wrapper::{Wrapper, realm_of};

@@ -22,8 +22,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::error::Error;
 use crate::command::Launch;
+use crate::error::Error;
 use crate::spawner::Spawner;
 
 /// One step of how every process is launched.

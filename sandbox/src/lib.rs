@@ -343,7 +343,10 @@ impl Sandbox {
         {
             return Ok(());
         }
-        let refreshed = self.steps.mounts.refresh(self.steps.realm.user.as_ref(), &self.steps.realm.mount);
+        let refreshed = self
+            .steps
+            .mounts
+            .refresh(self.steps.realm.user.as_ref(), &self.steps.realm.mount);
         if refreshed.is_err()
             && let Some(watch) = &self.watch
         {

@@ -324,6 +324,9 @@ fn init_child(spec: &RealmSpec, prepared: &Prepared, report: RawFd, hold: RawFd)
             || libc::dup2(null, 1) < 0
             || libc::dup2(null, 2) < 0
             || libc::dup2(hold, 3) < 0
+            // When the hold pipe already was 3, dup2 did nothing and its
+            // close-on-exec flag stays: clear it, or the init loses it.
+            || libc::fcntl(3, libc::F_SETFD, 0) < 0
         {
             return failed::STDIO;
         }

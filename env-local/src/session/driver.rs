@@ -210,7 +210,6 @@ pub(crate) fn call_request(call: &CallRequest<'_>) -> String {
     request
 }
 
-
 /// Bytes of a call's stamp, `<id> <nonce>`: the id in 20 digits (the most
 /// a `u64` has), a space, the nonce, no newline. The shell reads it with
 /// one `read -N` and writes it into the status record as it is.
