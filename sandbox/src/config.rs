@@ -41,7 +41,7 @@ pub enum NetworkMode {
 /// The sandbox settings: a mode, extra writable roots, the network.
 ///
 /// ```
-/// use bashtool_env_local::{NetworkMode, SandboxConfig, SandboxMode};
+/// use bashtool_sandbox::{NetworkMode, SandboxConfig, SandboxMode};
 /// let config = SandboxConfig { network: NetworkMode::Off, ..SandboxConfig::default() };
 /// assert_eq!(config.mode, SandboxMode::WorkspaceWrite);
 /// ```
