@@ -1,0 +1,163 @@
+//! The process-level promises: what only real processes can show (a tree
+//! that dies, a leftover that does not hold the call, a command the kernel
+//! stops). Liveness is read from `/proc` by the test.
+
+#![deny(dead_code)]
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use bashtool_core::{OutputChunk, ReadFrom, SpawnOptions};
+use tokio_util::sync::CancellationToken;
+
+use super::{DEATH_LIMIT, SAFETY, Subject, background, pid_watch, run, text};
+use crate::{echo_pid, escapee, grandchildren_script, kill_all, pids_in, survivors_after};
+
+/// A timeout stops the whole tree: grandchildren and setsid escapees.
+pub async fn timeout_stops_the_tree(subject: Subject) {
+    let script = format!("{}{}\nsleep 300", grandchildren_script(2), escapee());
+    let result = run(
+        &subject,
+        &script,
+        SpawnOptions::default().timeout(Duration::from_secs(2)),
+    )
+    .await;
+    assert!(result.timed_out);
+    let pids = pids_in(&text(&result));
+    assert_eq!(pids.len(), 3, "{}", text(&result));
+    let survivors = survivors_after(&pids, DEATH_LIMIT).await;
+    kill_all(&survivors);
+    assert_eq!(survivors, Vec::<u32>::new());
+}
+
+/// A cancel stops the whole tree and returns the output so far.
+pub async fn cancel_stops_the_tree(subject: Subject) {
+    let cancel = CancellationToken::new();
+    let options = SpawnOptions::default()
+        .timeout(SAFETY)
+        .cancel(cancel.clone())
+        .on_output(pid_watch(3, cancel));
+    let script = format!("{}{}\nsleep 300", grandchildren_script(2), escapee());
+    let result = run(&subject, &script, options).await;
+    assert!(result.cancelled);
+    assert!(!result.timed_out);
+    let pids = pids_in(&text(&result));
+    assert_eq!(pids.len(), 3, "{}", text(&result));
+    let survivors = survivors_after(&pids, DEATH_LIMIT).await;
+    kill_all(&survivors);
+    assert_eq!(survivors, Vec::<u32>::new());
+}
+
+/// Dropping the call's future stops the whole tree.
+pub async fn drop_stops_the_tree(subject: Subject) {
+    let printed = CancellationToken::new();
+    let text_seen = Arc::new(Mutex::new(String::new()));
+    let seen = Arc::clone(&text_seen);
+    let trigger = printed.clone();
+    let sink = Arc::new(move |chunk: &OutputChunk| {
+        let mut seen = seen.lock().unwrap_or_else(PoisonError::into_inner);
+        seen.push_str(&chunk.text);
+        if pids_in(&seen).len() >= 2 {
+            trigger.cancel();
+        }
+    });
+    let script = format!("{}{}\nsleep 300", grandchildren_script(1), escapee());
+    let call = subject.exec.spawn(
+        &script,
+        SpawnOptions::default().timeout(SAFETY).on_output(sink),
+    );
+    tokio::select! {
+        () = printed.cancelled() => {}
+        _ = call => panic!("the call ended by itself"),
+    }
+    let pids = pids_in(&text_seen.lock().unwrap_or_else(PoisonError::into_inner));
+    assert_eq!(pids.len(), 2);
+    let survivors = survivors_after(&pids, DEATH_LIMIT).await;
+    kill_all(&survivors);
+    assert_eq!(survivors, Vec::<u32>::new());
+}
+
+/// `cmd &` never holds the call: it returns when the main command ends,
+/// and the leftover is stopped.
+pub async fn no_hang_on_a_leftover(subject: Subject) {
+    let result = run(
+        &subject,
+        &format!(
+            "sh -c '{}; exec sleep 300' & sleep 0.2; echo started",
+            echo_pid("$$")
+        ),
+        SpawnOptions::default().timeout(SAFETY),
+    )
+    .await;
+    assert!(!result.timed_out, "the call waited for the leftover");
+    assert_eq!(result.exit_code, Some(0));
+    let pids = pids_in(&text(&result));
+    assert_eq!(pids.len(), 1);
+    let survivors = survivors_after(&pids, DEATH_LIMIT).await;
+    kill_all(&survivors);
+    assert_eq!(survivors, Vec::<u32>::new());
+}
+
+/// Stopping a job stops its whole tree, its root included, and a job
+/// where processes run has a pid.
+pub async fn stopping_a_job_stops_its_tree(subject: Subject) {
+    // The job's root (the shell that runs the command's shell) prints its
+    // own pid too: a sandbox numbers its processes in a pid namespace of
+    // their own, and the test decides from the host.
+    let script = format!(
+        "{}; {}sleep 300",
+        echo_pid("$PPID"),
+        grandchildren_script(2)
+    );
+    let result = run(&subject, &script, background()).await;
+    let job = result.background.expect("a background job");
+    assert!(job.pid.is_some(), "a local job has a pid");
+    let mut pids = Vec::new();
+    let deadline = tokio::time::Instant::now() + SAFETY;
+    while pids.len() < 3 && tokio::time::Instant::now() < deadline {
+        let output = subject
+            .jobs
+            .read(&job.id, ReadFrom::Cursor(0), 100_000)
+            .await
+            .expect("read");
+        pids = pids_in(&output.text);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        pids.len(),
+        3,
+        "the job printed its root and its grandchildren"
+    );
+    let info = subject.jobs.stop(&job.id).await.expect("known job");
+    assert!(!info.state.is_running(), "{info:?}");
+    let survivors = survivors_after(&pids, DEATH_LIMIT).await;
+    kill_all(&survivors);
+    assert_eq!(survivors, Vec::<u32>::new());
+}
+
+/// A command that stops itself (SIGSTOP) is detected and its tree
+/// stopped, instead of waiting out the timeout.
+pub async fn a_stopped_command_is_detected(subject: Subject) {
+    for command in [
+        "echo before; kill -STOP $$",
+        "echo before; sh -c 'kill -STOP $$'; echo after",
+    ] {
+        let result = run(
+            &subject,
+            command,
+            SpawnOptions::default().timeout(Duration::from_secs(120)),
+        )
+        .await;
+        assert!(!result.timed_out, "{command}: waited out the timeout");
+        assert_eq!(result.signal.as_deref(), Some("SIGSTOP"), "{command}");
+        assert_eq!(text(&result), "before", "{command}");
+        assert!(
+            result
+                .notes
+                .iter()
+                .any(|note| note.starts_with("the command stopped itself")),
+            "{command}: {:?}",
+            result.notes
+        );
+    }
+}
