@@ -208,12 +208,7 @@ fn alive_in_container(socket: &str, pid: u32) -> bool {
     else {
         return false;
     };
-    let stat = String::from_utf8_lossy(&output.stdout);
-    let state = stat
-        .rfind(')')
-        .and_then(|end| stat.get(end + 2..end + 3))
-        .unwrap_or("X");
-    output.status.success() && !matches!(state, "Z" | "X" | "x")
+    output.status.success() && bashtool_tests::stat_alive(&String::from_utf8_lossy(&output.stdout))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

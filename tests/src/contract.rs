@@ -23,13 +23,10 @@
 //! every wait is for an event with a deadline.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
-use bashtool_core::{CommandExec, CommandResult, Jobs, OutputChunk, SpawnOptions, Stream};
-use tokio_util::sync::CancellationToken;
-
-use crate::pids_in;
+use bashtool_core::{CommandExec, CommandResult, Jobs, SpawnOptions};
 
 mod mock;
 mod port;
@@ -147,8 +144,6 @@ macro_rules! contract_suite {
 
 crate::contract_suite!(@promises @register);
 
-/// How long a stopped tree may take to disappear from `/proc`.
-pub const DEATH_LIMIT: Duration = Duration::from_secs(10);
 /// A safety timeout for commands that end by themselves.
 pub const SAFETY: Duration = Duration::from_secs(30);
 
@@ -158,37 +153,6 @@ async fn run(subject: &Subject, command: &str, options: SpawnOptions) -> Command
         .spawn(command, options)
         .await
         .expect("the command starts")
-}
-
-fn lines(result: &CommandResult) -> Vec<(Stream, String)> {
-    result
-        .output
-        .retained()
-        .0
-        .iter()
-        .map(|line| (line.stream, line.text.clone()))
-        .collect()
-}
-
-fn text(result: &CommandResult) -> String {
-    lines(result)
-        .into_iter()
-        .map(|(_, line)| line)
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// A sink that collects the text and fires `trigger` once `count` pids
-/// were printed.
-fn pid_watch(count: usize, trigger: CancellationToken) -> Arc<dyn Fn(&OutputChunk) + Send + Sync> {
-    let printed = Mutex::new(String::new());
-    Arc::new(move |chunk: &OutputChunk| {
-        let mut printed = printed.lock().unwrap_or_else(PoisonError::into_inner);
-        printed.push_str(&chunk.text);
-        if pids_in(&printed).len() >= count {
-            trigger.cancel();
-        }
-    })
 }
 
 fn background() -> SpawnOptions {

@@ -10,7 +10,19 @@ use std::time::Duration;
 use bashtool_core::{ExecError, JobError, JobState, OutputChunk, ReadFrom, SpawnOptions, Stream};
 use tokio_util::sync::CancellationToken;
 
-use super::{SAFETY, Subject, background, lines, run, start_job, text};
+use super::{SAFETY, Subject, background, run, start_job};
+use crate::{cancel_when_output_contains, text};
+
+/// The retained lines with their streams.
+fn lines(result: &bashtool_core::CommandResult) -> Vec<(Stream, String)> {
+    result
+        .output
+        .retained()
+        .0
+        .iter()
+        .map(|line| (line.stream, line.text.clone()))
+        .collect()
+}
 
 /// Exit codes come back as they are; 0 is success.
 pub async fn exit_codes(subject: Subject) {
@@ -185,20 +197,14 @@ pub async fn a_timeout_returns_the_output_so_far(subject: Subject) {
 /// A cancel ends the call as cancelled (not timed out, no exit code, no
 /// success) with the output printed before it.
 pub async fn a_cancel_returns_the_output_so_far(subject: Subject) {
-    let cancel = CancellationToken::new();
-    let trigger = cancel.clone();
-    let sink = Arc::new(move |chunk: &OutputChunk| {
-        if chunk.text.contains("started") {
-            trigger.cancel();
-        }
-    });
+    let stop = cancel_when_output_contains("started");
     let result = run(
         &subject,
         "echo started; sleep 300",
         SpawnOptions::default()
             .timeout(SAFETY)
-            .cancel(cancel)
-            .on_output(sink),
+            .cancel(stop.cancel)
+            .on_output(stop.on_output.expect("a sink")),
     )
     .await;
     assert!(result.cancelled);

@@ -4,14 +4,17 @@
 
 #![deny(dead_code)]
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::PoisonError;
 use std::time::Duration;
 
-use bashtool_core::{OutputChunk, ReadFrom, SpawnOptions};
+use bashtool_core::{ReadFrom, SpawnOptions};
 use tokio_util::sync::CancellationToken;
 
-use super::{DEATH_LIMIT, SAFETY, Subject, background, pid_watch, run, text};
-use crate::{echo_pid, escapee, grandchildren_script, kill_all, pids_in, survivors_after};
+use super::{SAFETY, Subject, background, run};
+use crate::{
+    DEATH_LIMIT, echo_pid, escapee, grandchildren_script, killed_survivors, pid_watch, pids_in,
+    text,
+};
 
 /// A timeout stops the whole tree: grandchildren and setsid escapees.
 pub async fn timeout_stops_the_tree(subject: Subject) {
@@ -25,42 +28,36 @@ pub async fn timeout_stops_the_tree(subject: Subject) {
     assert!(result.timed_out);
     let pids = pids_in(&text(&result));
     assert_eq!(pids.len(), 3, "{}", text(&result));
-    let survivors = survivors_after(&pids, DEATH_LIMIT).await;
-    kill_all(&survivors);
-    assert_eq!(survivors, Vec::<u32>::new());
+    assert_eq!(
+        killed_survivors(&pids, DEATH_LIMIT).await,
+        Vec::<u32>::new()
+    );
 }
 
 /// A cancel stops the whole tree and returns the output so far.
 pub async fn cancel_stops_the_tree(subject: Subject) {
     let cancel = CancellationToken::new();
+    let (_, sink) = pid_watch(3, cancel.clone());
     let options = SpawnOptions::default()
         .timeout(SAFETY)
-        .cancel(cancel.clone())
-        .on_output(pid_watch(3, cancel));
+        .cancel(cancel)
+        .on_output(sink);
     let script = format!("{}{}\nsleep 300", grandchildren_script(2), escapee());
     let result = run(&subject, &script, options).await;
     assert!(result.cancelled);
     assert!(!result.timed_out);
     let pids = pids_in(&text(&result));
     assert_eq!(pids.len(), 3, "{}", text(&result));
-    let survivors = survivors_after(&pids, DEATH_LIMIT).await;
-    kill_all(&survivors);
-    assert_eq!(survivors, Vec::<u32>::new());
+    assert_eq!(
+        killed_survivors(&pids, DEATH_LIMIT).await,
+        Vec::<u32>::new()
+    );
 }
 
 /// Dropping the call's future stops the whole tree.
 pub async fn drop_stops_the_tree(subject: Subject) {
     let printed = CancellationToken::new();
-    let text_seen = Arc::new(Mutex::new(String::new()));
-    let seen = Arc::clone(&text_seen);
-    let trigger = printed.clone();
-    let sink = Arc::new(move |chunk: &OutputChunk| {
-        let mut seen = seen.lock().unwrap_or_else(PoisonError::into_inner);
-        seen.push_str(&chunk.text);
-        if pids_in(&seen).len() >= 2 {
-            trigger.cancel();
-        }
-    });
+    let (text_seen, sink) = pid_watch(2, printed.clone());
     let script = format!("{}{}\nsleep 300", grandchildren_script(1), escapee());
     let call = subject.exec.spawn(
         &script,
@@ -72,9 +69,10 @@ pub async fn drop_stops_the_tree(subject: Subject) {
     }
     let pids = pids_in(&text_seen.lock().unwrap_or_else(PoisonError::into_inner));
     assert_eq!(pids.len(), 2);
-    let survivors = survivors_after(&pids, DEATH_LIMIT).await;
-    kill_all(&survivors);
-    assert_eq!(survivors, Vec::<u32>::new());
+    assert_eq!(
+        killed_survivors(&pids, DEATH_LIMIT).await,
+        Vec::<u32>::new()
+    );
 }
 
 /// `cmd &` never holds the call: it returns when the main command ends,
@@ -93,9 +91,10 @@ pub async fn no_hang_on_a_leftover(subject: Subject) {
     assert_eq!(result.exit_code, Some(0));
     let pids = pids_in(&text(&result));
     assert_eq!(pids.len(), 1);
-    let survivors = survivors_after(&pids, DEATH_LIMIT).await;
-    kill_all(&survivors);
-    assert_eq!(survivors, Vec::<u32>::new());
+    assert_eq!(
+        killed_survivors(&pids, DEATH_LIMIT).await,
+        Vec::<u32>::new()
+    );
 }
 
 /// Stopping a job stops its whole tree, its root included, and a job
@@ -130,9 +129,10 @@ pub async fn stopping_a_job_stops_its_tree(subject: Subject) {
     );
     let info = subject.jobs.stop(&job.id).await.expect("known job");
     assert!(!info.state.is_running(), "{info:?}");
-    let survivors = survivors_after(&pids, DEATH_LIMIT).await;
-    kill_all(&survivors);
-    assert_eq!(survivors, Vec::<u32>::new());
+    assert_eq!(
+        killed_survivors(&pids, DEATH_LIMIT).await,
+        Vec::<u32>::new()
+    );
 }
 
 /// A command that stops itself (SIGSTOP) is detected and its tree
