@@ -244,7 +244,10 @@ async fn remote_exec_through_docker_exec() {
             "docker -H {socket} exec -i -e HOME=/root -e TMPDIR=/tmp {CONTAINER} /bashtool serve --cwd /tmp/work --kill-grace 1 --sandbox off"
         ),
         remote_dir: "/tmp/work".to_owned(),
+        // Probed inside the container, so numbered as its pid namespace
+        // numbers them (as the server there reports its jobs' pids).
         alive: Box::new(move |pid| alive_in_container(&probe_socket, pid)),
+        pids_in: bashtool_tests::pids_as_printed,
         pid_file: lab.dir.join("transport.pid"),
     };
     remote_support::every_scenario(&target).await;

@@ -135,15 +135,25 @@ pub fn escapee() -> String {
 /// is gone has no host pid: it gets a number no process can have, so it
 /// still counts, and as dead.
 pub fn pids_in(text: &str) -> Vec<u32> {
-    text.lines()
-        .filter_map(|line| {
-            let line = line.trim();
-            parse_pid(
-                line.strip_prefix("pid:")
-                    .or_else(|| line.strip_prefix("pid "))?,
-            )
-        })
+    printed_pids(text).filter_map(parse_pid).collect()
+}
+
+/// The pids printed as in [`pids_in`], as the pid namespace of the
+/// process that printed them numbers them (the `<n>` of `<n>@<inode>`):
+/// what a probe inside that namespace (a container's `/proc`) needs.
+pub fn pids_as_printed(text: &str) -> Vec<u32> {
+    printed_pids(text)
+        .filter_map(|pid| pid.split('@').next()?.trim().parse().ok())
         .collect()
+}
+
+/// The `<n>` or `<n>@<inode>` of each line `pid:…` or `pid …`.
+fn printed_pids(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().filter_map(|line| {
+        let line = line.trim();
+        line.strip_prefix("pid:")
+            .or_else(|| line.strip_prefix("pid "))
+    })
 }
 
 /// Above the kernel's highest pid (`pid_max` is at most 2^22).

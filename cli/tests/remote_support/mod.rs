@@ -12,8 +12,8 @@ use std::time::Duration;
 use bashtool_core::{CommandExec, CommandResult, ExecMode, Jobs, ReadFrom, SpawnOptions};
 use bashtool_env_remote::{RemoteConfig, RemoteExec, SessionRequest};
 use bashtool_tests::{
-    DEATH_LIMIT, echo_pid, escapee, grandchildren_script, pid_watch, pids_in, qualified_pid,
-    survivors_by, text,
+    DEATH_LIMIT, echo_pid, escapee, grandchildren_script, pid_watch, qualified_pid, survivors_by,
+    text,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -28,6 +28,9 @@ pub struct Target {
     pub remote_dir: String,
     /// Whether a pid over there is alive (not a zombie), asked by the test.
     pub alive: Box<dyn Fn(u32) -> bool + Send + Sync>,
+    /// The pids a command printed (`pid:<n>@<inode>`), numbered as
+    /// [`Target::alive`] and the server's job pids number them.
+    pub pids_in: fn(&str) -> Vec<u32>,
     /// A local file the transport's pid can be written to.
     pub pid_file: std::path::PathBuf,
 }
@@ -95,7 +98,7 @@ pub async fn exit_codes_and_streaming(target: &Target) {
     )
     .await;
     assert!(result.cancelled, "{result:?}");
-    let pids = pids_in(&text(&result));
+    let pids = (target.pids_in)(&text(&result));
     assert_eq!(pids.len(), 1);
     assert_eq!(target.survivors_after(&pids).await, Vec::<u32>::new());
     exec.shutdown(SAFETY).await;
@@ -115,7 +118,7 @@ pub async fn timeout_stops_the_remote_tree(target: &Target) {
     )
     .await;
     assert!(result.timed_out, "{result:?}");
-    let pids = pids_in(&text(&result));
+    let pids = (target.pids_in)(&text(&result));
     assert_eq!(pids.len(), 3, "{}", text(&result));
     assert_eq!(target.survivors_after(&pids).await, Vec::<u32>::new());
     exec.shutdown(SAFETY).await;
@@ -136,7 +139,7 @@ pub async fn cancel_stops_the_remote_tree(target: &Target) {
     )
     .await;
     assert!(result.cancelled && !result.timed_out, "{result:?}");
-    let pids = pids_in(&text(&result));
+    let pids = (target.pids_in)(&text(&result));
     assert_eq!(pids.len(), 3, "{}", text(&result));
     assert_eq!(target.survivors_after(&pids).await, Vec::<u32>::new());
     let again = run(
@@ -171,15 +174,21 @@ pub async fn background_jobs(target: &Target) {
             .read(&job.id, ReadFrom::Cursor(0), 100_000)
             .await
             .expect("read");
-        pids = pids_in(&window.text);
+        pids = (target.pids_in)(&window.text);
         if pids.is_empty() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
     assert_eq!(pids.len(), 1, "the job printed its child");
+    pids.extend(job.pid);
+    // The probe sees them alive now, so that its verdict after the stop
+    // means something.
+    assert!(
+        pids.iter().all(|&pid| (target.alive)(pid)),
+        "the probe does not see the running job's processes {pids:?}"
+    );
     let info = exec.stop(&job.id).await.expect("known job");
     assert!(!info.state.is_running(), "{info:?}");
-    pids.extend(job.pid);
     assert_eq!(target.survivors_after(&pids).await, Vec::<u32>::new());
     assert!(matches!(
         exec.stop("no-such-job").await,
@@ -262,7 +271,7 @@ pub async fn killing_the_local_client_stops_the_remote_processes(target: &Target
         "{:?}",
         result.notes
     );
-    let pids = pids_in(&seen.lock().unwrap_or_else(PoisonError::into_inner));
+    let pids = (target.pids_in)(&seen.lock().unwrap_or_else(PoisonError::into_inner));
     assert_eq!(target.survivors_after(&pids).await, Vec::<u32>::new());
     let again = run(
         &exec,
