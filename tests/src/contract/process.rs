@@ -80,8 +80,10 @@ pub async fn drop_stops_the_tree(subject: Subject) {
 pub async fn no_hang_on_a_leftover(subject: Subject) {
     let result = run(
         &subject,
+        // The leftover says on a FIFO that it has printed its pid; it
+        // keeps the command's output open after the command ends.
         &format!(
-            "sh -c '{}; exec sleep 300' & sleep 0.2; echo started",
+            "ready=$(mktemp -u); mkfifo \"$ready\"; sh -c '{}; echo > \"$0\"; exec sleep 300' \"$ready\" & read _ < \"$ready\"; rm \"$ready\"; echo started",
             echo_pid("$$")
         ),
         SpawnOptions::default().timeout(SAFETY),
