@@ -3,7 +3,8 @@
 //! every environment of the workspace (`tests/tests/contract.rs`; the
 //! remote adapter's in `cli/tests/contract_remote.rs`).
 //!
-//! The promises come in two groups, listed once, in [`contract_suite!`]:
+//! The promises come in two groups, listed once, in
+//! [`contract_suite!`](crate::contract_suite):
 //!
 //! - **port** (`contract/port.rs`): what any environment must do, fake or
 //!   real: exit codes and signals come back, output in order and bounded,
