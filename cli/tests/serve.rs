@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use bashtool_tests::{
-    DEATH_LIMIT, echo_pid, kill_all, killed_survivors, pid_alive, pids_in, survivors_after,
+    DEATH_LIMIT, KillGroup, echo_pid, kill_all, killed_survivors, pid_alive, pids_in,
+    survivors_after,
 };
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, Lines};
@@ -199,9 +200,12 @@ async fn stdin_eof_stops_everything_unless_jobs_are_kept() {
     drop(serve.stdin.take());
     serve.wait_exit().await;
     let (command, job) = (pids[0], pids[1]);
+    // The kept job outlives the server: its whole process group goes when
+    // the test ends (its root alone would leave the command in it running).
+    let _job = KillGroup(job);
     let survivors = survivors_after(&[command], DEATH_LIMIT).await;
     let job_alive = pid_alive(job);
-    kill_all(&[command, job]);
+    kill_all(&[command]);
     assert_eq!(
         survivors,
         Vec::<u32>::new(),
