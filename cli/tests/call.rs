@@ -1,8 +1,8 @@
 //! `bashtool call`, `run`, `schema` and `check` through the real binary.
 
-use std::io::Write as _;
 use std::process::{Command, Output, Stdio};
 
+use bashtool_tests::call_json;
 use serde_json::{Value, json};
 
 fn bashtool() -> Command {
@@ -10,22 +10,9 @@ fn bashtool() -> Command {
 }
 
 fn call(input: &str) -> (Value, Output) {
-    let mut child = bashtool()
-        .arg("call")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start bashtool call");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(input.as_bytes())
-        .expect("write input");
-    let output = child.wait_with_output().expect("bashtool call ends");
-    let value = serde_json::from_slice(&output.stdout).expect("one JSON result on stdout");
-    (value, output)
+    let mut call = bashtool();
+    call.arg("call").stderr(Stdio::piped());
+    call_json(call, input)
 }
 
 #[test]
@@ -188,25 +175,10 @@ fn isolated(dir: &std::path::Path) -> Command {
 }
 
 fn call_with(mut command: Command, args: &[&str], input: &str) -> Value {
-    let mut child = command
-        .arg("call")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start bashtool call");
-    let mut stdin = child.stdin.take().expect("stdin");
-    let input = input.to_owned();
-    // bashtool may stop reading before the end (the input cap): a write
-    // error is then expected.
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(input.as_bytes());
-    });
-    let output = child.wait_with_output().expect("bashtool call ends");
-    writer.join().expect("writer");
+    command.arg("call").args(args).stderr(Stdio::piped());
+    let (result, output) = call_json(command, input);
     assert!(output.status.success(), "{output:?}");
-    serde_json::from_slice(&output.stdout).expect("one JSON result on stdout")
+    result
 }
 
 /// Issue 18, item 6: the client's secrets do not reach commands, in a

@@ -4,8 +4,9 @@
 
 use std::path::Path;
 use std::process::{Command, Output};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use bashtool_tests::{DEATH_LIMIT, KillGroup, call_json, killed_survivors, pid_alive, wait_until};
 use serde_json::Value;
 
 fn bashtool(state: &Path, args: &[&str]) -> Output {
@@ -23,33 +24,13 @@ fn jobs_json(state: &Path, args: &[&str]) -> Value {
     serde_json::from_slice(&output.stdout).expect("a JSON result")
 }
 
-/// True while the process exists and is not a zombie (read from /proc).
-fn pid_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(") ")
-            .is_some_and(|(_, rest)| !rest.starts_with('Z'))
-    })
-}
-
 /// Starts `command` in the background with `bashtool call`, which exits at
 /// once; returns the job id and pid.
 fn start(state: &Path, command: &str) -> (String, u32) {
-    let mut call = Command::new(env!("CARGO_BIN_EXE_bashtool"))
-        .arg("call")
-        .env("BASHTOOL_STATE_DIR", state)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("call");
+    let mut call = Command::new(env!("CARGO_BIN_EXE_bashtool"));
+    call.arg("call").env("BASHTOOL_STATE_DIR", state);
     let input = serde_json::json!({"command": command, "mode": "background"});
-    std::io::Write::write_all(
-        call.stdin.as_mut().expect("stdin"),
-        input.to_string().as_bytes(),
-    )
-    .expect("input");
-    drop(call.stdin.take());
-    let output = call.wait_with_output().expect("call ends");
-    let result: Value = serde_json::from_slice(&output.stdout).expect("JSON result");
+    let (result, _) = call_json(call, &input.to_string());
     let id = result["details"]["job"]
         .as_str()
         .expect("job id")
@@ -58,8 +39,8 @@ fn start(state: &Path, command: &str) -> (String, u32) {
     (id, pid)
 }
 
-#[test]
-fn a_job_started_by_call_outlives_it_and_is_listed_read_waited_and_stopped() {
+#[tokio::test]
+async fn a_job_started_by_call_outlives_it_and_is_listed_read_waited_and_stopped() {
     let dir = tempfile::tempdir().expect("temp dir");
     let state = dir.path().join("state");
     let (id, pid) = start(&state, "for i in 1 2 3; do echo line $i; done; sleep 300");
@@ -70,21 +51,18 @@ fn a_job_started_by_call_outlives_it_and_is_listed_read_waited_and_stopped() {
     assert_eq!(listed["details"]["jobs"][0]["id"], id.as_str());
     assert_eq!(listed["details"]["jobs"][0]["state"], "running");
 
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let read = jobs_json(&state, &["read", &id, "--since", "0"]);
-        let text = read["content"][0]["text"]
+    let mut read = Value::Null;
+    let printed = wait_until(Duration::from_secs(20), || {
+        read = jobs_json(&state, &["read", &id, "--since", "0"]);
+        read["content"][0]["text"]
             .as_str()
-            .unwrap_or_default()
-            .to_owned();
-        if text.contains("line 3") {
-            assert!(text.contains("line 1\nline 2\nline 3\n"), "{text}");
-            assert_eq!(read["details"]["next_cursor"], 21);
-            break;
-        }
-        assert!(Instant::now() < deadline, "no output: {text}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+            .is_some_and(|text| text.contains("line 3"))
+    })
+    .await;
+    let text = read["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(printed, "no output: {text}");
+    assert!(text.contains("line 1\nline 2\nline 3\n"), "{text}");
+    assert_eq!(read["details"]["next_cursor"], 21);
     let tail = bashtool(&state, &["jobs", "read", &id, "--lines", "2"]);
     let text = String::from_utf8_lossy(&tail.stdout);
     assert!(text.contains("\nline 2\nline 3\n"), "{text}");
@@ -95,11 +73,11 @@ fn a_job_started_by_call_outlives_it_and_is_listed_read_waited_and_stopped() {
 
     let stopped = bashtool(&state, &["jobs", "stop", &id, "--grace", "1"]);
     assert!(stopped.status.success(), "{stopped:?}");
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while pid_alive(pid) {
-        assert!(Instant::now() < deadline, "job {pid} survived stop");
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert_eq!(
+        killed_survivors(&[pid], DEATH_LIMIT).await,
+        Vec::<u32>::new(),
+        "the job survived stop"
+    );
     let listed = jobs_json(&state, &["list"]);
     assert_eq!(listed["details"]["jobs"][0]["state"], "signaled");
     assert_eq!(listed["details"]["jobs"][0]["signal"], "SIGTERM");
@@ -139,34 +117,19 @@ fn an_unknown_job_is_an_error_with_a_hint() {
 
 /// Starts `sleep 300` as a job and waits until `sleep` runs (a stop before
 /// the command started is recorded differently); returns its id and pid.
-fn start_sleep(state: &Path) -> (String, u32) {
+async fn start_sleep(state: &Path) -> (String, u32) {
     let (id, pid) = start(state, "sleep 300");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).is_ok_and(
-        |children| {
+    let started = wait_until(Duration::from_secs(20), || {
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).is_ok_and(|children| {
             children.split_whitespace().any(|child| {
                 std::fs::read_to_string(format!("/proc/{child}/comm"))
                     .is_ok_and(|comm| comm == "sleep\n")
             })
-        },
-    ) {
-        assert!(Instant::now() < deadline, "sleep never started");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+        })
+    })
+    .await;
+    assert!(started, "sleep never started");
     (id, pid)
-}
-
-/// Kills a job's process group whatever the test's outcome (a job started
-/// by `bashtool call` outlives it).
-struct KillGroup(u32);
-
-impl Drop for KillGroup {
-    fn drop(&mut self) {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(self.0 as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
 }
 
 /// `bashtool jobs stop ID` as root, which succeeds only once the job is
@@ -185,11 +148,11 @@ fn stop_and_check_gone(state: &Path, id: &str, pid: u32) {
     );
 }
 
-#[test]
-fn a_stop_that_may_not_signal_the_job_fails_and_the_job_runs_on() {
+#[tokio::test]
+async fn a_stop_that_may_not_signal_the_job_fails_and_the_job_runs_on() {
     let dir = tempfile::tempdir().expect("temp dir");
     let state = dir.path().join("state");
-    let (id, pid) = start_sleep(&state);
+    let (id, pid) = start_sleep(&state).await;
     let _cleanup = KillGroup(pid);
     // The same records, readable by an unprivileged user, who may not
     // signal root's job.
@@ -225,11 +188,11 @@ fn a_stop_that_may_not_signal_the_job_fails_and_the_job_runs_on() {
     stop_and_check_gone(&state, &id, pid);
 }
 
-#[test]
-fn a_stop_from_another_pid_namespace_fails_and_the_job_runs_on() {
+#[tokio::test]
+async fn a_stop_from_another_pid_namespace_fails_and_the_job_runs_on() {
     let dir = tempfile::tempdir().expect("temp dir");
     let state = dir.path().join("state");
-    let (id, pid) = start_sleep(&state);
+    let (id, pid) = start_sleep(&state).await;
     let _cleanup = KillGroup(pid);
     // As from inside a sandbox with a pid namespace of its own: the job's
     // pid names nothing there (or another process).

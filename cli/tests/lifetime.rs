@@ -3,56 +3,26 @@
 //! tree, and a `set -m` job in its own process group is stopped too.
 //! Liveness is read from /proc by the test.
 
-use std::io::{BufRead as _, BufReader, Write as _};
+use std::io::{BufRead as _, BufReader};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
-use bashtool_tests::pids_in;
+use bashtool_tests::{DEATH_LIMIT, call_json, echo_pid, killed_survivors, pids_in};
 
-fn pid_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(") ")
-            .is_some_and(|(_, rest)| !rest.starts_with('Z'))
-    })
-}
-
-fn wait_dead(pids: &[u32]) -> Vec<u32> {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline && pids.iter().any(|&pid| pid_alive(pid)) {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let survivors: Vec<u32> = pids.iter().copied().filter(|&pid| pid_alive(pid)).collect();
-    for &pid in &survivors {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
-    survivors
-}
-
+/// `bashtool call` with `input`, its state in `state`, a short kill grace.
 fn call(input: &serde_json::Value, state: &std::path::Path) -> serde_json::Value {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_bashtool"))
-        .args(["call", "--kill-grace", "0.5"])
-        .env("BASHTOOL_STATE_DIR", state)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("call");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(input.to_string().as_bytes())
-        .expect("input");
-    let output = child.wait_with_output().expect("call ends");
-    serde_json::from_slice(&output.stdout).expect("JSON result")
+    let mut call = Command::new(env!("CARGO_BIN_EXE_bashtool"));
+    call.args(["call", "--kill-grace", "0.5"])
+        .env("BASHTOOL_STATE_DIR", state);
+    call_json(call, &input.to_string()).0
 }
 
-#[test]
-fn a_leftover_that_ignores_sigterm_dies_before_call_exits() {
+#[tokio::test]
+async fn a_leftover_that_ignores_sigterm_dies_before_call_exits() {
     let dir = tempfile::tempdir().expect("temp dir");
-    let command = "mkfifo ready; sh -c 'trap \"\" TERM; echo > ready; exec sleep 300' & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid); read _ < ready";
+    let command = format!(
+        "mkfifo ready; sh -c 'trap \"\" TERM; echo > ready; exec sleep 300' & {}; read _ < ready",
+        echo_pid("$!")
+    );
     let result = call(&serde_json::json!({"command": command}), dir.path());
     let text = result["content"][0]["text"].as_str().expect("text");
     let pids = pids_in(text);
@@ -60,28 +30,32 @@ fn a_leftover_that_ignores_sigterm_dies_before_call_exits() {
     // `call` has exited: the SIGKILL after the grace was sent before (no
     // one else would send it now), so the process dies.
     assert_eq!(
-        wait_dead(&pids),
+        killed_survivors(&pids, DEATH_LIMIT).await,
         Vec::<u32>::new(),
         "the leftover outlived bashtool call"
     );
     assert!(text.contains("1 leftover process"), "{text}");
 }
 
-#[test]
-fn a_set_m_job_in_its_own_group_is_stopped() {
+#[tokio::test]
+async fn a_set_m_job_in_its_own_group_is_stopped() {
     let dir = tempfile::tempdir().expect("temp dir");
     let result = call(
-        &serde_json::json!({"command": "set -m; sleep 300 & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid)"}),
+        &serde_json::json!({"command": format!("set -m; sleep 300 & {}", echo_pid("$!"))}),
         dir.path(),
     );
     let text = result["content"][0]["text"].as_str().expect("text");
     let pids = pids_in(text);
     assert_eq!(pids.len(), 1, "{text}");
-    assert_eq!(wait_dead(&pids), Vec::<u32>::new(), "{text}");
+    assert_eq!(
+        killed_survivors(&pids, DEATH_LIMIT).await,
+        Vec::<u32>::new(),
+        "{text}"
+    );
 }
 
-#[test]
-fn sigterm_to_run_stops_the_command_tree() {
+#[tokio::test]
+async fn sigterm_to_run_stops_the_command_tree() {
     for signal in [
         nix::sys::signal::Signal::SIGTERM,
         nix::sys::signal::Signal::SIGHUP,
@@ -90,7 +64,11 @@ fn sigterm_to_run_stops_the_command_tree() {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut run = Command::new(env!("CARGO_BIN_EXE_bashtool"))
             .args(["run", "--"])
-            .arg("sh -c 'echo pid:$$@$(stat -Lc %i /proc/$$/ns/pid); exec sleep 300' & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid); wait")
+            .arg(format!(
+                "sh -c '{}; exec sleep 300' & {}; wait",
+                echo_pid("$$"),
+                echo_pid("$!")
+            ))
             .env("BASHTOOL_STATE_DIR", dir.path())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -105,6 +83,10 @@ fn sigterm_to_run_stops_the_command_tree() {
             .expect("signal bashtool");
         let status = run.wait().expect("run ends");
         assert!(!status.success(), "{signal}: {status:?}");
-        assert_eq!(wait_dead(&pids), Vec::<u32>::new(), "{signal}");
+        assert_eq!(
+            killed_survivors(&pids, DEATH_LIMIT).await,
+            Vec::<u32>::new(),
+            "{signal}"
+        );
     }
 }

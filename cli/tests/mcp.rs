@@ -16,7 +16,8 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
 use serde_json::{Value, json};
 
 mod mcp_support;
-use mcp_support::{DEADLINE, answer, pid_alive, read_pids, text, tree_script, wait_until_dead};
+use bashtool_tests::{pid_alive, read_pids};
+use mcp_support::{DEADLINE, answer, text, tree_script, wait_until_dead};
 use tokio::sync::mpsc;
 use tokio::time::{Instant, timeout};
 
@@ -327,7 +328,7 @@ async fn cancellation_kills_the_command_tree() {
         .await;
     server.progress_with("started").await;
     let pids = read_pids(&pids, 2).await;
-    assert!(pids.iter().all(|pid| pid_alive(*pid)));
+    assert!(pids.iter().all(|&pid| pid_alive(pid)));
     handle
         .cancel(Some("test".to_owned()))
         .await
@@ -372,7 +373,7 @@ async fn sigterm_stops_the_running_commands_and_exits() {
         nix::sys::signal::Signal::SIGTERM,
     )
     .expect("SIGTERM sent");
-    pids.push(server.pid as i32);
+    pids.push(server.pid);
     wait_until_dead(&pids).await;
 }
 
@@ -548,7 +549,8 @@ async fn a_command_leaving_a_background_process_returns_at_once() {
     let server = start(&[]).await;
     let pids = server.path("pids");
     let command = format!(
-        "sleep 30 & echo $!@$(stat -Lc %i /proc/$!/ns/pid) > {}; echo started",
+        "sleep 30 & echo {} > {}; echo started",
+        bashtool_tests::qualified_pid("$!"),
         pids.display()
     );
     let result = server.call(json!({ "command": command })).await;
@@ -628,7 +630,7 @@ async fn a_background_job_is_started_read_and_stopped_through_bash_jobs() {
         stopped.structured_content.expect("job")["state"],
         "signaled"
     );
-    wait_until_dead(&[pid as i32]).await;
+    wait_until_dead(&[pid as u32]).await;
 
     let unknown = answer(
         server
@@ -656,16 +658,16 @@ async fn background_jobs_stop_with_the_server_unless_kept() {
             .call(json!({"command": "sleep 300", "mode": "background"}))
             .await;
         let pid = started.structured_content.expect("details")["pid"]
-            .as_i64()
-            .expect("pid") as i32;
-        let server_pid = server.pid as i32;
+            .as_u64()
+            .expect("pid") as u32;
+        let server_pid = server.pid;
         let Server { client, dir, .. } = server;
         client.cancel().await.expect("client closed");
         wait_until_dead(&[server_pid]).await;
         if keep {
             assert!(pid_alive(pid), "kept job {pid} is gone");
             nix::sys::signal::killpg(
-                nix::unistd::Pid::from_raw(pid),
+                nix::unistd::Pid::from_raw(pid as i32),
                 nix::sys::signal::Signal::SIGKILL,
             )
             .expect("cleaned up");
@@ -751,7 +753,7 @@ async fn a_named_session_resumes_in_the_next_server() {
         client, dir, pid, ..
     } = server;
     client.cancel().await.expect("client closed");
-    wait_until_dead(&[pid as i32]).await;
+    wait_until_dead(&[pid]).await;
 
     let transport = TokioChildProcess::new(command(dir.path(), &["--session", "resume-test"]))
         .expect("second server");
@@ -849,15 +851,11 @@ async fn a_call_cancelled_while_queued_does_not_block_the_next_one() {
 }
 
 async fn wait_for_file(path: &Path) {
-    let deadline = Instant::now() + DEADLINE;
-    while !path.exists() {
-        assert!(
-            Instant::now() < deadline,
-            "{} never appeared",
-            path.display()
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    assert!(
+        bashtool_tests::wait_until(DEADLINE, || path.exists()).await,
+        "{} never appeared",
+        path.display()
+    );
 }
 
 /// Issue 18, item 7: a `bash_jobs` call and a call of an unknown tool were

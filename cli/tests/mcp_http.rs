@@ -22,7 +22,8 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
 use serde_json::{Value, json};
 
 mod mcp_support;
-use mcp_support::{DEADLINE, answer, pid_alive, read_pids, text, tree_script, wait_until_dead};
+use bashtool_tests::{pid_alive, read_pids};
+use mcp_support::{DEADLINE, answer, text, tree_script, wait_until_dead};
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::sync::mpsc;
 use tokio::time::{Instant, timeout};
@@ -151,8 +152,8 @@ impl HttpServer {
             .expect("HTTP answer")
     }
 
-    fn pid(&self) -> i32 {
-        self.child.id().expect("server pid") as i32
+    fn pid(&self) -> u32 {
+        self.child.id().expect("server pid")
     }
 }
 
@@ -194,14 +195,14 @@ impl Connection {
 }
 
 /// The shell's pid, from the shell itself.
-async fn shell_pid(connection: &Connection) -> i32 {
+async fn shell_pid(connection: &Connection) -> u32 {
     let result = connection
-        .call(json!({"command": "echo $$@$(stat -Lc %i /proc/$$/ns/pid)"}))
+        .call(json!({"command": format!("echo {}", bashtool_tests::qualified_pid("$$"))}))
         .await;
     let text = text(&result);
     text.lines()
         .nth(1)
-        .and_then(|line| bashtool_tests::parse_pid(line).map(|pid| pid as i32))
+        .and_then(bashtool_tests::parse_pid)
         .unwrap_or_else(|| panic!("no pid in {text:?}"))
 }
 
@@ -246,7 +247,7 @@ async fn progress_arrives_and_cancel_kills_the_command_tree() {
         .await;
     connection.progress_with("started").await;
     let pids = read_pids(&pids, 2).await;
-    assert!(pids.iter().all(|pid| pid_alive(*pid)));
+    assert!(pids.iter().all(|&pid| pid_alive(pid)));
     handle
         .cancel(Some("test".to_owned()))
         .await
@@ -329,7 +330,7 @@ async fn the_generated_token_is_private_and_goes_with_the_server() {
     );
     assert_eq!(server.token.len(), 64);
     nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(server.pid()),
+        nix::unistd::Pid::from_raw(server.pid() as i32),
         nix::sys::signal::Signal::SIGTERM,
     )
     .expect("SIGTERM");
@@ -414,7 +415,7 @@ async fn sigterm_stops_running_commands_and_shells() {
     let mut pids = read_pids(&pids, 2).await;
     pids.push(shell);
     nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(server.pid()),
+        nix::unistd::Pid::from_raw(server.pid() as i32),
         nix::sys::signal::Signal::SIGTERM,
     )
     .expect("SIGTERM");
@@ -480,18 +481,16 @@ impl HttpServer {
 
     /// Waits until the server has at most `most` descriptors open.
     async fn descriptors_fall_to(&self, most: usize) {
-        let deadline = Instant::now() + DEADLINE;
-        loop {
-            let open = self.open_descriptors();
-            if open <= most {
-                return;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the server still has {open} descriptors open, more than {most}"
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
+        let mut open = 0;
+        let fell = bashtool_tests::wait_until(DEADLINE, || {
+            open = self.open_descriptors();
+            open <= most
+        })
+        .await;
+        assert!(
+            fell,
+            "the server still has {open} descriptors open, more than {most}"
+        );
     }
 }
 

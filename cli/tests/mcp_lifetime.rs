@@ -6,33 +6,14 @@
 use std::io::Write as _;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
-fn pid_alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(") ")
-            .is_some_and(|(_, rest)| !rest.starts_with('Z'))
-    })
-}
+use bashtool_tests::{
+    DEATH_LIMIT, kill_all, killed_survivors, pid_alive, qualified_pid, read_pids, wait_until,
+};
 
-fn wait_until(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        if condition() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    condition()
-}
-
-fn kill(pid: u32, signal: nix::sys::signal::Signal) {
-    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal);
-}
-
-/// A server with a call running `command`; returns it once the command
-/// wrote `pids` (one pid per line).
-fn server_running(state: &Path, command: &str, pids: &Path) -> Child {
+/// A server with a call running `command`; returns it and the two pids
+/// the command wrote to `pids` (one a line).
+async fn server_running(state: &Path, command: &str, pids: &Path) -> (Child, Vec<u32>) {
     let mut server = Command::new(env!("CARGO_BIN_EXE_bashtool"))
         .args(["mcp", "--stateless"])
         .env("BASHTOOL_STATE_DIR", state.join("state"))
@@ -54,60 +35,50 @@ fn server_running(state: &Path, command: &str, pids: &Path) -> Child {
         writeln!(stdin, "{message}").expect("send");
     }
     stdin.flush().expect("flush");
-    assert!(
-        wait_until(Duration::from_secs(20), || {
-            std::fs::read_to_string(pids).is_ok_and(|text| text.lines().count() >= 2)
-        }),
-        "the command did not start"
-    );
-    server
+    let pids = read_pids(pids, 2).await;
+    (server, pids)
 }
 
-fn read_pids(path: &Path) -> Vec<u32> {
-    std::fs::read_to_string(path)
-        .expect("pids")
-        .lines()
-        .filter_map(bashtool_tests::parse_pid)
-        .collect()
+/// A command that writes its pid and its child's to `file`, and waits.
+fn tree_command(file: &Path) -> String {
+    format!(
+        "echo {pid} >> '{file}'; sh -c 'echo {pid} >> \"$0\"; exec sleep 300' '{file}' & wait",
+        pid = qualified_pid("$$"),
+        file = file.display()
+    )
 }
 
-#[test]
-fn sighup_stops_the_servers_commands() {
+fn signal(pid: u32, signal: nix::sys::signal::Signal) {
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid as i32), signal).expect("signal");
+}
+
+#[tokio::test]
+async fn sighup_stops_the_servers_commands() {
     let dir = tempfile::tempdir().expect("temp dir");
     let pids_file = dir.path().join("pids");
-    let command = format!(
-        "echo $$@$(stat -Lc %i /proc/$$/ns/pid) >> '{file}'; sh -c 'echo $$@$(stat -Lc %i /proc/$$/ns/pid) >> \"$0\"; exec sleep 300' '{file}' & wait",
-        file = pids_file.display()
-    );
-    let mut server = server_running(dir.path(), &command, &pids_file);
-    let pids = read_pids(&pids_file);
-    kill(server.id(), nix::sys::signal::Signal::SIGHUP);
+    let (mut server, pids) =
+        server_running(dir.path(), &tree_command(&pids_file), &pids_file).await;
+    signal(server.id(), nix::sys::signal::Signal::SIGHUP);
     server.wait().expect("server ends");
-    let gone = wait_until(Duration::from_secs(10), || {
-        pids.iter().all(|&pid| !pid_alive(pid))
-    });
-    for &pid in &pids {
-        kill(pid, nix::sys::signal::Signal::SIGKILL);
-    }
-    assert!(gone, "{pids:?} outlived SIGHUP to the server");
+    assert_eq!(
+        killed_survivors(&pids, DEATH_LIMIT).await,
+        Vec::<u32>::new(),
+        "outlived SIGHUP to the server"
+    );
 }
 
-#[test]
-fn after_sigkill_nothing_survives_the_next_start() {
+#[tokio::test]
+async fn after_sigkill_nothing_survives_the_next_start() {
     let dir = tempfile::tempdir().expect("temp dir");
     let pids_file = dir.path().join("pids");
-    let command = format!(
-        "echo $$@$(stat -Lc %i /proc/$$/ns/pid) >> '{file}'; sh -c 'echo $$@$(stat -Lc %i /proc/$$/ns/pid) >> \"$0\"; exec sleep 300' '{file}' & wait",
-        file = pids_file.display()
-    );
-    let mut server = server_running(dir.path(), &command, &pids_file);
-    let pids = read_pids(&pids_file);
+    let (mut server, pids) =
+        server_running(dir.path(), &tree_command(&pids_file), &pids_file).await;
     assert_eq!(pids.len(), 2);
-    kill(server.id(), nix::sys::signal::Signal::SIGKILL);
+    signal(server.id(), nix::sys::signal::Signal::SIGKILL);
     server.wait().expect("server ends");
     // The command's root had a parent-death signal.
     assert!(
-        wait_until(Duration::from_secs(10), || !pid_alive(pids[0])),
+        wait_until(DEATH_LIMIT, || !pid_alive(pids[0])).await,
         "the command's root outlived the server"
     );
     // The next server start stops what is left (this one ends at once: its
@@ -120,8 +91,8 @@ fn after_sigkill_nothing_survives_the_next_start() {
         .stderr(Stdio::null())
         .status()
         .expect("next server");
-    let gone = wait_until(Duration::from_secs(10), || !pid_alive(pids[1]));
-    kill(pids[1], nix::sys::signal::Signal::SIGKILL);
+    let gone = wait_until(DEATH_LIMIT, || !pid_alive(pids[1])).await;
+    kill_all(&pids[1..]);
     assert!(
         gone,
         "a grandchild of the killed server survived the next start"

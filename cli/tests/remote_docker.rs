@@ -208,12 +208,7 @@ fn alive_in_container(socket: &str, pid: u32) -> bool {
     else {
         return false;
     };
-    let stat = String::from_utf8_lossy(&output.stdout);
-    let state = stat
-        .rfind(')')
-        .and_then(|end| stat.get(end + 2..end + 3))
-        .unwrap_or("X");
-    output.status.success() && !matches!(state, "Z" | "X" | "x")
+    output.status.success() && bashtool_tests::stat_alive(&String::from_utf8_lossy(&output.stdout))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -249,7 +244,10 @@ async fn remote_exec_through_docker_exec() {
             "docker -H {socket} exec -i -e HOME=/root -e TMPDIR=/tmp {CONTAINER} /bashtool serve --cwd /tmp/work --kill-grace 1 --sandbox off"
         ),
         remote_dir: "/tmp/work".to_owned(),
+        // Probed inside the container, so numbered as its pid namespace
+        // numbers them (as the server there reports its jobs' pids).
         alive: Box::new(move |pid| alive_in_container(&probe_socket, pid)),
+        pids_in: bashtool_tests::pids_as_printed,
         pid_file: lab.dir.join("transport.pid"),
     };
     remote_support::every_scenario(&target).await;

@@ -124,7 +124,10 @@ async fn remote_exec_over_ssh_on_loopback() {
     let target = Target {
         line: ssh_line(&dir, port, &serve),
         remote_dir: format!("{}/work", dir.display()),
-        alive: Box::new(bashtool_tests::process_alive),
+        // The server runs on this host: the pids a sandboxed command
+        // prints map to pids here.
+        alive: Box::new(bashtool_tests::pid_alive),
+        pids_in: bashtool_tests::pids_in,
         pid_file: dir.join("transport.pid"),
     };
     remote_support::every_scenario(&target).await;

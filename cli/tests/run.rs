@@ -2,24 +2,18 @@
 
 use std::io::{BufRead as _, BufReader};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// True while the process exists and is not a zombie.
-fn pid_alive(pid: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-        stat.rsplit_once(") ")
-            .is_some_and(|(_, rest)| !rest.starts_with('Z'))
-    })
-}
+use bashtool_tests::{DEATH_LIMIT, killed_survivors, pid_alive, qualified_pid};
 
-#[test]
-fn ctrl_c_kills_the_command_tree_and_exits_130() {
+#[tokio::test]
+async fn ctrl_c_kills_the_command_tree_and_exits_130() {
     let mut child = Command::new(env!("CARGO_BIN_EXE_bashtool"))
-        .args([
-            "run",
-            "--",
-            "sleep 300 & echo child=$!@$(stat -Lc %i /proc/$!/ns/pid); wait",
-        ])
+        .args(["run", "--"])
+        .arg(format!(
+            "sleep 300 & echo child={}; wait",
+            qualified_pid("$!")
+        ))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -27,10 +21,10 @@ fn ctrl_c_kills_the_command_tree_and_exits_130() {
     // The live output shows the grandchild's pid while the command runs.
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
     let line = lines.next().expect("a line").expect("read");
-    let grandchild: i32 = line
+    let grandchild = line
         .strip_prefix("child=")
         .and_then(bashtool_tests::parse_pid)
-        .expect("child=PID") as i32;
+        .expect("child=PID");
     assert!(pid_alive(grandchild));
     nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
@@ -39,14 +33,11 @@ fn ctrl_c_kills_the_command_tree_and_exits_130() {
     .expect("SIGINT");
     let status = child.wait().expect("exits");
     assert_eq!(status.code(), Some(130));
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while pid_alive(grandchild) {
-        assert!(
-            Instant::now() < deadline,
-            "grandchild {grandchild} survived Ctrl-C"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    assert_eq!(
+        killed_survivors(&[grandchild], DEATH_LIMIT).await,
+        Vec::<u32>::new(),
+        "the grandchild survived Ctrl-C"
+    );
 }
 
 fn bashtool() -> Command {
@@ -123,25 +114,23 @@ fn a_command_starting_with_a_dash_runs() {
 #[test]
 fn a_closed_stdout_stops_the_command_with_status_141() {
     let mut child = bashtool()
-        .args([
-            "run",
-            "--timeout",
-            "600",
-            "--",
-            "echo pid=$$@$(stat -Lc %i /proc/$$/ns/pid); while :; do echo line; sleep 0.01; done",
-        ])
+        .args(["run", "--timeout", "600", "--"])
+        .arg(format!(
+            "echo pid={}; while :; do echo line; sleep 0.01; done",
+            qualified_pid("$$")
+        ))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("run");
     let mut lines = BufReader::new(child.stdout.take().expect("stdout")).lines();
-    let pid: i32 = lines
+    let pid = lines
         .next()
         .expect("a line")
         .expect("read")
         .strip_prefix("pid=")
         .and_then(bashtool_tests::parse_pid)
-        .expect("pid=PID") as i32;
+        .expect("pid=PID");
     assert!(pid_alive(pid));
     let mut stderr_pipe = child.stderr.take().expect("stderr");
     drop(lines);

@@ -7,7 +7,10 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use base64::Engine as _;
-use bashtool_tests::{kill_all, pids_in, process_alive, survivors_after};
+use bashtool_tests::{
+    DEATH_LIMIT, KillGroup, echo_pid, kill_all, killed_survivors, pid_alive, pids_in,
+    survivors_after,
+};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
@@ -135,7 +138,10 @@ impl Serve {
     }
 }
 
-const LEAF: &str = "sh -c 'echo pid:$$@$(stat -Lc %i /proc/$$/ns/pid); exec sleep 300'";
+/// A process that prints its pid and sleeps.
+fn leaf() -> String {
+    format!("sh -c '{}; exec sleep 300'", echo_pid("$$"))
+}
 
 /// A foreground command and a background job, both running; their pids.
 async fn start_work(serve: &mut Serve) -> Vec<u32> {
@@ -143,19 +149,19 @@ async fn start_work(serve: &mut Serve) -> Vec<u32> {
         .request(
             2,
             "spawn",
-            json!({"command": format!("{LEAF} & wait"), "timeout_ms": 60_000}),
+            json!({"command": format!("{} & wait", leaf()), "timeout_ms": 60_000}),
         )
         .await;
     let mut pids = serve.pids(2, 1).await;
     serve
-        .request(3, "spawn", json!({"command": LEAF, "mode": "background"}))
+        .request(3, "spawn", json!({"command": leaf(), "mode": "background"}))
         .await;
     let job = serve.answer(3).await;
     let job_pid = job["result"]["background"]["pid"]
         .as_u64()
         .expect("job pid");
     pids.push(u32::try_from(job_pid).expect("pid"));
-    assert!(pids.iter().all(|&pid| process_alive(pid)), "{pids:?}");
+    assert!(pids.iter().all(|&pid| pid_alive(pid)), "{pids:?}");
     pids
 }
 
@@ -170,13 +176,13 @@ async fn sigterm_and_sighup_stop_every_command_and_job() {
         let server = nix::unistd::Pid::from_raw(serve.child.id().expect("pid") as i32);
         nix::sys::signal::kill(server, signal).expect("signal");
         serve.wait_exit().await;
-        let survivors = survivors_after(&pids, DEATH_LIMIT).await;
-        kill_all(&survivors);
-        assert_eq!(survivors, Vec::<u32>::new(), "{signal}");
+        assert_eq!(
+            killed_survivors(&pids, DEATH_LIMIT).await,
+            Vec::<u32>::new(),
+            "{signal}"
+        );
     }
 }
-
-const DEATH_LIMIT: Duration = Duration::from_secs(10);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stdin_eof_stops_everything_unless_jobs_are_kept() {
@@ -184,18 +190,22 @@ async fn stdin_eof_stops_everything_unless_jobs_are_kept() {
     let pids = start_work(&mut serve).await;
     drop(serve.stdin.take());
     serve.wait_exit().await;
-    let survivors = survivors_after(&pids, DEATH_LIMIT).await;
-    kill_all(&survivors);
-    assert_eq!(survivors, Vec::<u32>::new());
+    assert_eq!(
+        killed_survivors(&pids, DEATH_LIMIT).await,
+        Vec::<u32>::new()
+    );
 
     let mut serve = Serve::start(&["--kill-grace", "1", "--keep-jobs"]).await;
     let pids = start_work(&mut serve).await;
     drop(serve.stdin.take());
     serve.wait_exit().await;
     let (command, job) = (pids[0], pids[1]);
+    // The kept job outlives the server: its whole process group goes when
+    // the test ends (its root alone would leave the command in it running).
+    let _job = KillGroup(job);
     let survivors = survivors_after(&[command], DEATH_LIMIT).await;
-    let job_alive = process_alive(job);
-    kill_all(&[command, job]);
+    let job_alive = pid_alive(job);
+    kill_all(&[command]);
     assert_eq!(
         survivors,
         Vec::<u32>::new(),

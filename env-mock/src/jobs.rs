@@ -1,11 +1,11 @@
 //! [`ScriptedJobs`]: an in-memory jobs port whose jobs and output a test
 //! sets, for deterministic tests of the `bash_jobs` tool and of embedders.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bashtool_core::{JobError, JobInfo, JobInput, JobOutput, JobState, Jobs, ReadFrom, clean_text};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 #[derive(Debug, Clone)]
@@ -15,10 +15,21 @@ struct ScriptedJob {
     inputs: Vec<JobInput>,
 }
 
-/// Jobs held in memory. Clones share them.
-#[derive(Debug, Clone, Default)]
+/// Jobs held in memory, listed oldest first. Clones share them.
+#[derive(Debug, Clone)]
 pub struct ScriptedJobs {
-    jobs: Arc<Mutex<BTreeMap<String, ScriptedJob>>>,
+    jobs: Arc<Mutex<Vec<ScriptedJob>>>,
+    /// Bumped on every change, so that a `wait` returns when its job ends.
+    changes: Arc<watch::Sender<u64>>,
+}
+
+impl Default for ScriptedJobs {
+    fn default() -> Self {
+        Self {
+            jobs: Arc::default(),
+            changes: Arc::new(watch::Sender::new(0)),
+        }
+    }
 }
 
 impl ScriptedJobs {
@@ -27,11 +38,26 @@ impl ScriptedJobs {
         Self::default()
     }
 
-    fn with<T>(&self, change: impl FnOnce(&mut BTreeMap<String, ScriptedJob>) -> T) -> T {
-        change(&mut self.jobs.lock().unwrap_or_else(PoisonError::into_inner))
+    fn with<T>(&self, look: impl FnOnce(&[ScriptedJob]) -> T) -> T {
+        look(&self.jobs.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
-    /// Adds a running job `id` running `command`.
+    fn change<T>(&self, change: impl FnOnce(&mut Vec<ScriptedJob>) -> T) -> T {
+        let result = change(&mut self.jobs.lock().unwrap_or_else(PoisonError::into_inner));
+        self.changes.send_modify(|version| *version += 1);
+        result
+    }
+
+    fn change_job(&self, id: &str, change: impl FnOnce(&mut ScriptedJob)) {
+        self.change(|jobs| {
+            if let Some(job) = jobs.iter_mut().find(|job| job.info.id == id) {
+                change(job);
+            }
+        });
+    }
+
+    /// Adds a running job `id` running `command` (replacing a job with the
+    /// same id).
     pub fn add(&self, id: &str, command: &str, interactive: bool) {
         let info = JobInfo {
             id: id.to_owned(),
@@ -44,48 +70,36 @@ impl ScriptedJobs {
             output_file: None,
             interactive,
         };
-        self.with(|jobs| {
-            jobs.insert(
-                id.to_owned(),
-                ScriptedJob {
-                    info,
-                    output: Vec::new(),
-                    inputs: Vec::new(),
-                },
-            )
+        self.change(|jobs| {
+            jobs.retain(|job| job.info.id != id);
+            jobs.push(ScriptedJob {
+                info,
+                output: Vec::new(),
+                inputs: Vec::new(),
+            });
         });
     }
 
     /// Appends raw output to job `id`.
     pub fn print(&self, id: &str, bytes: &[u8]) {
-        self.with(|jobs| {
-            if let Some(job) = jobs.get_mut(id) {
-                job.output.extend_from_slice(bytes);
-            }
-        });
+        self.change_job(id, |job| job.output.extend_from_slice(bytes));
     }
 
-    /// Ends job `id` with `code`.
+    /// Ends job `id` with `code` (a `wait` on it returns).
     pub fn exit(&self, id: &str, code: i32) {
-        self.with(|jobs| {
-            if let Some(job) = jobs.get_mut(id) {
-                job.info.state = JobState::Exited;
-                job.info.exit_code = Some(code);
-            }
+        self.change_job(id, |job| {
+            job.info.state = JobState::Exited;
+            job.info.exit_code = Some(code);
         });
     }
 
     /// The inputs written to job `id`, in order.
     pub fn inputs(&self, id: &str) -> Vec<JobInput> {
-        self.with(|jobs| {
-            jobs.get(id)
-                .map(|job| job.inputs.clone())
-                .unwrap_or_default()
-        })
+        self.job(id).map(|job| job.inputs).unwrap_or_default()
     }
 
     fn job(&self, id: &str) -> Result<ScriptedJob, JobError> {
-        self.with(|jobs| jobs.get(id).cloned())
+        self.with(|jobs| jobs.iter().find(|job| job.info.id == id).cloned())
             .ok_or_else(|| JobError::UnknownJob { id: id.to_owned() })
     }
 }
@@ -132,7 +146,7 @@ fn window(job: &ScriptedJob, from: ReadFrom, max_bytes: usize) -> JobOutput {
 #[async_trait::async_trait]
 impl Jobs for ScriptedJobs {
     async fn list(&self) -> Vec<JobInfo> {
-        self.with(|jobs| jobs.values().map(|job| job.info.clone()).collect())
+        self.with(|jobs| jobs.iter().map(|job| job.info.clone()).collect())
     }
 
     async fn read(
@@ -150,20 +164,29 @@ impl Jobs for ScriptedJobs {
         timeout: Duration,
         cancel: CancellationToken,
     ) -> Result<JobInfo, JobError> {
-        let job = self.job(id)?;
-        if job.info.state.is_running() {
+        let mut changed = self.changes.subscribe();
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        loop {
+            // Marked seen before the look, so a change after it wakes us.
+            changed.borrow_and_update();
+            let info = self.job(id)?.info;
+            if !info.state.is_running() {
+                return Ok(info);
+            }
             tokio::select! {
-                () = tokio::time::sleep(timeout) => {}
-                () = cancel.cancelled() => {}
+                () = &mut deadline => return Ok(info),
+                () = cancel.cancelled() => return Ok(info),
+                _ = changed.changed() => {}
             }
         }
-        Ok(self.job(id)?.info)
     }
 
     async fn stop(&self, id: &str) -> Result<JobInfo, JobError> {
-        self.with(|jobs| {
+        self.change(|jobs| {
             let job = jobs
-                .get_mut(id)
+                .iter_mut()
+                .find(|job| job.info.id == id)
                 .ok_or_else(|| JobError::UnknownJob { id: id.to_owned() })?;
             if job.info.state.is_running() {
                 job.info.state = JobState::Signaled;
@@ -185,18 +208,65 @@ impl Jobs for ScriptedJobs {
             return Err(JobError::NotInteractive { id: id.to_owned() });
         }
         let cursor = job.output.len() as u64;
-        self.with(|jobs| {
-            if let Some(job) = jobs.get_mut(id) {
-                job.inputs.push(input);
-            }
-        });
+        self.change_job(id, |job| job.inputs.push(input));
         Ok(window(&self.job(id)?, ReadFrom::Cursor(cursor), usize::MAX))
     }
 
     async fn stop_all(&self) {
-        let ids: Vec<String> = self.with(|jobs| jobs.keys().cloned().collect());
+        let ids: Vec<String> =
+            self.with(|jobs| jobs.iter().map(|job| job.info.id.clone()).collect());
         for id in ids {
             let _ = self.stop(&id).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn wait_returns_when_the_job_ends_not_at_its_timeout() {
+        let jobs = ScriptedJobs::new();
+        jobs.add("j1", "make", false);
+        let waiter = {
+            let jobs = jobs.clone();
+            tokio::spawn(async move {
+                let started = tokio::time::Instant::now();
+                let info = jobs
+                    .wait("j1", Duration::from_secs(600), CancellationToken::new())
+                    .await;
+                (info, started.elapsed())
+            })
+        };
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        jobs.exit("j1", 3);
+        let (info, waited) = waiter.await.expect("the waiter");
+        let info = info.expect("known job");
+        assert_eq!((info.state, info.exit_code), (JobState::Exited, Some(3)));
+        assert_eq!(waited, Duration::from_secs(5));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn wait_returns_at_its_timeout_with_the_job_running() {
+        let jobs = ScriptedJobs::new();
+        jobs.add("j1", "make", false);
+        let started = tokio::time::Instant::now();
+        let info = jobs
+            .wait("j1", Duration::from_secs(7), CancellationToken::new())
+            .await
+            .expect("known job");
+        assert_eq!(info.state, JobState::Running);
+        assert_eq!(started.elapsed(), Duration::from_secs(7));
+    }
+
+    #[tokio::test]
+    async fn jobs_are_listed_oldest_first() {
+        let jobs = ScriptedJobs::new();
+        for id in ["j9", "j10", "j1"] {
+            jobs.add(id, "true", false);
+        }
+        let ids: Vec<String> = jobs.list().await.into_iter().map(|job| job.id).collect();
+        assert_eq!(ids, ["j9", "j10", "j1"]);
     }
 }

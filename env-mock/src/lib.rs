@@ -1,10 +1,14 @@
-//! `bashtool-env-mock`: a scriptable fake [`CommandExec`] for deterministic
-//! tests of the bash tool (a `MockCommandExec` too).
+//! `bashtool-env-mock`: a scriptable fake [`CommandExec`] and
+//! [`Jobs`](bashtool_core::Jobs) for deterministic tests of the bash tool
+//! and of what embeds it. It runs no process; scripted as the contract
+//! says, it keeps the ports' port-level promises (the contract suite in
+//! `bashtool-tests` runs them against it).
 //!
 //! [`ScriptedExec`] records every call and answers with a [`Reply`]: output
 //! chunks sent through the sink, an exit code or signal, after a delay or
 //! never (until cancelled). Delays use tokio's clock, so tests run with
-//! `#[tokio::test(start_paused = true)]` and never really sleep. For
+//! `#[tokio::test(start_paused = true)]` and never really sleep.
+//! [`ScriptedJobs`] holds jobs whose output and end a test sets. For
 //! expectations in the mockall style, [`MockCommandExec`] is re-exported.
 //!
 //! ```

@@ -2,13 +2,17 @@
 //! probes for processes and fds, a script that forks grandchildren and
 //! prints their pids, and waiting for an event with a deadline.
 
+use std::io::Write as _;
 use std::path::Path;
+use std::process::{Output, Stdio};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bashtool_core::{
-    CallContext, CommandExec, CommandResult, ExecError, OutputChunk, SpawnOptions,
+    CallContext, CommandExec, CommandResult, ExecError, OutputChunk, OutputSink, SpawnOptions,
 };
 use bashtool_env_local::{LocalConfig, LocalExec};
+use tokio_util::sync::CancellationToken;
 
 pub use tempfile::TempDir;
 
@@ -64,23 +68,24 @@ pub fn text(result: &CommandResult) -> String {
         .join("\n")
 }
 
+/// How long a stopped process tree may take to disappear from `/proc`.
+pub const DEATH_LIMIT: Duration = Duration::from_secs(10);
+
 /// A process exists and is not a zombie, read from `/proc` by the test
 /// itself (never by the code under test).
-pub fn process_alive(pid: u32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-        return false;
-    };
+pub fn pid_alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| stat_alive(&stat))
+}
+
+/// Whether a `/proc/<pid>/stat` line, read here or elsewhere (inside a
+/// container), shows a process that is neither a zombie nor dead.
+pub fn stat_alive(stat: &str) -> bool {
     // The state follows the command name, which ends at the last `)`.
     let state = stat
         .rfind(')')
         .and_then(|end| stat.get(end + 2..end + 3))
         .unwrap_or("X");
     !matches!(state, "Z" | "X" | "x")
-}
-
-/// Same as [`process_alive`].
-pub fn pid_alive(pid: u32) -> bool {
-    process_alive(pid)
 }
 
 /// The shell expression `pid` (`$$`, `$!`) followed by `@` and the inode
@@ -130,15 +135,25 @@ pub fn escapee() -> String {
 /// is gone has no host pid: it gets a number no process can have, so it
 /// still counts, and as dead.
 pub fn pids_in(text: &str) -> Vec<u32> {
-    text.lines()
-        .filter_map(|line| {
-            let line = line.trim();
-            parse_pid(
-                line.strip_prefix("pid:")
-                    .or_else(|| line.strip_prefix("pid "))?,
-            )
-        })
+    printed_pids(text).filter_map(parse_pid).collect()
+}
+
+/// The pids printed as in [`pids_in`], as the pid namespace of the
+/// process that printed them numbers them (the `<n>` of `<n>@<inode>`):
+/// what a probe inside that namespace (a container's `/proc`) needs.
+pub fn pids_as_printed(text: &str) -> Vec<u32> {
+    printed_pids(text)
+        .filter_map(|pid| pid.split('@').next()?.trim().parse().ok())
         .collect()
+}
+
+/// The `<n>` or `<n>@<inode>` of each line `pid:…` or `pid …`.
+fn printed_pids(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().filter_map(|line| {
+        let line = line.trim();
+        line.strip_prefix("pid:")
+            .or_else(|| line.strip_prefix("pid "))
+    })
 }
 
 /// Above the kernel's highest pid (`pid_max` is at most 2^22).
@@ -186,10 +201,33 @@ pub async fn wait_until(limit: Duration, mut condition: impl FnMut() -> bool) ->
     }
 }
 
-/// Waits until every pid is gone (dead or a zombie); returns the survivors.
+/// Waits until every pid is gone (dead or a zombie), up to `limit`;
+/// returns the survivors.
 pub async fn survivors_after(pids: &[u32], limit: Duration) -> Vec<u32> {
-    wait_until(limit, || pids.iter().all(|&pid| !pid_alive(pid))).await;
-    pids.iter().copied().filter(|&pid| pid_alive(pid)).collect()
+    survivors_by(pids, limit, pid_alive).await
+}
+
+/// [`survivors_after`] with another probe of whether a pid is alive (a
+/// process on another machine or in a container). Each pid is probed
+/// once a round, every 10 ms.
+pub async fn survivors_by(pids: &[u32], limit: Duration, alive: impl Fn(u32) -> bool) -> Vec<u32> {
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        let survivors: Vec<u32> = pids.iter().copied().filter(|&pid| alive(pid)).collect();
+        if survivors.is_empty() || tokio::time::Instant::now() >= deadline {
+            return survivors;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// [`survivors_after`], then kills the survivors, so that none outlives
+/// the test that asserts there are none:
+/// `assert_eq!(killed_survivors(&pids, DEATH_LIMIT).await, Vec::<u32>::new());`
+pub async fn killed_survivors(pids: &[u32], limit: Duration) -> Vec<u32> {
+    let survivors = survivors_after(pids, limit).await;
+    kill_all(&survivors);
+    survivors
 }
 
 /// Kills stray test processes (cleanup after a failed assertion).
@@ -200,6 +238,86 @@ pub fn kill_all(pids: &[u32]) {
             nix::sys::signal::Signal::SIGKILL,
         );
     }
+}
+
+/// Kills a process group when dropped, whatever the test's outcome: for a
+/// job that outlives what started it, or that nothing else may stop.
+#[derive(Debug)]
+pub struct KillGroup(pub u32);
+
+impl Drop for KillGroup {
+    fn drop(&mut self) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(self.0 as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+}
+
+/// How long a command may take to write the pids it was asked to write.
+const PIDS_LIMIT: Duration = Duration::from_secs(30);
+
+/// The pids a command writes to `file`, one a line (`<n>` or
+/// `<n>@<namespace>`, see [`parse_pid`]), once there are `count` of them;
+/// fails the test if they are not there within 30 s.
+pub async fn read_pids(file: &Path, count: usize) -> Vec<u32> {
+    let mut pids = Vec::new();
+    let written = wait_until(PIDS_LIMIT, || {
+        pids = std::fs::read_to_string(file)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(parse_pid)
+            .collect();
+        pids.len() >= count
+    })
+    .await;
+    assert!(written, "{count} pids not in {} in time", file.display());
+    pids
+}
+
+/// A live-output sink that collects the text and fires `trigger` once
+/// `count` pids were printed (see [`pids_in`]); the text it collected.
+pub fn pid_watch(count: usize, trigger: CancellationToken) -> (Arc<Mutex<String>>, OutputSink) {
+    let printed = Arc::new(Mutex::new(String::new()));
+    let seen = Arc::clone(&printed);
+    let sink = Arc::new(move |chunk: &OutputChunk| {
+        let mut seen = seen.lock().unwrap_or_else(PoisonError::into_inner);
+        seen.push_str(&chunk.text);
+        if pids_in(&seen).len() >= count {
+            trigger.cancel();
+        }
+    });
+    (printed, sink)
+}
+
+/// Runs a `bashtool call` process (`call`, with its arguments and
+/// environment set) with `input` on its stdin; its one JSON result on
+/// stdout, and how it ended. Its stderr is what `call` says (inherited
+/// unless piped there: a background job may hold a piped stderr open).
+/// The input is written on a thread of its own, and a failed write is no
+/// error: `call` may stop reading early (an input over the cap), and
+/// answers all the same.
+pub fn call_json(mut call: std::process::Command, input: &str) -> (serde_json::Value, Output) {
+    let mut child = call
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("start bashtool call");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let input = input.to_owned();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(input.as_bytes());
+    });
+    let output = child.wait_with_output().expect("bashtool call ends");
+    writer.join().expect("the input writer");
+    let result = serde_json::from_slice(&output.stdout).unwrap_or_else(|error| {
+        panic!(
+            "not one JSON result on stdout ({error}): {}\nstderr: {}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )
+    });
+    (result, output)
 }
 
 /// Number of open file descriptors of this process.

@@ -11,7 +11,7 @@ use bashtool_core::{
 };
 use bashtool_env_local::{JobStore, LocalConfig, LocalExec, RecordedJobs};
 use bashtool_tests::{
-    kill_all, local_exec, process_alive, survivors_after, temp_dir, test_config, wait_until,
+    KillGroup, killed_survivors, local_exec, pid_alive, temp_dir, test_config, wait_until,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -30,9 +30,7 @@ async fn dropping_the_environment_stops_its_jobs() {
     let job = start(&exec, "sleep 300").await.background.expect("job");
     let pid = job.pid.expect("pid");
     drop(exec);
-    let survivors = survivors_after(&[pid], WAIT).await;
-    kill_all(&survivors);
-    assert_eq!(survivors, Vec::<u32>::new());
+    assert_eq!(killed_survivors(&[pid], WAIT).await, Vec::<u32>::new());
 }
 
 #[tokio::test]
@@ -50,7 +48,7 @@ async fn a_kept_job_outlives_its_environment_and_still_records_its_status() {
     let output_file = job.output_file.expect("output file");
     exec.shutdown().await;
     drop(exec);
-    assert!(process_alive(pid), "the job outlived its environment");
+    assert!(pid_alive(pid), "the job outlived its environment");
     // Only now let the job end: nobody in this process waits for it.
     std::fs::write(&gate, "go\n").expect("open the gate");
     let ended = bashtool_tests::wait_until(WAIT, || {
@@ -98,9 +96,7 @@ async fn other_processes_see_recorded_jobs_and_stop_them() {
         (stopped.state, stopped.signal.as_deref()),
         (JobState::Signaled, Some("SIGTERM"))
     );
-    let survivors = survivors_after(&[pid], WAIT).await;
-    kill_all(&survivors);
-    assert_eq!(survivors, Vec::<u32>::new());
+    assert_eq!(killed_survivors(&[pid], WAIT).await, Vec::<u32>::new());
     let output = recorded
         .read(&job.id, bashtool_core::ReadFrom::Cursor(0), 10_000)
         .await
@@ -154,9 +150,7 @@ async fn the_model_is_pointed_to_the_jobs_tool_and_it_works() {
         .await;
     assert!(!stopped.is_error, "{}", stopped.text());
     assert_eq!(stopped.details.state.as_deref(), Some("signaled"));
-    let survivors = survivors_after(&[pid], WAIT).await;
-    kill_all(&survivors);
-    assert_eq!(survivors, Vec::<u32>::new());
+    assert_eq!(killed_survivors(&[pid], WAIT).await, Vec::<u32>::new());
     let waited = Jobs::wait(&exec, &id, WAIT, CancellationToken::new())
         .await
         .expect("known");
@@ -181,9 +175,7 @@ async fn without_the_jobs_tool_the_reminder_is_a_shell_command_that_works() {
     assert!(sleep_started(pid).await, "sleep never started");
     let killed = tool.call(serde_json::json!({ "command": reminder })).await;
     assert!(!killed.is_error, "{}", killed.text());
-    let survivors = survivors_after(&[pid], WAIT).await;
-    kill_all(&survivors);
-    assert_eq!(survivors, Vec::<u32>::new());
+    assert_eq!(killed_survivors(&[pid], WAIT).await, Vec::<u32>::new());
 }
 
 /// Waits until `sleep` runs in the job's process group. A TERM in the
@@ -262,7 +254,7 @@ async fn a_job_that_prints_forever_stays_within_the_cap_and_shows_its_latest_out
     assert!(tail.next_cursor > OUTPUT_CAP * 2, "{}", tail.next_cursor);
     let stopped = Jobs::stop(&exec, &job.id).await.expect("stopped");
     assert!(!stopped.state.is_running());
-    assert!(!bashtool_tests::process_alive(pid));
+    assert!(!bashtool_tests::pid_alive(pid));
     let text = std::fs::read_to_string(&output_file).expect("read");
     assert!(text.len() as u64 <= OUTPUT_CAP);
     let head: String = (0..)
@@ -387,7 +379,7 @@ async fn a_job_that_outlives_its_stop_is_reported_as_not_stopped() {
     let stopped = jobs
         .call(&serde_json::json!({"action": "stop", "job": job.id}))
         .await;
-    assert!(process_alive(pid), "the job still runs");
+    assert!(pid_alive(pid), "the job still runs");
     assert!(stopped.is_error);
     assert_eq!(
         stopped.text(),
@@ -396,17 +388,4 @@ async fn a_job_that_outlives_its_stop_is_reported_as_not_stopped() {
             id = job.id
         )
     );
-}
-
-/// Kills the process group of a job nothing else may stop, whatever the
-/// test's outcome.
-struct KillGroup(u32);
-
-impl Drop for KillGroup {
-    fn drop(&mut self) {
-        let _ = nix::sys::signal::killpg(
-            nix::unistd::Pid::from_raw(self.0 as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
 }

@@ -1,10 +1,11 @@
 //! The contract suite (`bashtool_tests::contract`) against every
 //! environment of the workspace: a stateless `LocalExec` and a persistent
-//! `Session`. Each promise is one test per environment.
+//! `Session` keep every promise; env-mock keeps the port-level ones, on
+//! tokio's paused clock. Each promise is one test per environment.
 
 use std::sync::Arc;
 
-use bashtool_tests::contract::Subject;
+use bashtool_tests::contract::{Subject, mock_subject};
 use bashtool_tests::contract_suite;
 use bashtool_tests::{new_session, test_config, workspace};
 
@@ -32,3 +33,4 @@ fn session() -> Subject {
 
 contract_suite!(local_exec, local());
 contract_suite!(session, session());
+contract_suite!(mock, mock_subject(), port, #[tokio::test(start_paused = true)]);

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use bashtool_core::{CommandExec as _, CommandResult, SpawnOptions};
 use bashtool_env_local::{LocalConfig, LocalExec};
-use bashtool_tests::{kill_all, new_session, pids_in, survivors_after, text, workspace};
+use bashtool_tests::{killed_survivors, new_session, pids_in, text, workspace};
 
 /// A sandboxed environment (the default sandbox) working in `dir`.
 fn sandboxed(dir: &Path) -> LocalExec {
@@ -340,9 +340,10 @@ async fn a_setsid_double_fork_with_a_cleared_environment_dies_with_the_timeout()
     assert!(result.timed_out, "{}", text(&result));
     let pids = pids_in(&text(&result));
     assert_eq!(pids.len(), 2, "{}", text(&result));
-    let survivors = survivors_after(&pids, Duration::from_secs(5)).await;
-    kill_all(&survivors);
-    assert_eq!(survivors, Vec::<u32>::new());
+    assert_eq!(
+        killed_survivors(&pids, Duration::from_secs(5)).await,
+        Vec::<u32>::new()
+    );
 }
 
 #[tokio::test]

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use bashtool_core::SpawnOptions;
-use bashtool_tests::{local_exec, run_with, temp_dir};
+use bashtool_tests::{kill_all, local_exec, pid_alive, run_with, temp_dir, wait_until};
 
 /// The processes whose environment carries `tag`, read from /proc by the
 /// test itself.
@@ -21,10 +21,7 @@ fn tagged(tag: &str) -> Vec<u32> {
                 environ
                     .split(|&byte| byte == 0)
                     .any(|entry| entry == needle.as_bytes())
-            }) && std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
-                stat.rsplit_once(") ")
-                    .is_some_and(|(_, rest)| !rest.starts_with('Z'))
-            })
+            }) && pid_alive(*pid)
         })
         .collect()
 }
@@ -46,18 +43,13 @@ async fn a_forking_storm_is_stopped_whole() {
     .await
     .expect("runs");
     assert!(result.timed_out);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
     let mut left = tagged(&tag);
-    while !left.is_empty() && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(50)).await;
+    wait_until(Duration::from_secs(20), || {
         left = tagged(&tag);
-    }
-    for &pid in &left {
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid as i32),
-            nix::sys::signal::Signal::SIGKILL,
-        );
-    }
+        left.is_empty()
+    })
+    .await;
+    kill_all(&left);
     assert_eq!(
         left.len(),
         0,

@@ -2,11 +2,11 @@
 //! exits, whatever its leftovers do with the output pipes.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use bashtool_core::{BashTool, Stream, ToolConfig};
 use bashtool_tests::{
-    kill_all, local_exec, pid_alive, pids_in, run, survivors_after, temp_dir, text,
+    DEATH_LIMIT, echo_pid, kill_all, killed_survivors, local_exec, pid_alive, pids_in, run,
+    temp_dir, text,
 };
 
 #[tokio::test]
@@ -14,8 +14,8 @@ async fn leftovers_are_stopped_and_counted() {
     let dir = temp_dir();
     let exec = local_exec(dir.path());
     // `$!` is known to the parent at once: no race with the children.
-    let script = "for i in 1 2 3; do sleep 300 & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid); done";
-    let result = run(&exec, script).await;
+    let script = format!("for i in 1 2 3; do sleep 300 & {}; done", echo_pid("$!"));
+    let result = run(&exec, &script).await;
     assert!(!result.timed_out);
     let pids = pids_in(&text(&result));
     assert_eq!(pids.len(), 3);
@@ -24,9 +24,10 @@ async fn leftovers_are_stopped_and_counted() {
         "{:?}",
         result.notes
     );
-    let survivors = survivors_after(&pids, Duration::from_secs(10)).await;
-    kill_all(&survivors);
-    assert_eq!(survivors, Vec::<u32>::new());
+    assert_eq!(
+        killed_survivors(&pids, DEATH_LIMIT).await,
+        Vec::<u32>::new()
+    );
 }
 
 #[tokio::test]
@@ -35,15 +36,19 @@ async fn leftovers_that_ignore_sigterm_are_killed_after_the_grace() {
     let exec = local_exec(dir.path());
     // The child says it ignores SIGTERM (through a FIFO) before the
     // command exits: the handshake, instead of a sleep.
-    let script = "mkfifo ready; sh -c 'trap \"\" TERM; echo > ready; while :; do sleep 1; done' & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid); read _ < ready";
-    let result = run(&exec, script).await;
+    let script = format!(
+        "mkfifo ready; sh -c 'trap \"\" TERM; echo > ready; while :; do sleep 1; done' & {}; read _ < ready",
+        echo_pid("$!")
+    );
+    let result = run(&exec, &script).await;
     assert!(!result.timed_out);
     let pids = pids_in(&text(&result));
     assert_eq!(pids.len(), 1);
     // SIGKILL follows after the grace (1 s in tests), without the call.
-    let survivors = survivors_after(&pids, Duration::from_secs(10)).await;
-    kill_all(&survivors);
-    assert_eq!(survivors, Vec::<u32>::new());
+    assert_eq!(
+        killed_survivors(&pids, DEATH_LIMIT).await,
+        Vec::<u32>::new()
+    );
 }
 
 #[tokio::test]
@@ -52,7 +57,7 @@ async fn an_escapee_holding_the_pipe_does_not_hold_the_call() {
     let exec = local_exec(dir.path());
     let result = run(
         &exec,
-        "setsid sleep 300 & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid); echo done",
+        &format!("setsid sleep 300 & {}; echo done", echo_pid("$!")),
     )
     .await;
     assert!(!result.timed_out);

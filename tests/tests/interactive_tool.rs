@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use bashtool_core::{BashTool, InputFields, JobsTool, ToolConfig};
 use bashtool_env_local::LocalExec;
-use bashtool_tests::{survivors_after, temp_dir, test_config};
+use bashtool_tests::{DEATH_LIMIT, echo_pid, killed_survivors, temp_dir, test_config};
 use serde_json::json;
 
 fn tools(dir: &std::path::Path) -> (BashTool, JobsTool, LocalExec) {
@@ -71,7 +71,7 @@ async fn keys_are_validated_and_stop_ends_the_tree() {
     let dir = temp_dir();
     let (bash, jobs, _exec) = tools(dir.path());
     let started = bash
-        .call(json!({"command": "echo pid:$$@$(stat -Lc %i /proc/$$/ns/pid); cat", "mode": "interactive"}))
+        .call(json!({"command": format!("{}; cat", echo_pid("$$")), "mode": "interactive"}))
         .await;
     let id = started.details.job.clone().expect("job id");
     let pid = started.details.pid;
@@ -94,7 +94,7 @@ async fn keys_are_validated_and_stop_ends_the_tree() {
     let pids = bashtool_tests::pids_in(&started.text());
     assert_eq!(pids.len(), 1, "{}", started.text());
     assert_eq!(
-        survivors_after(&pids, std::time::Duration::from_secs(10)).await,
+        killed_survivors(&pids, DEATH_LIMIT).await,
         Vec::<u32>::new()
     );
     let _ = pid;

@@ -1,6 +1,7 @@
 //! The safety policy through the public `BashTool` API: a blocked command
-//! never reaches the environment, an allowed one does (the four
-//! integration tests).
+//! (blind `git add`, `rm -rf /`, `git push --force`, and the same hidden in
+//! `bash -c`, unparsable or nested too deep) never reaches the environment;
+//! an allowed one does.
 
 use std::sync::Arc;
 

@@ -9,8 +9,8 @@ use std::time::Duration;
 use bashtool_core::{BashTool, CallContext, OutputChunk, ToolConfig, ToolResult};
 use bashtool_env_local::Session;
 use bashtool_tests::{
-    RESTARTED, cancel_when_output_contains, cwd_line, new_session, pids_in, session_config,
-    session_tool, survivors_after, workspace,
+    DEATH_LIMIT, RESTARTED, cancel_when_output_contains, cwd_line, echo_pid, killed_survivors,
+    new_session, pids_in, qualified_pid, read_pids, session_config, session_tool, workspace,
 };
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -21,14 +21,6 @@ async fn run(tool: &BashTool, command: &str) -> ToolResult {
 
 async fn call(tool: &BashTool, input: Value) -> ToolResult {
     tool.call(input).await
-}
-
-/// How long killed processes get to disappear.
-const GONE: Duration = Duration::from_secs(10);
-
-/// Whether every pid is gone before [`GONE`] passes.
-async fn wait_gone(pids: &[u32]) -> bool {
-    survivors_after(pids, GONE).await.is_empty()
 }
 
 #[tokio::test]
@@ -176,7 +168,10 @@ async fn timeout_kills_the_tree_and_the_next_call_has_the_earlier_state() {
     let timed_out = call(
         &tool,
         json!({
-            "command": "sleep 300 & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid); bash -c 'sleep 300 & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid); setsid sleep 300 & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid); wait' & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid); wait",
+            "command": format!(
+                "sleep 300 & {child}; bash -c 'sleep 300 & {child}; setsid sleep 300 & {child}; wait' & {child}; wait",
+                child = echo_pid("$!")
+            ),
             "timeout": 1
         }),
     )
@@ -185,7 +180,10 @@ async fn timeout_kills_the_tree_and_the_next_call_has_the_earlier_state() {
     assert!(timed_out.is_error);
     let pids = pids_in(&timed_out.text());
     assert_eq!(pids.len(), 4, "{}", timed_out.text());
-    assert!(wait_gone(&pids).await, "survivors among {pids:?}");
+    assert_eq!(
+        killed_survivors(&pids, DEATH_LIMIT).await,
+        Vec::<u32>::new()
+    );
     let next = run(&tool, "pwd; echo $BEFORE").await;
     assert_eq!(
         next.text(),
@@ -228,7 +226,11 @@ async fn cancel_stops_the_running_command() {
     let context = cancel_when_output_contains("started");
     let result = tool
         .call_with(
-            &json!({"command": "echo pid:$$@$(stat -Lc %i /proc/$$/ns/pid); sleep 300 & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid); echo started; wait"}),
+            &json!({"command": format!(
+                "{}; sleep 300 & {}; echo started; wait",
+                echo_pid("$$"),
+                echo_pid("$!")
+            )}),
             context,
         )
         .await;
@@ -238,7 +240,10 @@ async fn cancel_stops_the_running_command() {
             .text()
             .contains("[command cancelled; its process tree was stopped]")
     );
-    assert!(wait_gone(&pids_in(&result.text())).await);
+    assert_eq!(
+        killed_survivors(&pids_in(&result.text()), DEATH_LIMIT).await,
+        Vec::<u32>::new()
+    );
     let next = run(&tool, "echo $y").await;
     assert_eq!(
         next.text(),
@@ -333,7 +338,10 @@ async fn state_changed_by_a_user_function_survives_a_crash() {
         nix::sys::signal::Signal::SIGKILL,
     )
     .expect("kill");
-    assert!(wait_gone(&[pid]).await);
+    assert_eq!(
+        killed_survivors(&[pid], DEATH_LIMIT).await,
+        Vec::<u32>::new()
+    );
     let next = run(&tool, "pwd; echo $ENTERED").await;
     assert_eq!(
         next.text(),
@@ -361,7 +369,10 @@ async fn shell_killed_from_outside_restarts_with_cwd_and_env() {
         nix::sys::signal::Signal::SIGKILL,
     )
     .expect("kill");
-    assert!(wait_gone(&[pid]).await);
+    assert_eq!(
+        killed_survivors(&[pid], DEATH_LIMIT).await,
+        Vec::<u32>::new()
+    );
     let next = run(&tool, "pwd; echo $SURVIVES $unexported").await;
     assert_eq!(
         next.text(),
@@ -481,7 +492,10 @@ async fn leftover_background_processes_are_stopped_and_their_output_does_not_lea
     let tool = session_tool(&session);
     let result = run(
         &tool,
-        "(while :; do echo tick; sleep 0.01; done) & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid); sleep 300 >/dev/null 2>&1 & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid)",
+        &format!(
+            "(while :; do echo tick; sleep 0.01; done) & {child}; sleep 300 >/dev/null 2>&1 & {child}",
+            child = echo_pid("$!")
+        ),
     )
     .await;
     let text = result.text();
@@ -490,7 +504,10 @@ async fn leftover_background_processes_are_stopped_and_their_output_does_not_lea
         text.contains(" leftover processes were stopped; servers belong in mode \"background\"]"),
         "{text}"
     );
-    assert!(wait_gone(&pids_in(&text)).await);
+    assert_eq!(
+        killed_survivors(&pids_in(&text), DEATH_LIMIT).await,
+        Vec::<u32>::new()
+    );
     let next = run(&tool, "echo clean").await;
     assert_eq!(
         next.text(),
@@ -599,7 +616,10 @@ async fn dropping_the_session_kills_its_shell() {
     // outlive the session.
     let started = run(
         &tool,
-        "sleep 300 >/dev/null 2>&1 & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid); disown; (sleep 300 >/dev/null 2>&1 & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid)); echo started",
+        &format!(
+            "sleep 300 >/dev/null 2>&1 & {child}; disown; (sleep 300 >/dev/null 2>&1 & {child}); echo started",
+            child = echo_pid("$!")
+        ),
     )
     .await;
     let mut pids = pids_in(&started.text());
@@ -608,7 +628,10 @@ async fn dropping_the_session_kills_its_shell() {
     pids.push(pid);
     drop(tool);
     drop(session);
-    assert!(wait_gone(&pids).await, "{pids:?}");
+    assert_eq!(
+        killed_survivors(&pids, DEATH_LIMIT).await,
+        Vec::<u32>::new()
+    );
 }
 
 #[tokio::test]
@@ -699,15 +722,13 @@ async fn background_call_starts_with_the_session_state() {
     assert!(!started.is_error, "{}", started.text());
     let output_file = PathBuf::from(started.details.output_file.expect("output file"));
     let expected = format!("yes too\n{}\nfunc\n", root.join("sub").display());
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-    loop {
-        let text = std::fs::read_to_string(&output_file).unwrap_or_default();
-        if text.contains(&expected) {
-            break;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "{text}");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let mut text = String::new();
+    let written = bashtool_tests::wait_until(Duration::from_secs(10), || {
+        text = std::fs::read_to_string(&output_file).unwrap_or_default();
+        text.contains(&expected)
+    })
+    .await;
+    assert!(written, "{text}");
     // The session itself is unchanged and goes on.
     let next = run(&tool, "echo $BG").await;
     assert_eq!(
@@ -740,14 +761,17 @@ async fn dropping_a_call_stops_its_command_and_the_session_goes_on() {
     run(&tool, "export KEPT=1").await;
     let pid_file = root.join("pid");
     let command = format!(
-        "sleep 300 & echo $!@$(stat -Lc %i /proc/$!/ns/pid) > {}; wait",
+        "sleep 300 & echo {} > {}; wait",
+        qualified_pid("$!"),
         pid_file.display()
     );
     let abandoned = tokio::time::timeout(Duration::from_secs(1), run(&tool, &command)).await;
     assert!(abandoned.is_err(), "the call should still be running");
-    let pid = bashtool_tests::parse_pid(&std::fs::read_to_string(&pid_file).expect("pid file"))
-        .expect("pid");
-    assert!(wait_gone(&[pid]).await);
+    let pid = read_pids(&pid_file, 1).await[0];
+    assert_eq!(
+        killed_survivors(&[pid], DEATH_LIMIT).await,
+        Vec::<u32>::new()
+    );
     let next = run(&tool, "echo $KEPT").await;
     assert_eq!(
         next.text(),

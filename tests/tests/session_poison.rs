@@ -4,10 +4,10 @@
 //! level. Every call has a short timeout, so that a bricked session fails
 //! the test quickly instead of hanging it.
 
-use std::time::Duration;
-
 use bashtool_core::{BashTool, ToolResult};
-use bashtool_tests::{RESTARTED, cwd_line, new_session, session_tool, survivors_after, workspace};
+use bashtool_tests::{
+    DEATH_LIMIT, RESTARTED, cwd_line, new_session, session_tool, survivors_after, workspace,
+};
 use serde_json::json;
 
 async fn run(tool: &BashTool, command: &str) -> ToolResult {
@@ -276,11 +276,7 @@ async fn a_restart_does_not_restore_the_poison() {
         nix::sys::signal::Signal::SIGKILL,
     )
     .expect("kill");
-    assert!(
-        survivors_after(&[pid], Duration::from_secs(10))
-            .await
-            .is_empty()
-    );
+    assert!(survivors_after(&[pid], DEATH_LIMIT).await.is_empty());
     let next = run(&tool, "echo $KEPT; type -t builtin .").await;
     assert_eq!(
         next.text(),

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bashtool_core::{BashTool, CallContext, SpawnOptions, ToolConfig};
-use bashtool_tests::{kill_all, local_exec, pids_in, run_with, survivors_after, temp_dir, text};
-
-const DEATH_LIMIT: Duration = Duration::from_secs(10);
+use bashtool_tests::{
+    DEATH_LIMIT, echo_pid, killed_survivors, local_exec, pids_in, run_with, temp_dir, text,
+};
 
 #[tokio::test]
 async fn timeout_keeps_the_partial_output() {
@@ -30,10 +30,13 @@ async fn timeout_keeps_the_partial_output() {
 async fn timeout_kills_what_ignores_sigterm_after_the_grace() {
     let dir = temp_dir();
     let exec = local_exec(dir.path());
-    let script = "trap '' TERM; sh -c 'trap \"\" TERM; echo pid:$$@$(stat -Lc %i /proc/$$/ns/pid); while :; do sleep 1; done' & sleep 300";
+    let script = format!(
+        "trap '' TERM; sh -c 'trap \"\" TERM; {}; while :; do sleep 1; done' & sleep 300",
+        echo_pid("$$")
+    );
     let result = run_with(
         &exec,
-        script,
+        &script,
         SpawnOptions::default().timeout(Duration::from_secs(1)),
     )
     .await
@@ -42,9 +45,10 @@ async fn timeout_kills_what_ignores_sigterm_after_the_grace() {
     let pids = pids_in(&text(&result));
     assert_eq!(pids.len(), 1);
     // Decided from /proc by the test: the SIGKILL after the grace landed.
-    let survivors = survivors_after(&pids, DEATH_LIMIT).await;
-    kill_all(&survivors);
-    assert_eq!(survivors, Vec::<u32>::new());
+    assert_eq!(
+        killed_survivors(&pids, DEATH_LIMIT).await,
+        Vec::<u32>::new()
+    );
 }
 
 #[tokio::test]

@@ -1,5 +1,7 @@
 //! The bash tool through its public API against the scripted environment:
-//! the tool's promised behaviours, batches, approval, background and telemetry.
+//! output, exit codes, signals, errors, shortening and the log pointer,
+//! streaming, abort and cancel, input checks, approval, background jobs,
+//! batches and telemetry.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -370,7 +372,7 @@ async fn input_fields_reach_the_environment() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn refused_approval_runs_nothing_and_says_the_user_refused() {
+async fn refused_approval_runs_nothing_and_says_it_was_not_confirmed() {
     let exec = ScriptedExec::replying(|_| Reply::new());
     let mut approval = MockApproval::new();
     approval.expect_approve().times(1).returning(|_| false);

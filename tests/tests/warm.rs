@@ -10,7 +10,10 @@ use std::time::Duration;
 
 use bashtool_core::{CommandExec, SpawnOptions};
 use bashtool_env_local::{LocalConfig, LocalExec};
-use bashtool_tests::{pid_alive, pids_in, run, temp_dir, test_config, text, wait_until};
+use bashtool_tests::{
+    DEATH_LIMIT, echo_pid, killed_survivors, pid_alive, pids_in, run, survivors_after, temp_dir,
+    test_config, text, wait_until,
+};
 
 fn exec_with(dir: &Path, warm_shells: usize) -> LocalExec {
     LocalExec::new(LocalConfig {
@@ -186,7 +189,7 @@ async fn calls_in_another_directory_or_with_variables_start_their_own_shell() {
     let waiting = a_waiting_shell(dir.path()).await;
     let elsewhere = warm
         .spawn(
-            "echo pid:$$@$(stat -Lc %i /proc/$$/ns/pid); echo $PWD",
+            &format!("{}; echo $PWD", echo_pid("$$")),
             SpawnOptions::default().current_dir(dir.path().join("sub")),
         )
         .await
@@ -196,7 +199,7 @@ async fn calls_in_another_directory_or_with_variables_start_their_own_shell() {
     assert!(text(&elsewhere).ends_with("/sub"), "{}", text(&elsewhere));
     let with_variables = warm
         .spawn(
-            "echo pid:$$@$(stat -Lc %i /proc/$$/ns/pid); echo $ONLY_HERE",
+            &format!("{}; echo $ONLY_HERE", echo_pid("$$")),
             SpawnOptions::default().env("ONLY_HERE", "yes"),
         )
         .await
@@ -213,17 +216,11 @@ async fn a_waiting_shell_that_died_is_replaced_by_a_fresh_one() {
     let warm = exec_with(dir.path(), 1);
     let waiting = a_waiting_shell(dir.path()).await;
     bashtool_tests::kill_all(&waiting);
-    assert!(
-        wait_until(Duration::from_secs(5), || waiting
-            .iter()
-            .all(|&pid| !pid_alive(pid)))
-        .await
+    assert_eq!(
+        survivors_after(&waiting, Duration::from_secs(5)).await,
+        Vec::<u32>::new()
     );
-    let result = run(
-        &warm,
-        "echo pid:$$@$(stat -Lc %i /proc/$$/ns/pid); echo still works",
-    )
-    .await;
+    let result = run(&warm, &format!("{}; echo still works", echo_pid("$$"))).await;
     let output = text(&result);
     assert!(!waiting.contains(&pids_in(&output)[0]));
     assert!(output.ends_with("\nstill works"), "{output}");
@@ -242,7 +239,7 @@ async fn a_warm_shell_that_times_out_is_stopped_with_its_children() {
     let waiting_inside: Vec<u32> = waiting.iter().filter_map(|&pid| pid_inside(pid)).collect();
     let result = warm
         .spawn(
-            "echo pid:$$@$(stat -Lc %i /proc/$$/ns/pid); sleep 300 & echo pid:$!@$(stat -Lc %i /proc/$!/ns/pid); wait",
+            &format!("{}; sleep 300 & {}; wait", echo_pid("$$"), echo_pid("$!")),
             SpawnOptions::default().timeout(Duration::from_millis(500)),
         )
         .await
@@ -256,11 +253,10 @@ async fn a_warm_shell_that_times_out_is_stopped_with_its_children() {
     assert!(waiting_inside.contains(&shell_inside), "{output}");
     let mut pids = pids_in(&output);
     pids.extend(&waiting);
-    let gone = wait_until(Duration::from_secs(10), || {
-        pids.iter().all(|&pid| !pid_alive(pid))
-    })
-    .await;
-    assert!(gone, "survivors: {pids:?}");
+    assert_eq!(
+        killed_survivors(&pids, DEATH_LIMIT).await,
+        Vec::<u32>::new()
+    );
     warm.shutdown().await;
 }
 
@@ -334,11 +330,11 @@ async fn shutdown_stops_the_waiting_shells() {
         .await
     );
     warm.shutdown().await;
-    let gone = wait_until(Duration::from_secs(5), || {
-        waiting.iter().all(|&pid| !pid_alive(pid))
-    })
-    .await;
-    assert!(gone, "still waiting: {waiting:?}");
+    assert_eq!(
+        killed_survivors(&waiting, Duration::from_secs(5)).await,
+        Vec::<u32>::new(),
+        "still waiting"
+    );
 }
 
 /// A call that ends after the shutdown starts no shell behind it.

@@ -11,7 +11,7 @@ use std::time::Duration;
 use rmcp::RoleClient;
 use rmcp::model::{CallToolResult, ServerResult};
 use rmcp::service::RequestHandle;
-use tokio::time::{Instant, timeout};
+use tokio::time::timeout;
 
 /// The longest any one step of a test may take.
 pub const DEADLINE: Duration = Duration::from_secs(30);
@@ -38,49 +38,23 @@ pub fn text(result: &CallToolResult) -> String {
         .join("\n")
 }
 
-/// True while the process exists and is not a zombie.
-pub fn pid_alive(pid: i32) -> bool {
-    u32::try_from(pid).is_ok_and(bashtool_tests::process_alive)
-}
-
-/// Waits until every one of `pids` is gone; fails the test after [`DEADLINE`].
-pub async fn wait_until_dead(pids: &[i32]) {
-    let deadline = Instant::now() + DEADLINE;
-    while pids.iter().any(|pid| pid_alive(*pid)) {
-        assert!(
-            Instant::now() < deadline,
-            "still alive: {:?}",
-            pids.iter()
-                .filter(|pid| pid_alive(**pid))
-                .collect::<Vec<_>>()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// Reads the pids a command wrote to `file`, one a line, once there are `count`.
-pub async fn read_pids(file: &Path, count: usize) -> Vec<i32> {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Ok(text) = std::fs::read_to_string(file) {
-            let pids: Vec<i32> = text
-                .lines()
-                .filter_map(|line| bashtool_tests::parse_pid(line).map(|pid| pid as i32))
-                .collect();
-            if pids.len() >= count {
-                return pids;
-            }
-        }
-        assert!(Instant::now() < deadline, "no pids in {}", file.display());
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+/// Waits until every one of `pids` is gone; fails the test after
+/// [`DEADLINE`], naming (and killing) the survivors.
+pub async fn wait_until_dead(pids: &[u32]) {
+    assert_eq!(
+        bashtool_tests::killed_survivors(pids, DEADLINE).await,
+        Vec::<u32>::new(),
+        "still alive"
+    );
 }
 
 /// A script that starts a grandchild, records both pids in `file`, says
 /// `started` and then waits.
 pub fn tree_script(file: &Path) -> String {
     format!(
-        "sleep 300 & echo $!@$(stat -Lc %i /proc/$!/ns/pid) > {file}; echo $$@$(stat -Lc %i /proc/$$/ns/pid) >> {file}; echo started; wait",
+        "sleep 300 & echo {grandchild} > {file}; echo {shell} >> {file}; echo started; wait",
+        grandchild = bashtool_tests::qualified_pid("$!"),
+        shell = bashtool_tests::qualified_pid("$$"),
         file = file.display()
     )
 }

@@ -6,18 +6,17 @@
 
 #![allow(dead_code)]
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::PoisonError;
 use std::time::Duration;
 
-use bashtool_core::{
-    CommandExec, CommandResult, ExecMode, Jobs, OutputChunk, ReadFrom, SpawnOptions,
-};
+use bashtool_core::{CommandExec, CommandResult, ExecMode, Jobs, ReadFrom, SpawnOptions};
 use bashtool_env_remote::{RemoteConfig, RemoteExec, SessionRequest};
-use bashtool_tests::{escapee, grandchildren_script, pids_in};
+use bashtool_tests::{
+    DEATH_LIMIT, echo_pid, escapee, grandchildren_script, pid_watch, qualified_pid, survivors_by,
+    text,
+};
 use tokio_util::sync::CancellationToken;
 
-/// How long stopped processes may take to disappear.
-pub const DEATH_LIMIT: Duration = Duration::from_secs(10);
 /// A safety timeout for commands that end by themselves.
 pub const SAFETY: Duration = Duration::from_secs(60);
 
@@ -29,6 +28,9 @@ pub struct Target {
     pub remote_dir: String,
     /// Whether a pid over there is alive (not a zombie), asked by the test.
     pub alive: Box<dyn Fn(u32) -> bool + Send + Sync>,
+    /// The pids a command printed (`pid:<n>@<inode>`), numbered as
+    /// [`Target::alive`] and the server's job pids number them.
+    pub pids_in: fn(&str) -> Vec<u32>,
     /// A local file the transport's pid can be written to.
     pub pid_file: std::path::PathBuf,
 }
@@ -46,47 +48,8 @@ impl Target {
 
     /// Waits until none of `pids` is alive over there; returns the survivors.
     pub async fn survivors_after(&self, pids: &[u32]) -> Vec<u32> {
-        let deadline = tokio::time::Instant::now() + DEATH_LIMIT;
-        loop {
-            let survivors: Vec<u32> = pids
-                .iter()
-                .copied()
-                .filter(|&pid| (self.alive)(pid))
-                .collect();
-            if survivors.is_empty() || tokio::time::Instant::now() >= deadline {
-                return survivors;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        survivors_by(pids, DEATH_LIMIT, |pid| (self.alive)(pid)).await
     }
-}
-
-fn text(result: &CommandResult) -> String {
-    result
-        .output
-        .retained()
-        .0
-        .iter()
-        .map(|line| line.text.as_str())
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// A sink collecting the text; fires `trigger` once `count` pids appeared.
-fn pid_watch(
-    count: usize,
-    trigger: CancellationToken,
-) -> (Arc<Mutex<String>>, bashtool_core::OutputSink) {
-    let seen = Arc::new(Mutex::new(String::new()));
-    let sink_seen = Arc::clone(&seen);
-    let sink = Arc::new(move |chunk: &OutputChunk| {
-        let mut seen = sink_seen.lock().unwrap_or_else(PoisonError::into_inner);
-        seen.push_str(&chunk.text);
-        if pids_in(&seen).len() >= count {
-            trigger.cancel();
-        }
-    });
-    (seen, sink)
 }
 
 async fn run(exec: &RemoteExec, command: &str, options: SpawnOptions) -> CommandResult {
@@ -127,7 +90,7 @@ pub async fn exit_codes_and_streaming(target: &Target) {
     let (_, sink) = pid_watch(1, printed.clone());
     let result = run(
         &exec,
-        "echo pid:$$@$(stat -Lc %i /proc/$$/ns/pid); sleep 300",
+        &format!("{}; sleep 300", echo_pid("$$")),
         SpawnOptions::default()
             .timeout(SAFETY)
             .cancel(printed)
@@ -135,7 +98,7 @@ pub async fn exit_codes_and_streaming(target: &Target) {
     )
     .await;
     assert!(result.cancelled, "{result:?}");
-    let pids = pids_in(&text(&result));
+    let pids = (target.pids_in)(&text(&result));
     assert_eq!(pids.len(), 1);
     assert_eq!(target.survivors_after(&pids).await, Vec::<u32>::new());
     exec.shutdown(SAFETY).await;
@@ -155,7 +118,7 @@ pub async fn timeout_stops_the_remote_tree(target: &Target) {
     )
     .await;
     assert!(result.timed_out, "{result:?}");
-    let pids = pids_in(&text(&result));
+    let pids = (target.pids_in)(&text(&result));
     assert_eq!(pids.len(), 3, "{}", text(&result));
     assert_eq!(target.survivors_after(&pids).await, Vec::<u32>::new());
     exec.shutdown(SAFETY).await;
@@ -176,7 +139,7 @@ pub async fn cancel_stops_the_remote_tree(target: &Target) {
     )
     .await;
     assert!(result.cancelled && !result.timed_out, "{result:?}");
-    let pids = pids_in(&text(&result));
+    let pids = (target.pids_in)(&text(&result));
     assert_eq!(pids.len(), 3, "{}", text(&result));
     assert_eq!(target.survivors_after(&pids).await, Vec::<u32>::new());
     let again = run(
@@ -194,7 +157,10 @@ pub async fn background_jobs(target: &Target) {
     let exec = target.exec(RemoteConfig::default());
     let result = run(
         &exec,
-        "echo started; sh -c 'echo pid:$$@$(stat -Lc %i /proc/$$/ns/pid); exec sleep 300' & wait",
+        &format!(
+            "echo started; sh -c '{}; exec sleep 300' & wait",
+            echo_pid("$$")
+        ),
         SpawnOptions::default().mode(ExecMode::Background),
     )
     .await;
@@ -208,15 +174,21 @@ pub async fn background_jobs(target: &Target) {
             .read(&job.id, ReadFrom::Cursor(0), 100_000)
             .await
             .expect("read");
-        pids = pids_in(&window.text);
+        pids = (target.pids_in)(&window.text);
         if pids.is_empty() {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
     assert_eq!(pids.len(), 1, "the job printed its child");
+    pids.extend(job.pid);
+    // The probe sees them alive now, so that its verdict after the stop
+    // means something.
+    assert!(
+        pids.iter().all(|&pid| (target.alive)(pid)),
+        "the probe does not see the running job's processes {pids:?}"
+    );
     let info = exec.stop(&job.id).await.expect("known job");
     assert!(!info.state.is_running(), "{info:?}");
-    pids.extend(job.pid);
     assert_eq!(target.survivors_after(&pids).await, Vec::<u32>::new());
     assert!(matches!(
         exec.stop("no-such-job").await,
@@ -258,7 +230,8 @@ pub async fn session_survives_reconnect(target: &Target) {
 pub async fn killing_the_local_client_stops_the_remote_processes(target: &Target) {
     let pid_file = target.pid_file.display().to_string();
     let line = format!(
-        "echo $$@$(stat -Lc %i /proc/$$/ns/pid) > '{pid_file}'; exec {}",
+        "echo {} > '{pid_file}'; exec {}",
+        qualified_pid("$$"),
         target.line
     );
     let exec = RemoteExec::command(
@@ -270,8 +243,9 @@ pub async fn killing_the_local_client_stops_the_remote_processes(target: &Target
     );
     let printed = CancellationToken::new();
     let (seen, sink) = pid_watch(1, printed.clone());
+    let command = format!("sh -c '{}; exec sleep 300' & wait", echo_pid("$$"));
     let call = exec.spawn(
-        "sh -c 'echo pid:$$@$(stat -Lc %i /proc/$$/ns/pid); exec sleep 300' & wait",
+        &command,
         SpawnOptions::default().timeout(SAFETY).on_output(sink),
     );
     tokio::pin!(call);
@@ -297,7 +271,7 @@ pub async fn killing_the_local_client_stops_the_remote_processes(target: &Target
         "{:?}",
         result.notes
     );
-    let pids = pids_in(&seen.lock().unwrap_or_else(PoisonError::into_inner));
+    let pids = (target.pids_in)(&seen.lock().unwrap_or_else(PoisonError::into_inner));
     assert_eq!(target.survivors_after(&pids).await, Vec::<u32>::new());
     let again = run(
         &exec,
