@@ -10,8 +10,8 @@ use std::io::Write;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::config::OutputConfig;
-use crate::exec::{OutputChunk, OutputSink, Stream};
 use crate::output::buffer::{OutputBuffer, OutputLine};
+use crate::output::chunk::{OutputChunk, OutputSink, Stream};
 use crate::output::clean::StreamCleaner;
 
 /// Where one command's output goes. Cheap to clone: clones feed the same

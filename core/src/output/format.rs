@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use crate::config::{OutputConfig, Shortening};
-use crate::exec::Stream;
+use crate::output::chunk::Stream;
 use crate::output::{OutputBuffer, OutputLine};
 
 /// What the gap marker looks like, for docs and descriptions.

@@ -2,6 +2,7 @@
 
 mod buffer;
 mod capture;
+mod chunk;
 pub(crate) mod clean;
 mod format;
 mod lines;
@@ -9,6 +10,7 @@ pub mod salient;
 
 pub use buffer::{OutputBuffer, OutputLine};
 pub use capture::{OutputCapture, RawTap};
+pub use chunk::{OutputChunk, OutputSink, Stream};
 pub use clean::{StreamCleaner, clean_text, collapse_carriage_returns};
 pub use format::{
     FormattedOutput, OMISSION_MARKER_EXAMPLE, abbreviate_line, format_bytes, format_output,

@@ -11,7 +11,7 @@ mod log;
 mod pending;
 mod retention;
 
-use crate::exec::Stream;
+use crate::output::chunk::Stream;
 use pending::{PendingLine, char_count};
 
 /// The next error-pattern anchor in a chunk, as far as searched.

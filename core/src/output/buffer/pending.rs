@@ -1,8 +1,8 @@
 //! Line assembly: joining chunks into lines per stream, keeping only the
 //! two ends of very long lines, and `\r` redraws (the last state wins).
 
-use crate::exec::Stream;
 use crate::output::buffer::{OutputBuffer, stream_index};
+use crate::output::chunk::Stream;
 
 /// A line still being assembled. Long lines keep their first and last
 /// `cap / 2` chars; the middle is counted, not kept.

@@ -541,7 +541,7 @@ fn span_text(first: u64, last: u64, of_what: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::Stream;
+    use crate::output::chunk::Stream;
     use crate::output::salient::templates::template_key;
 
     fn line(number: u64, text: &str) -> OutputLine {

@@ -7,8 +7,8 @@
 use std::fmt::Write as _;
 
 use crate::config::OutputConfig;
-use crate::exec::Stream;
 use crate::output::OutputBuffer;
+use crate::output::chunk::Stream;
 use crate::output::lines::HEADER_COST;
 
 use super::SalientTracker;

@@ -114,7 +114,7 @@ fn with_middle_window(line: &OutputLine, max_chars: usize, window: &str) -> Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::Stream;
+    use crate::output::chunk::Stream;
 
     fn long_line(text: &str) -> OutputLine {
         OutputLine {

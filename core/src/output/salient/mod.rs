@@ -49,7 +49,7 @@ mod tests {
     use proptest::prelude::*;
 
     use crate::config::{OutputConfig, Shortening};
-    use crate::exec::Stream;
+    use crate::output::chunk::Stream;
     use crate::output::{OutputBuffer, format_output};
 
     /// A budget of 400 chars: small enough to write whole expected texts.
