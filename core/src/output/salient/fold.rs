@@ -15,7 +15,7 @@
 use std::collections::VecDeque;
 
 use crate::config::OutputConfig;
-use crate::output::OutputLine;
+use crate::output::lines::OutputLine;
 
 use super::groups::{Entry, copy_line, entry_cost};
 use super::templates::template_display;

@@ -7,7 +7,7 @@
 use std::fmt::Write as _;
 
 use crate::config::OutputConfig;
-use crate::output::OutputBuffer;
+use crate::output::buffer::OutputBuffer;
 use crate::output::chunk::Stream;
 use crate::output::lines::HEADER_COST;
 

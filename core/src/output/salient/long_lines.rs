@@ -5,7 +5,7 @@
 use std::borrow::Cow;
 
 use crate::config::OutputConfig;
-use crate::output::OutputLine;
+use crate::output::lines::OutputLine;
 use crate::output::lines::{ELLIPSIS, display_line};
 
 use super::SalientTracker;
