@@ -7,6 +7,7 @@ use std::io::Write;
 
 use crate::config::OutputConfig;
 
+mod assembly;
 mod log;
 mod pending;
 mod retention;
