@@ -7,8 +7,8 @@ use std::borrow::Cow;
 use crate::config::OutputConfig;
 use crate::output::lines::{self, ELLIPSIS, OutputLine};
 
-use super::SalientTracker;
 use super::patterns::Matcher;
+use super::tracker::SalientTracker;
 
 /// The char index `index` of `text` as a byte offset.
 fn byte_at(text: &str, index: usize) -> usize {

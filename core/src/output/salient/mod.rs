@@ -37,8 +37,9 @@ mod tests {
     use proptest::prelude::*;
 
     use crate::config::{OutputConfig, Shortening};
+    use crate::output::buffer::OutputBuffer;
     use crate::output::chunk::Stream;
-    use crate::output::{OutputBuffer, format_output};
+    use crate::output::format::format_output;
 
     /// A budget of 400 chars: small enough to write whole expected texts.
     fn small() -> OutputConfig {
