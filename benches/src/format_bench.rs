@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use bashtool_core::{OutputBuffer, OutputConfig, Stream, format_output};
 
-use crate::Effort;
+use crate::effort::Effort;
 use crate::stats::{Samples, spread};
 use crate::table::Row;
 

@@ -16,7 +16,7 @@ use rmcp::{RoleClient, ServiceExt as _};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 
-use crate::Effort;
+use crate::effort::Effort;
 use crate::servers::bashtool_binary;
 use crate::stats::{human, measure_interleaved, spread};
 use crate::table::Row;

@@ -15,7 +15,7 @@ use bashtool_env_local::{
 };
 use bashtool_process::RunMarker;
 
-use crate::Effort;
+use crate::effort::Effort;
 use crate::rounds::{Plan, Ratios};
 use crate::stats::{Samples, spread};
 use crate::table::Row;

@@ -7,6 +7,7 @@
 
 mod clients;
 mod cpu;
+mod effort;
 mod external_client;
 mod format_bench;
 mod http_bench;
@@ -30,17 +31,7 @@ mod timeout_bench;
 
 use std::process::ExitCode;
 
-/// How much work each item does.
-#[derive(Debug, Clone, Copy)]
-pub struct Effort {
-    pub quick: bool,
-}
-
-impl Effort {
-    pub fn runs(self, full: usize) -> usize {
-        if self.quick { (full / 5).max(3) } else { full }
-    }
-}
+use effort::Effort;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -11,8 +11,8 @@ use std::time::Instant;
 
 use tokio::task::JoinSet;
 
-use crate::Effort;
 use crate::clients::{self, Client};
+use crate::effort::Effort;
 use crate::external_client::ExternalClient;
 use crate::mcp_client::{EchoCall, McpServer, ServerSpec};
 use crate::rounds::{Plan, Ratios};

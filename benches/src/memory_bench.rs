@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use crate::Effort;
+use crate::effort::Effort;
 use crate::mcp_client::McpServer;
 use crate::servers;
 use crate::table::Row;

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use serde_json::{Value, json};
 
-use crate::Effort;
+use crate::effort::Effort;
 use crate::rounds::{Plan, Ratios};
 use crate::servers::bashtool_binary;
 use crate::table::Row;

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use bashtool_core::PolicyConfig;
 
-use crate::Effort;
+use crate::effort::Effort;
 use crate::stats::{Samples, human, spread};
 use crate::table::Row;
 

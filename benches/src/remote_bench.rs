@@ -12,7 +12,7 @@ use bashtool_env_local::{LocalConfig, LocalExec};
 use bashtool_env_remote::{RemoteConfig, RemoteExec};
 use serde_json::json;
 
-use crate::Effort;
+use crate::effort::Effort;
 use crate::rounds::{Plan, Ratios, Turns, in_rounds};
 use crate::servers::bashtool_binary;
 use crate::stats::{Samples, human, measure_interleaved, spread};

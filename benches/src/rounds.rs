@@ -3,7 +3,7 @@
 //! reached, which the row then says). On a shared machine one round can be
 //! off by 2×; two that agree are evidence that the load held still.
 
-use crate::Effort;
+use crate::effort::Effort;
 use crate::stats::{Samples, measure, measure_interleaved};
 
 /// Two consecutive rounds agree when their ratios differ by at most this

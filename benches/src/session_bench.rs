@@ -11,8 +11,8 @@ use bashtool_core::{BashTool, ToolConfig};
 use bashtool_env_local::{Session, SessionConfig};
 use serde_json::json;
 
-use crate::Effort;
 use crate::cpu;
+use crate::effort::Effort;
 use crate::rounds::{Plan, Ratios, Turns, in_rounds, percent};
 use crate::spawn_bench::{bash_true_once, sandbox_cost_row};
 use crate::stats::{Samples, human, spread};

@@ -8,7 +8,7 @@ use bashtool_core::{BashTool, ToolConfig};
 use bashtool_env_local::{LocalConfig, LocalExec};
 use serde_json::json;
 
-use crate::Effort;
+use crate::effort::Effort;
 use crate::rounds::{Plan, Ratios, percent};
 use crate::stats::{Samples, measure_interleaved, spread};
 use crate::table::Row;

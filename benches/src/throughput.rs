@@ -12,7 +12,7 @@ use bashtool_env_local::{LocalConfig, LocalExec};
 use serde_json::json;
 use tokio::io::AsyncReadExt as _;
 
-use crate::Effort;
+use crate::effort::Effort;
 use crate::rounds::{Plan, Ratios, median};
 use crate::table::Row;
 

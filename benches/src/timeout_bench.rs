@@ -8,7 +8,7 @@ use bashtool_core::{BashTool, ToolConfig};
 use bashtool_env_local::{LocalConfig, LocalExec};
 use serde_json::json;
 
-use crate::Effort;
+use crate::effort::Effort;
 use crate::stats::{Samples, spread};
 use crate::table::Row;
 

@@ -4,7 +4,6 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -12,47 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::environment::EnvironmentInfo;
 use crate::error::ExecError;
-use crate::output::{OutputBuffer, OutputCapture};
-
-/// Which stream a piece of output came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Stream {
-    /// The command's standard output.
-    Stdout,
-    /// The command's standard error.
-    Stderr,
-}
-
-impl Stream {
-    /// `stdout` or `stderr`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Stdout => "stdout",
-            Self::Stderr => "stderr",
-        }
-    }
-}
-
-impl fmt::Display for Stream {
-    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
-        formatter.write_str(self.as_str())
-    }
-}
-
-/// A piece of cleaned, valid UTF-8 output as it arrives. It may end in the
-/// middle of a line; lines split across chunks are joined by [`OutputBuffer`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OutputChunk {
-    /// Which stream it came from.
-    pub stream: Stream,
-    /// The cleaned text.
-    pub text: String,
-}
-
-/// Receives output while the command runs (for live display). Called from the
-/// environment's reader task, so it must be cheap and must not block.
-pub type OutputSink = Arc<dyn Fn(&OutputChunk) + Send + Sync>;
+use crate::output::{OutputBuffer, OutputCapture, OutputSink};
 
 /// How the command is run: in the foreground with a timeout, or detached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

@@ -9,8 +9,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::OutputConfig;
-use crate::exec::OutputChunk;
-use crate::output::{OutputBuffer, OutputLine, format_output};
+use crate::output::{OutputBuffer, OutputChunk, OutputLine, format_output};
 use crate::result::ToolResult;
 use crate::tool::{BashTool, CallContext};
 

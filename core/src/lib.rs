@@ -58,8 +58,8 @@ pub use error::{Error, ExecError};
 #[cfg(feature = "mock")]
 pub use exec::MockCommandExec;
 pub use exec::{
-    BackgroundJob, CommandExec, CommandResult, ExecMode, InteractiveStatus, OutputChunk,
-    OutputSink, ShellState, SpawnOptions, Stream,
+    BackgroundJob, CommandExec, CommandResult, ExecMode, InteractiveStatus, ShellState,
+    SpawnOptions,
 };
 pub use input::{
     BOTH_COMMAND_FIELDS, Commands, InputError, Mode, NO_COMMAND_FIELD, ToolInput,
@@ -74,9 +74,9 @@ pub use jobs::{
     human_runtime, info_line, jobs_tool_spec, state_text,
 };
 pub use output::{
-    FormattedOutput, OMISSION_MARKER_EXAMPLE, OutputBuffer, OutputCapture, OutputLine, RawTap,
-    StreamCleaner, abbreviate_line, clean_text, collapse_carriage_returns, format_bytes,
-    format_output, format_output_with_budget,
+    FormattedOutput, OMISSION_MARKER_EXAMPLE, OutputBuffer, OutputCapture, OutputChunk, OutputLine,
+    OutputSink, RawTap, Stream, StreamCleaner, abbreviate_line, clean_text,
+    collapse_carriage_returns, format_bytes, format_output, format_output_with_budget,
 };
 pub use policy::{
     DEFAULT_DENY_PATTERNS, GIT_ADD_MESSAGE, GIT_PUSH_FORCE_MESSAGE, PolicyConfig,

@@ -355,7 +355,7 @@ mod tests {
         let config = ToolConfig::default();
         let mut output = crate::output::OutputBuffer::new(&config.output);
         for number in 1..=300 {
-            output.push(crate::exec::Stream::Stdout, &format!("line {number}\n"));
+            output.push(crate::output::Stream::Stdout, &format!("line {number}\n"));
         }
         output.finish();
         let mut result = CommandResult::exited(1, output);

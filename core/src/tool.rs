@@ -9,9 +9,10 @@ use tokio_util::sync::CancellationToken;
 use crate::approval::{Approval, ApproveAll};
 use crate::config::ToolConfig;
 use crate::error::ExecError;
-use crate::exec::{CommandExec, ExecMode, OutputSink, SpawnOptions};
+use crate::exec::{CommandExec, ExecMode, SpawnOptions};
 use crate::input::{Commands, Mode, ToolInput, validate_input};
 use crate::output::OutputCapture;
+use crate::output::OutputSink;
 use crate::policy;
 use crate::report::{
     background_text, batch_item, command_details, command_section, share_budget, telemetry_line,

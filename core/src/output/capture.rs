@@ -10,9 +10,10 @@ use std::io::Write;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::config::OutputConfig;
-use crate::exec::{OutputChunk, OutputSink, Stream};
-use crate::output::buffer::{OutputBuffer, OutputLine};
+use crate::output::buffer::OutputBuffer;
+use crate::output::chunk::{OutputChunk, OutputSink, Stream};
 use crate::output::clean::StreamCleaner;
+use crate::output::lines::OutputLine;
 
 /// Where one command's output goes. Cheap to clone: clones feed the same
 /// capture (an environment may read stdout and stderr on two tasks).

@@ -7,13 +7,13 @@ use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use crate::config::{OutputConfig, Shortening};
-use crate::exec::Stream;
-use crate::output::{OutputBuffer, OutputLine};
+use crate::output::buffer::OutputBuffer;
+use crate::output::chunk::Stream;
 
 /// What the gap marker looks like, for docs and descriptions.
 pub const OMISSION_MARKER_EXAMPLE: &str = "... (N lines omitted) ...";
 use crate::output::lines::HEADER_COST;
-use crate::output::lines::{ELLIPSIS, display_line, line_cost, omitted_marker};
+use crate::output::lines::{ELLIPSIS, OutputLine, display_line, line_cost, omitted_marker};
 
 /// The output part of the model text.
 #[derive(Debug, Clone, PartialEq, Eq)]

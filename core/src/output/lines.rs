@@ -1,12 +1,36 @@
-//! How one retained line is shown and what it costs, and the marker of an
-//! omitted stretch: the primitives shared by the plain layout and the
-//! error-aware one, so that neither depends on the other's internals
-//! (dependencies point one way: format, then salient, then these).
+//! One retained line ([`OutputLine`]), how it is shown and what it costs,
+//! and the marker of an omitted stretch: the primitives shared by the
+//! buffer that keeps lines, the plain layout and the error-aware one, so
+//! that none depends on another's internals (dependencies point one way:
+//! format, then salient and the buffer, then these).
 
 use std::borrow::Cow;
 
 use crate::config::OutputConfig;
-use crate::output::OutputLine;
+use crate::output::chunk::Stream;
+
+/// One line of output as the model and a UI see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutputLine {
+    /// Which stream the line came from.
+    pub stream: Stream,
+    /// The line without its newline. Lines longer than the retention cap keep
+    /// only their beginning and end (see `original_chars`).
+    pub text: String,
+    /// 1-based number of this line in the command's output.
+    pub number: u64,
+    /// 1-based line in the log file where this line starts, when logged.
+    pub log_line: Option<u64>,
+    /// Length of the full line in chars; larger than `text` when clipped.
+    pub original_chars: usize,
+}
+
+impl OutputLine {
+    /// True when the middle of a very long line was not retained.
+    pub fn is_clipped(&self) -> bool {
+        self.original_chars > self.text.chars().count()
+    }
+}
 
 /// Chars of a `stdout:`/`stderr:` header line.
 pub(crate) const HEADER_COST: usize = "stdout:\n".len();

@@ -6,9 +6,10 @@
 
 use super::nested::{CheckScript, Stdin};
 use super::options::{self, OptionSpec};
+use super::violation::{Rule, Violation};
 use super::words::{Word, decode_ansi_c, joined};
 use super::wrappers::{self, Peeled};
-use super::{Rule, Violation, find, guard, rules};
+use super::{find, guard, rules};
 
 /// Shells whose `-c` argument, or stdin, is a script.
 const SHELLS: &[&str] = &["bash", "sh", "zsh", "dash", "ksh", "mksh", "ash", "yash"];

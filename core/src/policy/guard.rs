@@ -27,7 +27,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use super::Violation;
+use super::violation::Violation;
 
 /// Stack one opener can cost, measured in a debug build on the costliest
 /// constructs (`case` and `if` nesting: ~18-20 KiB per level; release

@@ -4,8 +4,9 @@
 //! so that the command and rule modules do not depend on the walker's
 //! module, which depends on them.
 
+use super::config::PolicyConfig;
 use super::glob::Globbing;
-use super::{PolicyConfig, Violation};
+use super::violation::Violation;
 
 /// Checks nested scripts with the walker's configuration and depth limits.
 pub(crate) trait CheckScript {

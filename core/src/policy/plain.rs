@@ -50,7 +50,9 @@ mod tests {
     use proptest::prelude::*;
 
     use super::*;
-    use crate::policy::{PolicyConfig, guard, script};
+    use crate::policy::config::PolicyConfig;
+    use crate::policy::violation::Violation;
+    use crate::policy::{guard, script};
 
     #[test]
     fn common_commands_are_plain() {
@@ -101,7 +103,7 @@ mod tests {
     }
 
     /// The full check, as `policy::check` runs it after this shortcut.
-    fn full_check(text: &str) -> Result<(), crate::policy::Violation> {
+    fn full_check(text: &str) -> Result<(), Violation> {
         let config = PolicyConfig::default();
         guard::run_guarded(text, |text, stack| {
             script::check_script(text, &config, stack)

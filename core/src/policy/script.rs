@@ -9,11 +9,12 @@ use brush_parser::ast::{
 };
 
 use super::command;
+use super::config::PolicyConfig;
 use super::glob::Globbing;
 use super::guard::{self, Stack};
 use super::nested::Stdin;
+use super::violation::Violation;
 use super::words::{self, NestedScripts, Word};
-use super::{PolicyConfig, Violation};
 
 /// How many scripts may nest inside each other (`bash -c "bash -c '…'"`,
 /// `$( $( … ) )`). Far beyond real use; bounds our own recursion.

@@ -11,7 +11,7 @@ use brush_parser::word::{
     WordPieceWithSource,
 };
 
-use super::Violation;
+use super::violation::Violation;
 
 /// One part of a word, in order.
 #[derive(Debug, Clone, PartialEq, Eq)]

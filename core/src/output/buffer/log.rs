@@ -4,8 +4,8 @@
 
 use std::io::Write as _;
 
-use crate::exec::Stream;
 use crate::output::buffer::OutputBuffer;
+use crate::output::chunk::Stream;
 
 impl OutputBuffer {
     pub(super) fn flush_pending_to_log(&mut self, index: usize, stream: Stream) {

@@ -7,11 +7,13 @@ use std::io::Write;
 
 use crate::config::OutputConfig;
 
+mod assembly;
 mod log;
 mod pending;
 mod retention;
 
-use crate::exec::Stream;
+use crate::output::chunk::Stream;
+use crate::output::lines::OutputLine;
 use pending::{PendingLine, char_count};
 
 /// The next error-pattern anchor in a chunk, as far as searched.
@@ -24,29 +26,6 @@ enum Anchor {
 
 /// How many dropped line allocations are kept for reuse.
 pub(super) const MAX_SPARE_TEXTS: usize = 8;
-
-/// One line of output as the model and a UI see it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OutputLine {
-    /// Which stream the line came from.
-    pub stream: Stream,
-    /// The line without its newline. Lines longer than the retention cap keep
-    /// only their beginning and end (see `original_chars`).
-    pub text: String,
-    /// 1-based number of this line in the command's output.
-    pub number: u64,
-    /// 1-based line in the log file where this line starts, when logged.
-    pub log_line: Option<u64>,
-    /// Length of the full line in chars; larger than `text` when clipped.
-    pub original_chars: usize,
-}
-
-impl OutputLine {
-    /// True when the middle of a very long line was not retained.
-    pub fn is_clipped(&self) -> bool {
-        self.original_chars > self.text.chars().count()
-    }
-}
 
 /// The bounded output of one command. Feed it with [`OutputBuffer::push`],
 /// close it with [`OutputBuffer::finish`].

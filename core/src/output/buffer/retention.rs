@@ -1,8 +1,9 @@
 //! Retention: numbering completed lines and keeping what formatting needs,
 //! a head window and a tail window within the budget, and the salient lines.
 
-use crate::exec::Stream;
-use crate::output::buffer::{MAX_SPARE_TEXTS, OutputBuffer, OutputLine};
+use crate::output::buffer::{MAX_SPARE_TEXTS, OutputBuffer};
+use crate::output::chunk::Stream;
+use crate::output::lines::OutputLine;
 
 impl OutputBuffer {
     pub(super) fn line_cost(&self, line: &OutputLine) -> usize {

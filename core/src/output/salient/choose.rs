@@ -10,9 +10,9 @@
 
 use crate::config::OutputConfig;
 
-use super::SalientTracker;
 use super::groups::Group;
 use super::markers::{Location, group_marker};
+use super::tracker::SalientTracker;
 use super::units::{Unit, entry_unit, units_cost};
 
 /// A group of error-like lines chosen for the middle.

@@ -15,7 +15,7 @@
 use std::collections::VecDeque;
 
 use crate::config::OutputConfig;
-use crate::output::OutputLine;
+use crate::output::lines::OutputLine;
 
 use super::groups::{Entry, copy_line, entry_cost};
 use super::templates::template_display;
@@ -541,7 +541,7 @@ fn span_text(first: u64, last: u64, of_what: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::Stream;
+    use crate::output::chunk::Stream;
     use crate::output::salient::templates::template_key;
 
     fn line(number: u64, text: &str) -> OutputLine {

@@ -4,7 +4,7 @@
 
 use std::collections::VecDeque;
 
-use crate::output::OutputLine;
+use crate::output::lines::OutputLine;
 
 /// A line and the identical lines that directly followed it.
 #[derive(Debug, Clone, PartialEq, Eq)]

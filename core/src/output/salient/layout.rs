@@ -7,17 +7,17 @@
 use std::fmt::Write as _;
 
 use crate::config::OutputConfig;
-use crate::exec::Stream;
-use crate::output::OutputBuffer;
+use crate::output::buffer::OutputBuffer;
+use crate::output::chunk::Stream;
 use crate::output::lines::HEADER_COST;
 
-use super::SalientTracker;
 use super::choose::{choose_parts, omitted_errors};
 use super::fold::Shown;
 use super::groups::Group;
 use super::groups::repeat_suffix;
 use super::long_lines::display_long_line;
 use super::markers::{group_marker, tail_marker};
+use super::tracker::SalientTracker;
 use super::units::{Unit, collapse, header_cost, jump_marker};
 
 /// The plain 30/70 split of `budget` on collapsed units: whole units from the

@@ -5,11 +5,10 @@
 use std::borrow::Cow;
 
 use crate::config::OutputConfig;
-use crate::output::OutputLine;
-use crate::output::lines::{ELLIPSIS, display_line};
+use crate::output::lines::{self, ELLIPSIS, OutputLine};
 
-use super::SalientTracker;
 use super::patterns::Matcher;
+use super::tracker::SalientTracker;
 
 /// The char index `index` of `text` as a byte offset.
 fn byte_at(text: &str, index: usize) -> usize {
@@ -69,6 +68,19 @@ fn window_around_token(line: &OutputLine, max_chars: usize, matcher: &Matcher) -
     Some(shown)
 }
 
+/// How a line is shown in error-aware mode when the output fits: a long
+/// line keeps the window around its error.
+pub(crate) fn display_line<'a>(
+    line: &'a OutputLine,
+    config: &OutputConfig,
+    tracker: &SalientTracker,
+) -> Cow<'a, str> {
+    if line.original_chars <= config.max_line_chars {
+        return Cow::Borrowed(&line.text);
+    }
+    display_long_line(line, config, tracker)
+}
+
 /// A long line as shown in error-aware mode: around its error-like token
 /// when that sits in its middle, else the plain first and last chars.
 pub(crate) fn display_long_line<'a>(
@@ -92,7 +104,7 @@ pub(crate) fn display_long_line<'a>(
     if let Some(window) = window_around_token(line, config.max_line_chars, matcher) {
         return Cow::Owned(window);
     }
-    display_line(line, config)
+    lines::display_line(line, config)
 }
 
 /// First and last chars of a clipped line around a window from its middle,
@@ -114,7 +126,7 @@ fn with_middle_window(line: &OutputLine, max_chars: usize, window: &str) -> Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::Stream;
+    use crate::output::chunk::Stream;
 
     fn long_line(text: &str) -> OutputLine {
         OutputLine {

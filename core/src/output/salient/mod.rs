@@ -26,31 +26,20 @@ mod units;
 mod windows;
 
 pub(crate) use layout::format_error_aware;
+pub(crate) use long_lines::display_line;
 
 pub(crate) use prefilter::first_anchor;
 pub use tracker::SalientTracker;
 pub(crate) use windows::MiddleWindow;
-
-/// How a line is shown in error-aware mode when the output fits: a long
-/// line keeps the window around its error.
-pub(crate) fn display_line<'a>(
-    line: &'a crate::output::OutputLine,
-    config: &crate::config::OutputConfig,
-    tracker: &SalientTracker,
-) -> std::borrow::Cow<'a, str> {
-    if line.original_chars <= config.max_line_chars {
-        return std::borrow::Cow::Borrowed(&line.text);
-    }
-    long_lines::display_long_line(line, config, tracker)
-}
 
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
 
     use crate::config::{OutputConfig, Shortening};
-    use crate::exec::Stream;
-    use crate::output::{OutputBuffer, format_output};
+    use crate::output::buffer::OutputBuffer;
+    use crate::output::chunk::Stream;
+    use crate::output::format::format_output;
 
     /// A budget of 400 chars: small enough to write whole expected texts.
     fn small() -> OutputConfig {

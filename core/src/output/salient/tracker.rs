@@ -17,7 +17,7 @@
 use std::collections::VecDeque;
 
 use crate::config::{OutputConfig, Shortening};
-use crate::output::OutputLine;
+use crate::output::lines::OutputLine;
 
 use super::decoys::DecoyWatch;
 use super::fold::FoldView;

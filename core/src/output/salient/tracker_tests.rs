@@ -2,7 +2,7 @@
 //! one job).
 
 use super::*;
-use crate::exec::Stream;
+use crate::output::chunk::Stream;
 
 fn line(number: u64, text: &str) -> OutputLine {
     OutputLine {

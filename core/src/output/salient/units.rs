@@ -2,8 +2,8 @@
 //! for a run of identical lines, with what it costs on display.
 
 use crate::config::OutputConfig;
-use crate::exec::Stream;
-use crate::output::OutputLine;
+use crate::output::chunk::Stream;
+use crate::output::lines::OutputLine;
 use crate::output::lines::{HEADER_COST, omitted_marker};
 
 use super::groups::{Entry, entry_cost};

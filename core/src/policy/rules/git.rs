@@ -3,8 +3,8 @@
 //! command line (`-c alias.x=add`), and dispatches on the subcommand.
 
 use super::super::nested::CheckScript;
+use super::super::violation::{Rule, Violation};
 use super::super::words::{Word, joined};
-use super::super::{Rule, Violation};
 use super::{git_add, git_push};
 
 /// Global options whose value is the next word.

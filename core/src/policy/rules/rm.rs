@@ -6,11 +6,12 @@
 //! it), `..` resolved (`./x/../..`), and each pattern (`.[g]it`, `*`)
 //! against what it could match.
 
+use super::super::config::PolicyConfig;
 use super::super::glob::{
     Glob, Globbing, MatchOptions, ORDINARY_NAMES, PatternChar, ROOT_NAMES, brace_expansions,
 };
+use super::super::violation::{Rule, Violation};
 use super::super::words::{Segment, Word};
-use super::super::{PolicyConfig, Rule, Violation};
 
 pub(crate) fn check(
     config: &PolicyConfig,
