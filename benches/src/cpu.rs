@@ -3,32 +3,28 @@
 
 use std::time::Duration;
 
-fn timeval(time: libc::timeval) -> Duration {
-    Duration::from_secs(time.tv_sec.max(0) as u64)
-        + Duration::from_micros(time.tv_usec.max(0) as u64)
-}
+use nix::sys::resource::{UsageWho, getrusage};
+use rustix::process::Pid;
+use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
 
-fn rusage(who: libc::c_int) -> Duration {
-    // SAFETY: getrusage only writes the struct it is given.
-    #[allow(unsafe_code)]
-    let usage = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        if libc::getrusage(who, &raw mut usage) != 0 {
-            return Duration::ZERO;
-        }
-        usage
-    };
-    timeval(usage.ru_utime) + timeval(usage.ru_stime)
+fn rusage(who: UsageWho) -> Duration {
+    getrusage(who).map_or(Duration::ZERO, |usage| {
+        let time = |time: nix::sys::time::TimeVal| {
+            Duration::from_secs(time.tv_sec().max(0) as u64)
+                + Duration::from_micros(time.tv_usec().max(0) as u64)
+        };
+        time(usage.user_time()) + time(usage.system_time())
+    })
 }
 
 /// CPU time of this process, all threads.
 pub fn this_process() -> Duration {
-    rusage(libc::RUSAGE_SELF)
+    rusage(UsageWho::RUSAGE_SELF)
 }
 
 /// CPU time of this process's children that have been waited for.
 pub fn reaped_children() -> Duration {
-    rusage(libc::RUSAGE_CHILDREN)
+    rusage(UsageWho::RUSAGE_CHILDREN)
 }
 
 /// CPU time of a single-threaded running process (its main thread), in
@@ -47,59 +43,35 @@ pub fn of_single_thread(pid: u32) -> Duration {
 /// a 2-core VM that choice alone moves a session call's time by ~40%.
 pub struct Pinned {
     /// Each pinned task with the CPUs it had before.
-    tasks: Vec<(libc::pid_t, libc::cpu_set_t)>,
+    tasks: Vec<(Pid, CpuSet)>,
 }
 
-fn affinity(task: libc::pid_t) -> Option<libc::cpu_set_t> {
-    let mut set = cpu_set([]);
-    // SAFETY: sched_getaffinity writes at most the size it is given into
-    // the set.
-    #[allow(unsafe_code)]
-    let done = unsafe {
-        libc::sched_getaffinity(task, std::mem::size_of::<libc::cpu_set_t>(), &raw mut set)
-    };
-    (done == 0).then_some(set)
-}
-
-fn set_affinity(task: libc::pid_t, set: &libc::cpu_set_t) -> bool {
-    // SAFETY: sched_setaffinity only reads the set it is given, whose size
-    // is passed with it.
-    #[allow(unsafe_code)]
-    let done =
-        unsafe { libc::sched_setaffinity(task, std::mem::size_of::<libc::cpu_set_t>(), set) };
-    done == 0
-}
-
-fn cpu_set(cpus: impl IntoIterator<Item = usize>) -> libc::cpu_set_t {
-    // SAFETY: an all-zero cpu_set_t is the empty set; CPU_SET writes one
-    // bit inside it (CPU numbers beyond its size are ignored by libc).
-    #[allow(unsafe_code)]
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        for cpu in cpus {
-            libc::CPU_SET(cpu, &mut set);
-        }
-        set
+fn cpu_set(cpus: impl IntoIterator<Item = usize>) -> CpuSet {
+    let mut set = CpuSet::new();
+    for cpu in cpus {
+        set.set(cpu);
     }
+    set
 }
 
 impl Pinned {
     /// Pins this process's threads and `pids` to `cpu`; `None` if any of
     /// them could not be pinned (then none stays pinned).
     pub fn to_cpu(cpu: usize, pids: &[u32]) -> Option<Self> {
-        let mut tasks: Vec<libc::pid_t> = std::fs::read_dir("/proc/self/task")
+        let mut tasks: Vec<Pid> = std::fs::read_dir("/proc/self/task")
             .ok()?
             .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+            .filter_map(Pid::from_raw)
             .collect();
         tasks.extend(
             pids.iter()
-                .filter_map(|&pid| libc::pid_t::try_from(pid).ok()),
+                .filter_map(|&pid| Pid::from_raw(i32::try_from(pid).ok()?)),
         );
         let mut pinned = Self { tasks: Vec::new() };
         let one = cpu_set([cpu]);
         for task in tasks {
-            let before = affinity(task)?;
-            if !set_affinity(task, &one) {
+            let before = sched_getaffinity(Some(task)).ok()?;
+            if sched_setaffinity(Some(task), &one).is_err() {
                 return None;
             }
             pinned.tasks.push((task, before));
@@ -111,7 +83,7 @@ impl Pinned {
 impl Drop for Pinned {
     fn drop(&mut self) {
         for (task, before) in &self.tasks {
-            set_affinity(*task, before);
+            let _ = sched_setaffinity(Some(*task), before);
         }
     }
 }

@@ -40,17 +40,8 @@ fn through_cat(bytes: u64) -> anyhow::Result<Duration> {
 /// process itself and of the children it waited for (here `bash`, `yes`,
 /// `head`, all smaller than it).
 fn wait_peak_kib(pid: u32) -> anyhow::Result<(i32, u64)> {
-    let pid = libc::pid_t::try_from(pid)?;
-    let mut status = 0;
-    // SAFETY: wait4 only writes the status and the rusage struct it is given.
-    #[allow(unsafe_code)]
-    let (waited, usage) = unsafe {
-        let mut usage: libc::rusage = std::mem::zeroed();
-        let waited = libc::wait4(pid, &raw mut status, 0, &raw mut usage);
-        (waited, usage)
-    };
-    anyhow::ensure!(waited == pid, "wait4: {}", std::io::Error::last_os_error());
-    Ok((status, u64::try_from(usage.ru_maxrss).unwrap_or(0)))
+    let (status, peak) = bashtool_process::wait_with_peak(pid)?;
+    Ok((status, peak))
 }
 
 /// One call through `bashtool call` (defaults, as a user runs it; log and

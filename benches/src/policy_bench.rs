@@ -127,9 +127,5 @@ pub fn run(effort: Effort) -> Vec<Row> {
 /// (the sandboxed calls of items 1s and 10) copies its page tables: the
 /// local call of item 10 took 4.4 ms instead of 1.9 ms after item 5.
 fn release_freed_memory() {
-    // SAFETY: malloc_trim only releases free memory held by the allocator.
-    #[allow(unsafe_code)]
-    unsafe {
-        libc::malloc_trim(0);
-    }
+    bashtool_process::release_free_memory();
 }

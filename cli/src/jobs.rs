@@ -73,7 +73,7 @@ pub enum JobsAction {
         grace: f64,
     },
     /// Type text and keys into an interactive job (only the process that
-    /// holds its terminal can: see the README)
+    /// holds its terminal can: see docs/interactive.md)
     Write {
         /// The job id
         job: String,

@@ -30,7 +30,7 @@
 //! # Ok(()) }
 //! ```
 //!
-//! Guarantees and limits (see the README's "Remote environments"): many
+//! Guarantees and limits (see `docs/remote.md`): many
 //! calls run at once on one connection; a cancel, a dropped call future or
 //! a timeout stops the remote tree (the timeout is enforced by the server,
 //! and here as a backstop); when the connection drops, calls in flight

@@ -124,6 +124,30 @@ pub fn run_in_helper(namespaces: libc::c_int, steps: &dyn ChildSteps) -> io::Res
     }
 }
 
+/// Waits for our child `pid` to end and reaps it; returns its raw wait
+/// status and the peak resident memory, in KiB, of it and of the children
+/// it waited for (`ru_maxrss`).
+pub fn wait_with_peak(pid: u32) -> io::Result<(i32, u64)> {
+    let pid = libc::pid_t::try_from(pid).map_err(|_| io::Error::from_raw_os_error(libc::ESRCH))?;
+    loop {
+        let mut status = 0;
+        // SAFETY: an all-zero rusage is a valid value; wait4 only writes
+        // the status and the rusage it is given.
+        let (waited, usage) = unsafe {
+            let mut usage: libc::rusage = std::mem::zeroed();
+            let waited = libc::wait4(pid, &raw mut status, 0, &raw mut usage);
+            (waited, usage)
+        };
+        if waited == pid {
+            return Ok((status, u64::try_from(usage.ru_maxrss).unwrap_or(0)));
+        }
+        let error = io::Error::last_os_error();
+        if error.kind() != io::ErrorKind::Interrupted {
+            return Err(error);
+        }
+    }
+}
+
 /// Waits for our child `pid` to end.
 pub fn reap_child(pid: u32) {
     let pid = nix::unistd::Pid::from_raw(pid as i32);

@@ -68,7 +68,7 @@ pub use current::{NotSingleThreaded, release_free_memory, remove_env_var};
 pub use error::Error;
 pub use exit_statuses::keep_exit_statuses;
 pub use fd::{EpollSet, OwnsDescriptor, Registered, open_pidfd, pidfd_send_signal, register};
-pub use helper::{ChildSteps, HelperEnd, fork_helper, reap_child, run_in_helper};
+pub use helper::{ChildSteps, HelperEnd, fork_helper, reap_child, run_in_helper, wait_with_peak};
 pub use launch::{Launched, launch};
 pub use owner::{OWNER_VARIABLE, Reaped, StopWithOwner, reap_orphans};
 pub use pinned::PinnedProcess;
