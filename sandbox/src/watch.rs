@@ -153,7 +153,13 @@ impl Watcher {
         if state.incomplete {
             self.check_tree(&mut state);
         }
-        std::mem::take(&mut state.notes)
+        // A file can be found by more than one route in one call (the scan
+        // of a tree that arrived whole, its create and close events, the
+        // end-of-call check of what was still open): one note each.
+        let mut seen = std::collections::HashSet::new();
+        let mut notes = std::mem::take(&mut state.notes);
+        notes.retain(|note| seen.insert(note.clone()));
+        notes
     }
 
     /// Reads and handles every queued event (non-blocking).
