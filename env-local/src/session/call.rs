@@ -122,7 +122,7 @@ impl Session {
                 exit_code = Some(status);
                 state.cwd = cwd;
                 let held = pipes.drain(output);
-                if !jobs.is_empty() || held || procs::shell_has_children(shell.pid) {
+                if !jobs.is_empty() || held || shell.has_children() {
                     let leftovers = procs::leftovers(shell.pid, &marker, adopter);
                     let stopped = procs::stop(&leftovers, grace).await;
                     if stopped > 0 {

@@ -28,14 +28,6 @@ pub(crate) fn leftovers(
         .members(true)
 }
 
-/// True when the shell has a child of its own: a command's leftover (a
-/// job, or, in a sandbox where the shell adopts the orphans of its
-/// commands, a `setsid` double fork).
-pub(crate) fn shell_has_children(shell_pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{shell_pid}/task/{shell_pid}/children"))
-        .is_ok_and(|children| !children.trim().is_empty())
-}
-
 /// The processes a call started, once its shell is gone (its pid may
 /// already be reused, so only the marker identifies them).
 pub(crate) fn marked(marker: &RunMarker, adopter: Option<u32>) -> Vec<ProcessInfo> {

@@ -50,6 +50,9 @@ pub(crate) struct Shell {
     /// The child was waited for: its pid (and group id) may be reused, so
     /// it must not be signalled any more.
     pub reaped: Option<ExitStatus>,
+    /// `/proc/<pid>/task/<pid>/children`, opened once: read again at
+    /// offset 0 after each call (one system call, not three).
+    children: Option<std::fs::File>,
 }
 
 impl Shell {
@@ -127,6 +130,22 @@ impl Shell {
                 pending: Vec::new(),
             },
             reaped: None,
+            children: std::fs::File::open(format!("/proc/{pid}/task/{pid}/children")).ok(),
+        })
+    }
+
+    /// True when the shell has a child of its own: a command's leftover (a
+    /// job, or, in a sandbox where the shell adopts the orphans of its
+    /// commands, a `setsid` double fork). Unknown counts as yes.
+    pub(crate) fn has_children(&self) -> bool {
+        use std::os::unix::fs::FileExt as _;
+        let Some(file) = &self.children else {
+            return true;
+        };
+        // A pid and a space are enough to tell "none" from "some".
+        let mut start = [0_u8; 16];
+        file.read_at(&mut start, 0).map_or(true, |read| {
+            start[..read].iter().any(|byte| !byte.is_ascii_whitespace())
         })
     }
 
