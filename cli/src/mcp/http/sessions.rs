@@ -76,15 +76,24 @@ impl Sessions {
     pub fn open(&self) -> std::io::Result<SessionServer> {
         let inner = &self.inner;
         let settings = &inner.settings;
-        // `--remote` is refused with `--http`: every session is local.
-        let environment = settings
-            .environment
-            .open_local(&settings.tool)
-            .map_err(std::io::Error::other)?;
-        let server = BashServer::new(
-            Backend::new(settings, &environment),
-            settings.progress_interval,
-        );
+        // `--remote` is refused with `--http`: every session is local. One
+        // that cannot be opened still answers, saying why.
+        let (environment, problem) = match settings.environment.open_local(&settings.tool) {
+            Ok(environment) => (environment, None),
+            Err(error) => {
+                let reason = format!("{error:#}");
+                tracing::error!(%reason, "a session's environment could not be opened");
+                let unavailable = crate::environment::Unavailable {
+                    reason: reason.clone(),
+                };
+                (Exec::Unavailable(Arc::new(unavailable)), Some(reason))
+            }
+        };
+        let mut backend = Backend::new(settings, &environment);
+        if let Some(problem) = &problem {
+            backend.explain_problem(problem, false);
+        }
+        let server = BashServer::new(backend, settings.progress_interval);
         let id = inner.next_id.fetch_add(1, Ordering::Relaxed);
         inner
             .open
