@@ -178,7 +178,7 @@ impl ToolArgs {
 /// `environment` module says what it does).
 #[derive(Debug, Clone, Default, Args)]
 pub struct RemoteArgs {
-    /// Run commands in a remote environment: COMMAND LINE runs with `sh -c` here and must start `bashtool serve` there, e.g. 'ssh devbox bashtool serve' or 'docker exec -i box bashtool serve' (--cwd and --session then name a directory and a session over there)
+    /// Run commands in a remote environment: COMMAND LINE runs with `sh -c` here and must start `bashtool serve` there, e.g. 'ssh devbox bashtool serve' or 'docker exec -i box bashtool serve' (--cwd and --session then name a directory and a session over there, and the sandbox flags apply there)
     #[arg(long, value_name = "COMMAND LINE")]
     pub remote: Option<String>,
 }

@@ -22,7 +22,8 @@ pub enum Format {
 /// Print the tool definition (name, description, input schema) as JSON
 ///
 /// With --format mcp it is exactly the `bash` tool `bashtool mcp` serves in
-/// `tools/list` with the same config file, --cwd and --stateless: the
+/// `tools/list` with the same config file, --cwd, --stateless and sandbox
+/// flags: the
 /// server's environment is set up for it (its sandbox, the working
 /// directory, the programs found) and closed again. The other formats
 /// describe the tool alone, from the config file.

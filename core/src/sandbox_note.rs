@@ -144,8 +144,7 @@ fn is_protected(path: &Path) -> bool {
     };
     let inside = &names[git + 1..];
     match inside {
-        [] => true,
-        ["hooks", ..] => true,
+        [] | ["hooks", ..] => true,
         [name] => GIT_CONTROL_FILES.contains(name),
         ["worktrees" | "modules", .., last] => {
             GIT_CONTROL_FILES.contains(last) || inside.contains(&"hooks")

@@ -87,6 +87,13 @@ fn is_executable(path: &Path) -> bool {
         .is_ok_and(|metadata| metadata.is_file() && metadata.permissions().mode() & 0o111 != 0)
 }
 
+const CARGO: &[&str] = &["cargo"];
+const PIP: &[&str] = &["pip", "pip3", "python3", "python"];
+const NPM: &[&str] = &["npm", "npx", "node"];
+const GO: &[&str] = &["go"];
+const GRADLE: &[&str] = &["gradle"];
+const MAVEN: &[&str] = &["mvn"];
+
 /// The known caches, where `place` puts them.
 fn known(place: &Place<'_>) -> (Vec<Cache>, Option<PathBuf>) {
     let home = place.home;
@@ -119,12 +126,6 @@ fn known(place: &Place<'_>) -> (Vec<Cache>, Option<PathBuf>) {
             });
         }
     };
-    const CARGO: &[&str] = &["cargo"];
-    const PIP: &[&str] = &["pip", "pip3", "python3", "python"];
-    const NPM: &[&str] = &["npm", "npx", "node"];
-    const GO: &[&str] = &["go"];
-    const GRADLE: &[&str] = &["gradle"];
-    const MAVEN: &[&str] = &["mvn"];
     for name in ["registry", "git"] {
         add(
             cargo_home.as_ref().map(|home| home.join(name)),

@@ -94,7 +94,7 @@ pub async fn serve(mut settings: Settings, http: HttpSettings) -> anyhow::Result
     let service = {
         let sessions = sessions.clone();
         StreamableHttpService::new(
-            move || sessions.open(),
+            move || Ok(sessions.open()),
             Arc::clone(&manager),
             StreamableHttpServerConfig::default()
                 .with_cancellation_token(stop.child_token())

@@ -73,7 +73,7 @@ impl Sessions {
 
     /// A handler for a new MCP session (rmcp's service factory). Cheap: the
     /// shell starts with the first call.
-    pub fn open(&self) -> std::io::Result<SessionServer> {
+    pub fn open(&self) -> SessionServer {
         let inner = &self.inner;
         let settings = &inner.settings;
         // `--remote` is refused with `--http`: every session is local. One
@@ -107,13 +107,13 @@ impl Sessions {
                 },
             );
         tracing::debug!(id, "MCP session opened");
-        Ok(SessionServer {
+        SessionServer {
             server,
             _life: Arc::new(Life {
                 id,
                 sessions: Arc::downgrade(inner),
             }),
-        })
+        }
     }
 
     /// Shuts every open session down (their calls stopped, their shells
