@@ -2,7 +2,7 @@
 //! baseline measured in the same run, with absolute numbers for context.
 //!
 //! `benches/run [--quick] [--only 1,3b,7]` installs the MCP servers item 7
-//! compares against, builds `bashtool` and this suite in release, and prints
+//! compares against, builds `bashtool` and this suite with the `dist` profile, and prints
 //! the table.
 
 mod clients;

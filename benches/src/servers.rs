@@ -7,7 +7,7 @@ use anyhow::Context as _;
 
 use crate::mcp_client::ServerSpec;
 
-/// The directory of this binary: `target/release`, where `benches/run`
+/// The directory of this binary: `target/dist`, where `benches/run`
 /// builds `bashtool` too.
 fn exe_dir() -> anyhow::Result<PathBuf> {
     let exe = std::env::current_exe()?;
@@ -21,7 +21,7 @@ pub fn bashtool_binary() -> anyhow::Result<PathBuf> {
     let program = exe_dir()?.join("bashtool");
     anyhow::ensure!(
         program.is_file(),
-        "{} not found: build it with `cargo build --release -p bashtool-cli`",
+        "{} not found: build it with `cargo build --profile dist -p bashtool-cli`",
         program.display()
     );
     Ok(program)
@@ -47,7 +47,7 @@ pub fn bashtool(stateless: bool) -> anyhow::Result<ServerSpec> {
 }
 
 /// The cache of installed comparators: `$BASHTOOL_BENCH_DEPS`, else
-/// `target/bench-deps` (this binary is in `target/release`).
+/// `target/bench-deps` (this binary is in `target/dist`).
 pub fn deps_dir() -> anyhow::Result<PathBuf> {
     if let Some(dir) = std::env::var_os("BASHTOOL_BENCH_DEPS") {
         return Ok(dir.into());

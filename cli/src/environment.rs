@@ -42,6 +42,78 @@ pub enum Exec {
     Session(Session),
     /// `--remote`: commands (and a named session) live over there.
     Remote(RemoteExec),
+    /// A server's environment that could not be set up: every call says
+    /// why ([`Unavailable`]).
+    Unavailable(Arc<Unavailable>),
+}
+
+/// The environment of a server whose own could not be set up (a sandbox
+/// the kernel cannot enforce, a broken configuration): the server still
+/// answers, and every call and job action fails with the reason, so the
+/// client sees why instead of a closed connection.
+#[derive(Debug)]
+pub struct Unavailable {
+    /// Why, for a person and the model.
+    pub reason: String,
+}
+
+#[async_trait::async_trait]
+impl CommandExec for Unavailable {
+    async fn spawn(
+        &self,
+        _command: &str,
+        _options: bashtool_core::SpawnOptions,
+    ) -> Result<bashtool_core::CommandResult, bashtool_core::ExecError> {
+        Err(bashtool_core::ExecError::Other {
+            message: self.reason.clone(),
+        })
+    }
+
+    fn environment(&self) -> bashtool_core::EnvironmentInfo {
+        bashtool_core::EnvironmentInfo {
+            name: "local".to_owned(),
+            ..bashtool_core::EnvironmentInfo::default()
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Jobs for Unavailable {
+    async fn list(&self) -> Vec<bashtool_core::JobInfo> {
+        Vec::new()
+    }
+
+    async fn read(
+        &self,
+        _id: &str,
+        _from: bashtool_core::ReadFrom,
+        _max_bytes: usize,
+    ) -> Result<bashtool_core::JobOutput, bashtool_core::JobError> {
+        Err(self.job_error())
+    }
+
+    async fn wait(
+        &self,
+        _id: &str,
+        _timeout: Duration,
+        _cancel: tokio_util::sync::CancellationToken,
+    ) -> Result<bashtool_core::JobInfo, bashtool_core::JobError> {
+        Err(self.job_error())
+    }
+
+    async fn stop(&self, _id: &str) -> Result<bashtool_core::JobInfo, bashtool_core::JobError> {
+        Err(self.job_error())
+    }
+
+    async fn stop_all(&self) {}
+}
+
+impl Unavailable {
+    fn job_error(&self) -> bashtool_core::JobError {
+        bashtool_core::JobError::Environment {
+            message: self.reason.clone(),
+        }
+    }
 }
 
 impl Exec {
@@ -51,6 +123,7 @@ impl Exec {
             Self::Stateless(exec) => Arc::new(exec.clone()),
             Self::Session(session) => Arc::new(session.clone()),
             Self::Remote(remote) => Arc::new(remote.clone()),
+            Self::Unavailable(unavailable) => Arc::clone(unavailable) as Arc<dyn Jobs>,
         }
     }
 
@@ -59,6 +132,7 @@ impl Exec {
             Self::Stateless(exec) => Arc::new(exec.clone()),
             Self::Session(session) => Arc::new(session.clone()),
             Self::Remote(remote) => Arc::new(remote.clone()),
+            Self::Unavailable(unavailable) => Arc::clone(unavailable) as Arc<dyn CommandExec>,
         }
     }
 
@@ -80,6 +154,7 @@ impl Exec {
                 let limit = remote.config().remote_kill_grace + CLOSE_MARGIN;
                 remote.shutdown(limit).await;
             }
+            Self::Unavailable(_) => {}
         }
         Ok(())
     }
@@ -91,7 +166,7 @@ impl Exec {
     /// life ([`tie_to_this_process`]).
     pub async fn close(&self, limit: Duration) -> anyhow::Result<()> {
         match self {
-            Self::Stateless(_) => {}
+            Self::Stateless(_) | Self::Unavailable(_) => {}
             Self::Session(session) => session.shutdown().await?,
             Self::Remote(remote) => remote.shutdown(limit).await,
         }
@@ -122,6 +197,8 @@ pub fn for_invocation(tool: &ToolArgs, remote: &RemoteArgs) -> anyhow::Result<(T
         // As locally: a background job outlives this process, and `bashtool
         // jobs --remote` finds it in the records over there.
         keep_jobs: true,
+        // The sandbox flags apply over there.
+        sandbox: tool.remote_sandbox(&file),
         ..RemoteConfig::default()
     };
     if let Some(grace) = tool.kill_grace {
@@ -183,15 +260,50 @@ pub struct ServerEnvironment {
     pub session_path: Option<PathBuf>,
     /// `--keep-jobs`: background jobs outlive the server.
     pub keep_jobs: bool,
+    /// With `remote`: the sandbox to ask the server for (the sandbox flags
+    /// and `[sandbox]`); `None`: the server's own settings.
+    pub remote_sandbox: Option<bashtool_env_remote::SandboxRequest>,
 }
 
 impl ServerEnvironment {
     /// Opens the environment for `tool`: with `remote`, connects at once,
     /// so that a wrong line fails at start with the transport's message.
     pub async fn open(&self, tool: &ToolConfig) -> anyhow::Result<Exec> {
-        let Some(line) = &self.remote else {
+        let Some(remote) = self.remote_exec(tool) else {
             return self.open_local(tool);
         };
+        remote.connect().await?;
+        Ok(Exec::Remote(remote))
+    }
+
+    /// [`Self::open`] for a server that must answer its client whatever
+    /// happens: when the environment cannot be opened, the reason, and an
+    /// environment whose every call gives it: the remote one, not
+    /// connected (each call tries again, and fails with the reason while
+    /// the far side still refuses), or a local one that cannot run
+    /// anything.
+    pub async fn open_or_explain(&self, tool: &ToolConfig) -> (Exec, Option<String>) {
+        match self.open(tool).await {
+            Ok(exec) => (exec, None),
+            Err(error) => {
+                let reason = format!("{error:#}");
+                tracing::error!(%reason, "the environment could not be opened; every call will say why");
+                let exec = self.remote_exec(tool).map_or_else(
+                    || {
+                        Exec::Unavailable(Arc::new(Unavailable {
+                            reason: reason.clone(),
+                        }))
+                    },
+                    Exec::Remote,
+                );
+                (exec, Some(reason))
+            }
+        }
+    }
+
+    /// The remote environment, not connected yet; `None` without `remote`.
+    fn remote_exec(&self, tool: &ToolConfig) -> Option<RemoteExec> {
+        let line = self.remote.as_ref()?;
         let config = RemoteConfig {
             session: (!self.stateless).then(|| SessionRequest {
                 name: self.session_name.clone(),
@@ -199,11 +311,10 @@ impl ServerEnvironment {
             keep_jobs: self.keep_jobs,
             remote_kill_grace: self.local.kill_grace,
             working_directory: tool.working_directory.clone(),
+            sandbox: self.remote_sandbox.clone(),
             ..RemoteConfig::default()
         };
-        let remote = RemoteExec::command(line, config);
-        remote.connect().await?;
-        Ok(Exec::Remote(remote))
+        Some(RemoteExec::command(line, config))
     }
 
     /// The local environment: a fresh shell per call when stateless, else

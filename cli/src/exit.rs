@@ -2,8 +2,16 @@
 
 /// Bad usage or an input that could not be run.
 pub const USAGE: u8 = 2;
-/// The command was refused (policy or approval): nothing ran.
+/// The command was refused by the policy (or not approved): nothing ran.
 pub const REFUSED: u8 = 126;
+/// The policy could not parse the command, so it could not check it:
+/// nothing ran (`EX_DATAERR` of sysexits.h).
+pub const UNPARSABLE: u8 = 65;
+/// The environment could not run the command: the remote environment
+/// could not be reached or refused the handshake, the sandbox cannot be
+/// enforced here, the shell could not be started. Nothing ran (as
+/// `timeout(1)` and `env(1)` say 125 when they themselves fail).
+pub const UNAVAILABLE: u8 = 125;
 /// Like `timeout(1)`.
 pub const TIMED_OUT: u8 = 124;
 /// Like a shell after Ctrl-C.
@@ -23,11 +31,14 @@ pub fn is_broken_pipe(error: &anyhow::Error) -> bool {
 
 /// The shell-style exit status for a tool result.
 pub fn status_of(details: &bashtool_core::Details) -> u8 {
-    if details.error_kind.as_deref() == Some("invalid_input") {
-        return USAGE;
-    }
-    if details.error_kind.is_some() && details.error_kind.as_deref() != Some("aborted") {
-        return REFUSED;
+    match details.error_kind.as_deref() {
+        Some("invalid_input") => return USAGE,
+        Some("spawn_failed") => return UNAVAILABLE,
+        Some("blocked") if details.rule == Some(bashtool_core::Rule::ParseError) => {
+            return UNPARSABLE;
+        }
+        None | Some("aborted") => {}
+        Some(_) => return REFUSED,
     }
     if details.pid.is_some()
         && details

@@ -11,11 +11,15 @@ use clap_complete::Shell;
 /// Print a shell completion script
 ///
 /// Writes the completion script for SHELL to stdout. Install it where your
-/// shell looks for completions, e.g.:
-///   bash:  bashtool completions bash > ~/.local/share/bash-completion/completions/bashtool
-///   zsh:   bashtool completions zsh > ~/.zfunc/_bashtool   (with fpath+=~/.zfunc before compinit)
-///   fish:  bashtool completions fish > ~/.config/fish/completions/bashtool.fish
+/// shell looks for completions (the examples below).
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  bash:  mkdir -p ~/.local/share/bash-completion/completions
+         bashtool completions bash > ~/.local/share/bash-completion/completions/bashtool
+  zsh:   mkdir -p ~/.zfunc && bashtool completions zsh > ~/.zfunc/_bashtool
+         (and fpath+=~/.zfunc before compinit in ~/.zshrc)
+  fish:  mkdir -p ~/.config/fish/completions
+         bashtool completions fish > ~/.config/fish/completions/bashtool.fish")]
 pub struct CompletionsArgs {
     /// bash, zsh, fish, elvish or powershell
     #[arg(value_name = "SHELL")]
@@ -24,10 +28,12 @@ pub struct CompletionsArgs {
 
 /// Print the man page (roff)
 ///
-/// Writes bashtool's man page, with every subcommand, to stdout, e.g.
-///   bashtool man > ~/.local/share/man/man1/bashtool.1
-///   man -l <(bashtool man)
+/// Writes bashtool's man page, with every subcommand, to stdout.
 #[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  man -l <(bashtool man)                  (read it now)
+  mkdir -p ~/.local/share/man/man1
+  bashtool man > ~/.local/share/man/man1/bashtool.1   (then `man bashtool`)")]
 pub struct ManArgs {}
 
 pub fn completions(args: &CompletionsArgs, mut command: Command) -> anyhow::Result<ExitCode> {

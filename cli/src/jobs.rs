@@ -25,7 +25,8 @@ use serde_json::{Value, json};
 #[command(
     after_help = "Examples:\n  bashtool jobs\n  bashtool jobs read j1a2b3c4 --lines 100\n  \
 bashtool jobs read j1a2b3c4 --since 0\n  bashtool jobs wait j1a2b3c4 --timeout 60\n  \
-bashtool jobs stop j1a2b3c4\n  bashtool jobs prune"
+bashtool jobs stop j1a2b3c4 --kill-grace 5\n  bashtool jobs prune\n  \
+bashtool jobs --remote 'ssh devbox bashtool serve' list"
 )]
 pub struct JobsArgs {
     /// Directory of the job records [default: see above]
@@ -34,8 +35,9 @@ pub struct JobsArgs {
     /// Print the structured result as JSON
     #[arg(long, global = true)]
     pub json: bool,
-    #[command(flatten)]
-    pub remote: crate::options::RemoteArgs,
+    /// The jobs recorded where COMMAND LINE's `bashtool serve` runs (started there by `run`/`call --remote` or a server): COMMAND LINE runs with `sh -c` here, e.g. 'ssh devbox bashtool serve' or 'docker exec -i box bashtool serve'
+    #[arg(long, value_name = "COMMAND LINE")]
+    pub remote: Option<String>,
     #[command(subcommand)]
     pub action: Option<JobsAction>,
 }
@@ -69,7 +71,12 @@ pub enum JobsAction {
         /// The job id
         job: String,
         /// Seconds between SIGTERM and SIGKILL
-        #[arg(long, value_name = "SECONDS", default_value_t = 2.0)]
+        #[arg(
+            long = "kill-grace",
+            alias = "grace",
+            value_name = "SECONDS",
+            default_value_t = 2.0
+        )]
         grace: f64,
     },
     /// Type text and keys into an interactive job (only the process that
@@ -89,7 +96,7 @@ pub enum JobsAction {
 }
 
 pub fn run(args: &JobsArgs) -> anyhow::Result<ExitCode> {
-    if let Some(line) = &args.remote.remote {
+    if let Some(line) = &args.remote {
         return remote_jobs(args, line);
     }
     let dir = match &args.state_dir {
@@ -97,7 +104,9 @@ pub fn run(args: &JobsArgs) -> anyhow::Result<ExitCode> {
         None => bashtool_env_local::default_state_dir()?,
     };
     let grace = match &args.action {
-        Some(JobsAction::Stop { grace, .. }) => crate::config::seconds("--grace", *grace, 600.0)?,
+        Some(JobsAction::Stop { grace, .. }) => {
+            crate::config::seconds("--kill-grace", *grace, 600.0)?
+        }
         _ => Duration::from_secs(2),
     };
     let jobs = RecordedJobs::new(JobStore::new(dir), grace);

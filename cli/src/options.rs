@@ -28,7 +28,7 @@ pub struct ToolArgs {
     /// Seconds between SIGTERM and SIGKILL when a command is stopped [default: 2]
     #[arg(long, value_name = "SECONDS")]
     pub kill_grace: Option<f64>,
-    /// Run in the persistent session NAME: cwd, variables, functions and aliases carry over to the next `bashtool --session NAME` call
+    /// Run in the persistent session NAME: cwd, variables, functions and aliases carry over to the next `bashtool run`, `call` or `mcp` given `--session NAME`
     #[arg(long, value_name = "NAME")]
     pub session: Option<String>,
     /// TOML config file [default: $XDG_CONFIG_HOME/bashtool/config.toml, if it exists]
@@ -116,6 +116,36 @@ impl ToolArgs {
         file: &FileConfig,
         working_directory: PathBuf,
     ) -> anyhow::Result<LocalConfig> {
+        let mut local = self.local_config_unconfined(tool, file, working_directory)?;
+        local.confinement = self.sandbox_config(file)?.confinement();
+        Ok(local)
+    }
+
+    /// The sandbox settings: the file's `[sandbox]`, then the flags,
+    /// checked here.
+    pub fn sandbox_config(
+        &self,
+        file: &FileConfig,
+    ) -> anyhow::Result<bashtool_sandbox::SandboxConfig> {
+        let mut sandbox = file.sandbox()?;
+        self.sandbox.apply(&mut sandbox)?;
+        Ok(sandbox)
+    }
+
+    /// The sandbox a remote `bashtool serve` is asked for (see
+    /// [`crate::sandbox::SandboxArgs::remote_request`]).
+    pub fn remote_sandbox(&self, file: &FileConfig) -> Option<bashtool_env_remote::SandboxRequest> {
+        self.sandbox.remote_request(file.sandbox.as_ref())
+    }
+
+    /// [`Self::local_config`] without the sandbox (its settings are not
+    /// read): for a client whose commands run elsewhere.
+    pub fn local_config_unconfined(
+        &self,
+        tool: &mut ToolConfig,
+        file: &FileConfig,
+        working_directory: PathBuf,
+    ) -> anyhow::Result<LocalConfig> {
         let state = bashtool_env_local::default_state_dir()?;
         let mut local = LocalConfig {
             working_directory,
@@ -131,9 +161,7 @@ impl ToolArgs {
             local.kill_grace = seconds("--kill-grace", grace, 600.0)?;
         }
         self.apply_env_flags(&mut local, tool);
-        let mut sandbox = file.sandbox()?;
-        self.sandbox.apply(&mut sandbox)?;
-        local.confinement = sandbox.confinement();
+        local.confinement = None;
         Ok(local)
     }
 
@@ -150,7 +178,7 @@ impl ToolArgs {
 /// `environment` module says what it does).
 #[derive(Debug, Clone, Default, Args)]
 pub struct RemoteArgs {
-    /// Run commands in a remote environment: COMMAND LINE runs with `sh -c` here and must start `bashtool serve` there, e.g. 'ssh devbox bashtool serve' or 'docker exec -i box bashtool serve' (--cwd and --session then name a directory and a session over there)
+    /// Run commands in a remote environment: COMMAND LINE runs with `sh -c` here and must start `bashtool serve` there, e.g. 'ssh devbox bashtool serve' or 'docker exec -i box bashtool serve' (--cwd and --session then name a directory and a session over there, and the sandbox flags apply there)
     #[arg(long, value_name = "COMMAND LINE")]
     pub remote: Option<String>,
 }

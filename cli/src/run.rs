@@ -31,9 +31,12 @@ pub enum ModeArg {
 /// them (`bashtool run -- printf '[%s]\n' "a b"`). Flags go before the
 /// command; `--` ends them.
 ///
-/// Exit status is the command's (124 on timeout, 130 on Ctrl-C, 126 when
-/// refused by the policy, 2 on invalid input, 141 when our stdout closed and
-/// the command was stopped).
+/// Exit status is the command's, or bashtool's when it stopped or never
+/// ran it: 124 on timeout, 130 on Ctrl-C, 141 when our stdout closed and
+/// the command was stopped; 126 when refused by the policy, 65 when the
+/// policy could not parse it, 125 when the environment could not run it
+/// (a remote that cannot be reached or refuses, a sandbox that cannot be
+/// enforced), 2 on invalid input or usage.
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  bashtool run 'ls -la'\n  bashtool run --mode slow -- cargo test\n  \
@@ -44,7 +47,7 @@ pub struct RunArgs {
     pub tool: ToolArgs,
     #[command(flatten)]
     pub remote: crate::options::RemoteArgs,
-    /// default (30 s timeout), slow (15 min) or background (detached)
+    /// default (30 s timeout), slow (15 min), background (detached) or interactive (in a terminal; its prompts are answered with the lines typed on stdin)
     #[arg(long, value_enum)]
     pub mode: Option<ModeArg>,
     /// Timeout in seconds (1 to 1800); overrides the mode's

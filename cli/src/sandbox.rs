@@ -33,6 +33,31 @@ fn parse_network(text: &str) -> Result<NetworkMode, String> {
 }
 
 impl SandboxArgs {
+    /// What to ask a remote `bashtool serve` for (`--remote`): the config
+    /// file's `[sandbox]`, then these flags, as given: the paths name
+    /// directories over there, where they are checked. `None` when neither
+    /// says anything, so the server's own settings hold.
+    pub fn remote_request(
+        &self,
+        file: Option<&SandboxConfig>,
+    ) -> Option<bashtool_env_remote::SandboxRequest> {
+        let mut request = bashtool_env_remote::SandboxRequest::default();
+        if let Some(file) = file {
+            request.mode = Some(file.mode.name().to_owned());
+            request.network = Some(file.network.name().to_owned());
+            request.writable.clone_from(&file.writable);
+            request.protected.clone_from(&file.protected);
+        }
+        if let Some(mode) = self.sandbox {
+            request.mode = Some(mode.name().to_owned());
+        }
+        if let Some(network) = self.network {
+            request.network = Some(network.name().to_owned());
+        }
+        request.writable.extend(self.writable.iter().cloned());
+        (!request.is_empty()).then_some(request)
+    }
+
     /// Applies the flags over `config` (the defaults or the config file's).
     pub fn apply(&self, config: &mut SandboxConfig) -> anyhow::Result<()> {
         if let Some(mode) = self.sandbox {
@@ -50,6 +75,37 @@ impl SandboxArgs {
         config.validate()?;
         Ok(())
     }
+}
+
+/// The server's own sandbox settings `config` with what a client asked for
+/// in `initialize` (`bashtool serve`): each setting given replaces the
+/// server's, writable and protected paths add to its lists (relative
+/// writable ones taken from `working_directory`), and the result is
+/// checked here, where the paths are.
+pub fn with_request(
+    config: &SandboxConfig,
+    request: &bashtool_env_remote::SandboxRequest,
+    working_directory: &std::path::Path,
+) -> anyhow::Result<SandboxConfig> {
+    let mut config = config.clone();
+    if let Some(mode) = &request.mode {
+        config.mode = parse_mode(mode).map_err(|error| anyhow::anyhow!("the client's {error}"))?;
+    }
+    if let Some(network) = &request.network {
+        config.network =
+            parse_network(network).map_err(|error| anyhow::anyhow!("the client's {error}"))?;
+    }
+    config.writable.extend(
+        request
+            .writable
+            .iter()
+            .map(|directory| working_directory.join(directory)),
+    );
+    config.protected.extend(request.protected.iter().cloned());
+    config
+        .validate()
+        .map_err(|error| anyhow::anyhow!("the client's {error} (on the server's side)"))?;
+    Ok(config)
 }
 
 /// Show what sandbox this machine can enforce and the effective profile

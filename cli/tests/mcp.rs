@@ -649,6 +649,76 @@ async fn a_background_job_is_started_read_and_stopped_through_bash_jobs() {
     assert!(text(&missing_job).contains("job is required"));
 }
 
+/// Issue 35, item 1: every denial the sandbox causes gets its note in
+/// every mode the server has: the persistent session (the default, which
+/// had none) and a fresh shell per call. A write outside the writable
+/// roots, git's protected paths (`EROFS` and `EBUSY`), and a name that
+/// cannot be resolved with the network off.
+#[tokio::test]
+async fn sandbox_denials_get_their_note_in_the_session_and_stateless() {
+    for flags in [
+        &["--network", "off"][..],
+        &["--network", "off", "--stateless"][..],
+    ] {
+        let server = start(flags).await;
+        let made = server
+            .call(json!({"command": "git init -q . && echo made"}))
+            .await;
+        assert_eq!(made.is_error, Some(false), "{}", text(&made));
+        let dir = server.dir.path().canonicalize().expect("canonical");
+        for (command, note) in [
+            (
+                "touch /etc/bashtool-denied".to_owned(),
+                "writing `/etc/bashtool-denied` was refused because it is outside the writable roots".to_owned(),
+            ),
+            (
+                "echo x > .git/hooks/pre-commit".to_owned(),
+                format!("sandbox: `{}/.git/hooks/pre-commit` is protected", dir.display()),
+            ),
+            (
+                "mv .git elsewhere".to_owned(),
+                format!("sandbox: `{}/.git` is protected", dir.display()),
+            ),
+            (
+                "git config user.name someone".to_owned(),
+                format!("sandbox: `{}/.git/config` is protected", dir.display()),
+            ),
+            (
+                "echo > /dev/tcp/example.com/80".to_owned(),
+                "sandbox: the network is off".to_owned(),
+            ),
+        ] {
+            let result = server.call(json!({"command": command})).await;
+            let shown = text(&result);
+            assert_eq!(result.is_error, Some(true), "{flags:?} {command}: {shown}");
+            assert!(shown.contains(&note), "{flags:?} {command}: {shown}");
+            let details = result.structured_content.expect("details");
+            assert!(
+                details["notes"]
+                    .as_array()
+                    .is_some_and(|notes| notes.iter().any(|entry| entry.as_str().is_some_and(|entry| entry.contains(&note)))),
+                "{details}"
+            );
+        }
+    }
+}
+
+/// Issue 35, item 8: an error in a session names the shell as `bash -c`
+/// does, not the session's command file.
+#[tokio::test]
+async fn a_session_error_names_bash_not_the_command_file() {
+    let server = start(&[]).await;
+    let result = server
+        .call(json!({"command": "echo first\nno-such-command-here"}))
+        .await;
+    let shown = text(&result);
+    assert!(
+        shown.contains("\nbash: line 2: no-such-command-here: command not found\n"),
+        "{shown}"
+    );
+    assert!(!shown.contains("command.sh"), "{shown}");
+}
+
 #[tokio::test]
 async fn background_jobs_stop_with_the_server_unless_kept() {
     for keep in [false, true] {
@@ -722,23 +792,53 @@ mod settings {
         assert!(stderr.contains("unknown field `budget_token`"), "{stderr}");
     }
 
-    #[test]
-    fn schema_mcp_format_is_what_tools_list_shows() {
-        let output = std::process::Command::new(env!("CARGO_BIN_EXE_bashtool"))
-            .args(["schema", "--format", "mcp"])
-            .output()
-            .expect("schema");
-        let value: Value = serde_json::from_slice(&output.stdout).expect("JSON");
-        assert_eq!(value["name"], "bash");
-        assert_eq!(value["inputSchema"]["type"], "object");
-        assert_eq!(value["outputSchema"]["type"], "object");
-        assert!(value["outputSchema"]["description"].is_string());
-        let full = std::process::Command::new(env!("CARGO_BIN_EXE_bashtool"))
-            .args(["schema", "--format", "mcp", "--output-schema", "full"])
-            .output()
-            .expect("schema");
-        let value: Value = serde_json::from_slice(&full.stdout).expect("JSON");
-        assert!(value["outputSchema"]["properties"]["exit_code"].is_object());
+    /// Issue 35, item 4: `schema --format mcp` prints the bytes of the
+    /// `bash` tool `tools/list` serves (its interactive mode, its sandbox
+    /// paragraph, `<pwd>`), for the same flags, in every mode.
+    #[tokio::test]
+    async fn schema_mcp_format_is_the_bash_tool_tools_list_serves() {
+        for flags in [
+            &[][..],
+            &["--stateless"][..],
+            &["--output-schema", "full"][..],
+            &["--sandbox", "off"][..],
+            &["--network", "off"][..],
+        ] {
+            let server = start(flags).await;
+            let tools = server.client.list_all_tools().await.expect("tools/list");
+            let served = serde_json::to_string_pretty(&tools[0]).expect("JSON") + "\n";
+            let dir = server.dir.path();
+            let mut schema = std::process::Command::new(env!("CARGO_BIN_EXE_bashtool"));
+            schema
+                .args(["schema", "--format", "mcp", "--cwd"])
+                .arg(dir)
+                .env("XDG_CONFIG_HOME", dir)
+                .env("BASHTOOL_STATE_DIR", dir.join("state"))
+                .env_remove("BASHTOOL_CONFIG");
+            let output = schema.args(flags).output().expect("schema");
+            assert!(output.status.success(), "{output:?}");
+            let printed = String::from_utf8(output.stdout).expect("UTF-8");
+            assert_eq!(printed, served, "flags {flags:?}");
+            let description = tools[0].description.as_deref().unwrap_or_default();
+            assert!(
+                description.contains("mode \"interactive\""),
+                "{description}"
+            );
+            assert!(
+                description.contains(&format!("<pwd>{}</pwd>", dir.display())),
+                "{description}"
+            );
+            if flags.is_empty() {
+                assert!(
+                    description.contains("\nSandbox (workspace-write)"),
+                    "{description}"
+                );
+                assert!(
+                    description.contains("The shell is persistent"),
+                    "{description}"
+                );
+            }
+        }
     }
 }
 

@@ -402,6 +402,55 @@ async fn each_session_has_its_own_shell_which_ends_with_the_session() {
     assert!(text(&result).starts_with("stdout:\nstill\n"));
 }
 
+/// Issue 35, item 7: `DELETE /mcp` ends a session with `204 No Content`
+/// (the Python SDK takes `202` for a failure and says so on every clean
+/// close), and answers `404` for an id that names no open session.
+#[tokio::test]
+async fn delete_ends_a_session_with_204_and_an_unknown_one_gets_404() {
+    let server = start(&[]).await;
+    let bearer = format!("Bearer {}", server.token);
+    let opened = server.post(&[("authorization", bearer.as_str())]).await;
+    assert_eq!(opened.status(), reqwest::StatusCode::OK);
+    let id = opened
+        .headers()
+        .get("mcp-session-id")
+        .expect("a session id")
+        .to_str()
+        .expect("ASCII")
+        .to_owned();
+    drop(opened);
+    let delete = |id: String| {
+        let request = reqwest::Client::new()
+            .delete(&server.url)
+            .header("authorization", bearer.as_str())
+            .header("mcp-session-id", id)
+            .header("mcp-protocol-version", "2025-11-25");
+        async move {
+            timeout(DEADLINE, request.send())
+                .await
+                .expect("answer in time")
+                .expect("HTTP answer")
+        }
+    };
+    let ended = delete(id.clone()).await;
+    assert_eq!(ended.status(), reqwest::StatusCode::NO_CONTENT);
+    assert_eq!(ended.bytes().await.expect("body").len(), 0);
+    for unknown in [id, "no-such-session".to_owned()] {
+        let answer = delete(unknown.clone()).await;
+        assert_eq!(answer.status(), reqwest::StatusCode::NOT_FOUND, "{unknown}");
+        let body = answer.text().await.expect("body");
+        assert!(
+            body.contains("no MCP session has this Mcp-Session-Id"),
+            "{body}"
+        );
+    }
+    // A real client's clean close still works, and its shell goes.
+    let connection = server.connect().await;
+    let shell = shell_pid(&connection).await;
+    connection.client.cancel().await.expect("closed");
+    wait_until_dead(&[shell]).await;
+}
+
 #[tokio::test]
 async fn sigterm_stops_running_commands_and_shells() {
     let mut server = start(&[]).await;

@@ -8,6 +8,11 @@
 //!
 //! Skipped, with the reason printed, only when `dockerd` is not installed
 //! (`apt-get install docker.io`; CI installs it).
+//!
+//! The README's docker recipe (issue 35) is run as written: its two lines
+//! are read from README.md and run with `sh -c`, `docker` talking to the
+//! private daemon through `DOCKER_HOST` and `bashtool` being this build, the
+//! second one as the MCP server a real MCP client (rmcp) talks to.
 
 mod remote_support;
 
@@ -21,10 +26,12 @@ use remote_support::Target;
 const DOCKERD: &str = "/usr/sbin/dockerd";
 const IMAGE: &str = "bashtool-remote-test:latest";
 const CONTAINER: &str = "bashtool-remote-test";
+/// The README recipe's container.
+const RECIPE_CONTAINER: &str = "box";
 /// Programs the scenarios use, as busybox applets.
 const APPLETS: &[&str] = &[
     "sh", "sleep", "cat", "seq", "setsid", "kill", "mkdir", "echo", "printf", "true", "false",
-    "ls", "test", "tail", "stat",
+    "ls", "test", "tail", "stat", "pwd",
 ];
 
 /// The daemon and its temp dir: stopped, unmounted and removed on drop.
@@ -59,7 +66,7 @@ impl Drop for Lab {
     fn drop(&mut self) {
         let _ = self
             .docker()
-            .args(["rm", "-f", CONTAINER])
+            .args(["rm", "-f", CONTAINER, RECIPE_CONTAINER])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
@@ -146,7 +153,17 @@ fn start_daemon() -> Lab {
 /// and the shared libraries both need, as a tarball.
 fn build_rootfs(dir: &Path) -> PathBuf {
     let root = dir.join("rootfs");
-    for sub in ["bin", "tmp/work", "root", "proc", "dev", "sys", "etc"] {
+    for sub in [
+        "bin",
+        "tmp/work",
+        "root",
+        "proc",
+        "dev",
+        "sys",
+        "etc",
+        "usr/local/bin",
+        "work",
+    ] {
         std::fs::create_dir_all(root.join(sub)).expect("mkdir");
     }
     let busybox = ["/bin/busybox", "/usr/bin/busybox"]
@@ -168,6 +185,9 @@ fn build_rootfs(dir: &Path) -> PathBuf {
     if !stripped {
         std::fs::copy(binary, root.join("bashtool")).expect("copy bashtool");
     }
+    // Where an image's `bashtool` is found by name (the README's recipe).
+    std::os::unix::fs::symlink("/bashtool", root.join("usr/local/bin/bashtool"))
+        .expect("symlink bashtool");
     let ldd = Command::new("ldd")
         .args([binary, "/bin/bash"])
         .output()
@@ -252,5 +272,225 @@ async fn remote_exec_through_docker_exec() {
     };
     remote_support::every_scenario(&target).await;
     drop(target);
+    drop(lab);
+}
+
+/// The README's docker recipe: the `docker run` line and the `bashtool mcp`
+/// line that follows it.
+fn readme_recipe() -> (String, String) {
+    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"))
+        .expect("README.md");
+    let lines: Vec<&str> = readme.lines().collect();
+    let at = lines
+        .iter()
+        .position(|line| line.starts_with("docker run "))
+        .expect("the README has a `docker run` line");
+    let run = lines[at].to_owned();
+    let mcp = lines
+        .get(at + 1)
+        .filter(|line| line.starts_with("bashtool mcp --remote 'docker exec "))
+        .expect("the `bashtool mcp` line follows it")
+        .to_string();
+    (run, mcp)
+}
+
+/// The processes in the container but the probe itself: (pid, command
+/// name, state).
+fn container_processes(socket: &str) -> Vec<(u32, String, char)> {
+    let output = Command::new("docker")
+        .args(["-H", socket, "exec", RECIPE_CONTAINER, "sh", "-c"])
+        .arg("echo $$; for f in /proc/[0-9]*/stat; do cat $f 2>/dev/null && echo; done")
+        .output()
+        .expect("docker exec");
+    let listing = String::from_utf8_lossy(&output.stdout);
+    let mut lines = listing.lines();
+    let probe: u32 = lines
+        .next()
+        .and_then(|line| line.parse().ok())
+        .expect("the probe's pid");
+    lines
+        .filter_map(|line| {
+            let (pid, rest) = line.split_once(" (")?;
+            let (name, rest) = rest.rsplit_once(") ")?;
+            Some((pid.parse().ok()?, name.to_owned(), rest.chars().next()?))
+        })
+        .filter(|(pid, name, _)| *pid != probe && name != "cat")
+        .collect()
+}
+
+/// A real MCP client on `line`, run with `sh -c` in `project`, with
+/// `docker` reaching the lab and `bashtool` being this build.
+async fn mcp_client(
+    line: &str,
+    project: &Path,
+    socket: &str,
+) -> rmcp::service::RunningService<rmcp::RoleClient, ()> {
+    use rmcp::ServiceExt as _;
+    let bin = Path::new(env!("CARGO_BIN_EXE_bashtool"))
+        .parent()
+        .expect("bin dir");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let mut command = tokio::process::Command::new("sh");
+    command
+        .arg("-c")
+        .arg(line)
+        .current_dir(project)
+        .env("DOCKER_HOST", socket)
+        .env("PATH", path)
+        .env("XDG_CONFIG_HOME", project.join(".config"))
+        .env("BASHTOOL_STATE_DIR", project.join(".state"))
+        .env_remove("BASHTOOL_CONFIG")
+        .stderr(Stdio::null());
+    let transport = rmcp::transport::TokioChildProcess::new(command).expect("spawn the server");
+    tokio::time::timeout(remote_support::SAFETY, ().serve(transport))
+        .await
+        .expect("initialize in time")
+        .expect("initialize")
+}
+
+async fn call(
+    client: &rmcp::service::RunningService<rmcp::RoleClient, ()>,
+    command: &str,
+) -> rmcp::model::CallToolResult {
+    let arguments = serde_json::json!({ "command": command });
+    let serde_json::Value::Object(arguments) = arguments else {
+        unreachable!()
+    };
+    tokio::time::timeout(
+        remote_support::SAFETY,
+        client.call_tool(rmcp::model::CallToolRequestParams::new("bash").with_arguments(arguments)),
+    )
+    .await
+    .expect("answer in time")
+    .expect("an answer")
+}
+
+fn text(result: &rmcp::model::CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .filter_map(|content| content.as_text().map(|text| text.text.clone()))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Issue 35, item 2: the README's docker recipe, run as written against a
+/// real dockerd, with a real MCP client: the commands run in the mounted
+/// project, `--sandbox off` given to `mcp` reaches the server (the
+/// container cannot make the sandbox's namespaces), the same line without
+/// it gives the client the reason instead of a closed connection, and
+/// `--init` leaves no zombie behind when the server stops its commands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_readme_docker_recipe_works_as_written() {
+    if !Path::new(DOCKERD).exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{DOCKERD} is missing in CI: .ci/run installs docker.io"
+        );
+        println!("SKIPPED: {DOCKERD} is not installed (apt-get install docker.io)");
+        return;
+    }
+    let (run_line, mcp_line) = readme_recipe();
+    assert!(run_line.contains(" --init "), "{run_line}");
+    assert!(mcp_line.ends_with(" --sandbox off"), "{mcp_line}");
+    let image = run_line
+        .split_whitespace()
+        .last()
+        .expect("an image")
+        .to_owned();
+    let lab = start_daemon();
+    let socket = lab.socket();
+    let tarball = build_rootfs(&lab.dir);
+    lab.docker_ok(&[
+        "import",
+        "--change",
+        r#"CMD ["/bin/sleep", "1000000"]"#,
+        &tarball.display().to_string(),
+        &image,
+    ]);
+    let project = tempfile::tempdir().expect("project dir");
+    let started = Command::new("sh")
+        .arg("-c")
+        .arg(&run_line)
+        .current_dir(project.path())
+        .env("DOCKER_HOST", &socket)
+        .output()
+        .expect("sh runs");
+    assert!(
+        started.status.success(),
+        "{run_line}: {}",
+        String::from_utf8_lossy(&started.stderr)
+    );
+
+    let before = container_processes(&socket);
+    let client = mcp_client(&mcp_line, project.path(), &socket).await;
+    let result = call(&client, "pwd; echo made > made-in-box; cat /proc/1/comm").await;
+    let shown = text(&result);
+    assert_eq!(result.is_error, Some(false), "{shown}");
+    assert!(shown.starts_with("stdout:\n/work\n"), "{shown}");
+    assert!(
+        shown.contains("docker-init"),
+        "PID 1 is Docker's init: {shown}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.path().join("made-in-box")).expect("made in the mount"),
+        "made\n"
+    );
+    // The flag reached the server: no sandbox over there.
+    let details = result.structured_content.expect("details");
+    assert!(details["sandbox"].is_null(), "{details}");
+    // A daemon a command starts (left alone: that is how one starts a
+    // daemon) outlives its parent, so the container's PID 1 inherits it;
+    // when it ends, only an init reaps it.
+    let left = call(
+        &client,
+        "(setsid bash -c 'sleep 1' > /dev/null 2>&1 < /dev/null &); echo started",
+    )
+    .await;
+    assert!(
+        text(&left).starts_with("stdout:\nstarted\n"),
+        "{}",
+        text(&left)
+    );
+    client.cancel().await.expect("closed");
+    let deadline = std::time::Instant::now() + remote_support::SAFETY;
+    loop {
+        // Everything the server and its commands started is gone, reaped.
+        let left: Vec<_> = container_processes(&socket)
+            .into_iter()
+            .filter(|process| !before.contains(process))
+            .collect();
+        if left.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "left in the container (Z: a zombie): {left:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    // The same line without `--sandbox off`: the server cannot enforce the
+    // sandbox in this container, and the client is told why, at
+    // `initialize` and by every call, instead of a closed connection.
+    let sandboxed = mcp_line.trim_end_matches(" --sandbox off");
+    let client = mcp_client(sandboxed, project.path(), &socket).await;
+    let instructions = client
+        .peer_info()
+        .and_then(|info| info.instructions.clone())
+        .unwrap_or_default();
+    assert!(instructions.contains("\nUnavailable: "), "{instructions}");
+    assert!(instructions.contains("sandbox"), "{instructions}");
+    let refused = call(&client, "echo never").await;
+    let shown = text(&refused);
+    assert_eq!(refused.is_error, Some(true), "{shown}");
+    assert!(shown.contains("sandbox"), "{shown}");
+    assert!(shown.contains("--sandbox off"), "{shown}");
+    assert!(!project.path().join("never").exists());
+    client.cancel().await.expect("closed");
     drop(lab);
 }

@@ -85,6 +85,6 @@ pub use policy::{
 pub use registry::{CreateToolContext, TOOL_NAMES, Tool, create_tool, tool_specs};
 pub use report::CappedLog;
 pub use result::{BatchItemDetails, Content, Details, ToolResult};
-pub use sandbox_note::explain_denial;
+pub use sandbox_note::{explain_denial, explain_denial_at};
 pub use spec::{ToolSpec, description, input_schema, tool_spec, tool_spec_for};
 pub use tool::{BashTool, CallContext, NOT_CONFIRMED};

@@ -9,14 +9,26 @@ use std::path::{Path, PathBuf};
 
 use crate::environment::SandboxInfo;
 
-/// Messages of a refused write, as programs print `EACCES`, `EROFS` and
-/// `EPERM`.
+/// Messages of a refused write, as programs print `EACCES`, `EROFS`,
+/// `EPERM` and `EBUSY` (a protected mount point moved or removed).
 const WRITE_DENIALS: &[&str] = &[
     "permission denied",
     "read-only file system",
     "operation not permitted",
+    "device or resource busy",
     "eacces",
     "erofs",
+    "ebusy",
+];
+
+/// Messages that only a mount can cause inside a writable root: a
+/// read-only bind (`EROFS`) or a mount point that cannot be moved or
+/// removed (`EBUSY`).
+const MOUNT_DENIALS: &[&str] = &[
+    "read-only file system",
+    "erofs",
+    "device or resource busy",
+    "ebusy",
 ];
 
 /// Messages of an unreachable network, resolver failures included.
@@ -30,6 +42,13 @@ const NETWORK_FAILURES: &[&str] = &[
     "no address associated with hostname",
     "failed to lookup address",
     "could not resolve",
+    "couldn't resolve",
+    "unable to resolve host",
+    "temporary failure resolving",
+    "failed to resolve",
+    "name does not resolve",
+    "no such host",
+    "nodename nor servname",
     "getaddrinfo",
     "enetunreach",
     "econnrefused",
@@ -39,24 +58,52 @@ const NETWORK_FAILURES: &[&str] = &[
 ];
 
 /// One note for the first denial in `output_lines` that the sandbox
-/// explains, `None` when nothing in the output points at it.
+/// explains, `None` when nothing in the output points at it. Only
+/// absolute paths are understood; [`explain_denial_at`] also reads the
+/// relative ones.
 pub fn explain_denial(output_lines: &[&str], info: &SandboxInfo) -> Option<String> {
+    explain_denial_at(output_lines, info, None)
+}
+
+/// [`explain_denial`] for a command that ran in `cwd`: a relative path in
+/// a message (`rm: cannot remove '.git': Device or resource busy`) is
+/// taken from there.
+pub fn explain_denial_at(
+    output_lines: &[&str],
+    info: &SandboxInfo,
+    cwd: Option<&Path>,
+) -> Option<String> {
     for line in output_lines {
         let lower = line.to_lowercase();
         if info.network == "off" && NETWORK_FAILURES.iter().any(|text| lower.contains(text)) {
             return Some(network_note());
         }
         if WRITE_DENIALS.iter().any(|text| lower.contains(text))
-            && let Some(path) = denied_path(line)
+            && let Some(path) = denied_path(line, cwd)
         {
-            let read_only_mount =
-                lower.contains("read-only file system") || lower.contains("erofs");
-            if let Some(note) = write_note(&path, read_only_mount, info) {
+            let mount = MOUNT_DENIALS.iter().any(|text| lower.contains(text));
+            if let Some(note) = write_note(&normalized(&path), mount, info) {
                 return Some(note);
             }
         }
     }
     None
+}
+
+/// `path` without `.` components, and with each `..` taking away the
+/// component before it (as the kernel would, barring symlinks).
+fn normalized(path: &Path) -> PathBuf {
+    let mut clean = PathBuf::new();
+    for component in path.components() {
+        match component {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                clean.pop();
+            }
+            other => clean.push(other),
+        }
+    }
+    clean
 }
 
 fn network_note() -> String {
@@ -77,22 +124,46 @@ fn roots_text(info: &SandboxInfo) -> String {
         .join(", ")
 }
 
-/// Paths the sandbox keeps read-only inside writable roots.
+/// Files of a git directory the sandbox keeps read-only (see the sandbox
+/// crate's `git.rs`).
+const GIT_CONTROL_FILES: &[&str] = &["config", "config.worktree", "commondir"];
+
+/// Paths the sandbox keeps read-only (or in place) inside writable roots:
+/// a `.git` (directory or file) itself, its hooks and control files, and
+/// those of the git directories under its `worktrees/` and `modules/`.
 fn is_protected(path: &Path) -> bool {
-    let text = path.to_string_lossy();
-    text.contains("/.git/hooks") || text.ends_with("/.git/config") || text.ends_with("/.git/hooks")
+    let names: Vec<&str> = path
+        .components()
+        .filter_map(|component| match component {
+            std::path::Component::Normal(name) => name.to_str(),
+            _ => None,
+        })
+        .collect();
+    let Some(git) = names.iter().position(|name| *name == ".git") else {
+        return false;
+    };
+    let inside = &names[git + 1..];
+    match inside {
+        [] | ["hooks", ..] => true,
+        [name] => GIT_CONTROL_FILES.contains(name),
+        ["worktrees" | "modules", .., last] => {
+            GIT_CONTROL_FILES.contains(last) || inside.contains(&"hooks")
+        }
+        _ => false,
+    }
 }
 
-fn write_note(path: &Path, read_only_mount: bool, info: &SandboxInfo) -> Option<String> {
+fn write_note(path: &Path, mount: bool, info: &SandboxInfo) -> Option<String> {
     let inside = info.writable.iter().any(|root| path.starts_with(root));
     if inside {
         // Inside a writable root, only the protected paths are the
         // sandbox's doing; anything else is ordinary file permissions.
-        return (is_protected(path) || read_only_mount).then(|| {
+        return (is_protected(path) || mount).then(|| {
             format!(
-                "sandbox: `{}` is protected: git hooks and config and bashtool's own state stay \
-                 read-only even inside the writable roots, and no setting makes them writable \
-                 short of `--sandbox off`",
+                "sandbox: `{}` is protected: the workspace and its .git cannot be moved or \
+                 removed, and git's hooks and control files (config, config.worktree, commondir) \
+                 and bashtool's own state stay read-only, even inside the writable roots; no \
+                 setting makes them writable short of `--sandbox off`",
                 path.display()
             )
         });
@@ -107,10 +178,63 @@ fn write_note(path: &Path, read_only_mount: bool, info: &SandboxInfo) -> Option<
     ))
 }
 
-/// The absolute path an error line names: a quoted one first (`'/x'`,
+/// The path an error line names: an absolute one, quoted first (`'/x'`,
 /// `‘/x’`, `"/x"`, `` `/x` ``), else a `: `-separated field (`bash: /x:
-/// Permission denied`), else a word.
-fn denied_path(line: &str) -> Option<PathBuf> {
+/// Permission denied`), else a word; with `cwd`, else a relative one,
+/// quoted or a field (the program's name and the message left out), taken
+/// from `cwd`.
+fn denied_path(line: &str, cwd: Option<&Path>) -> Option<PathBuf> {
+    if let Some(path) = absolute_path(line) {
+        return Some(path);
+    }
+    let cwd = cwd?;
+    if let Some(quoted) = quoted_candidates(line)
+        .into_iter()
+        .find(|candidate| !candidate.is_empty())
+    {
+        return Some(cwd.join(quoted));
+    }
+    let fields: Vec<&str> = line.split(": ").map(str::trim).collect();
+    let middle = fields.get(1..fields.len().saturating_sub(1)).unwrap_or(&[]);
+    if let Some(field) = middle
+        .iter()
+        .find(|field| !field.is_empty() && !field.contains(' '))
+    {
+        return Some(cwd.join(field));
+    }
+    // A word with a slash in it (`could not write config file
+    // .git/config: ...`).
+    line.split_whitespace()
+        .map(|word| word.trim_matches(|character: char| ",;:()[]".contains(character)))
+        .find(|word| word.contains('/') && !word.contains("://"))
+        .map(|word| cwd.join(word))
+}
+
+/// What `line` quotes, in order.
+fn quoted_candidates(line: &str) -> Vec<&str> {
+    let mut found = Vec::new();
+    for (open, close) in [
+        ('\'', '\''),
+        ('‘', '’'),
+        ('"', '"'),
+        ('`', '`'),
+        ('`', '\''),
+    ] {
+        let mut rest = line;
+        while let Some(start) = rest.find(open) {
+            let after = &rest[start + open.len_utf8()..];
+            let Some(end) = after.find(close) else {
+                break;
+            };
+            found.push(&after[..end]);
+            rest = &after[end + close.len_utf8()..];
+        }
+    }
+    found
+}
+
+/// The absolute path an error line names (see [`denied_path`]).
+fn absolute_path(line: &str) -> Option<PathBuf> {
     for (open, close) in [
         ('\'', '\''),
         ('‘', '’'),
@@ -194,7 +318,7 @@ mod tests {
                 "/root/.cargo/bin/x",
             ),
         ] {
-            assert_eq!(denied_path(line), Some(PathBuf::from(path)), "{line}");
+            assert_eq!(denied_path(line, None), Some(PathBuf::from(path)), "{line}");
         }
     }
 
@@ -231,5 +355,74 @@ mod tests {
         assert!(note.starts_with("sandbox: the network is off"), "{note}");
         assert!(note.contains("--network on"));
         assert!(explain_denial(&["connect: Network is unreachable"], &info("off")).is_some());
+    }
+
+    #[test]
+    fn reads_relative_paths_from_the_working_directory() {
+        let cwd = Path::new("/home/me/project");
+        for line in [
+            "rm: cannot remove '.git': Device or resource busy",
+            "mv: cannot move '.git' to 'elsewhere': Device or resource busy",
+            "bash: .git/hooks/pre-commit: Read-only file system",
+            "touch: cannot touch './.git/config': Read-only file system",
+            "rm: cannot remove 'src/../.git/hooks/x.sample': Read-only file system",
+            "error: could not write config file .git/config: Device or resource busy",
+        ] {
+            let note = explain_denial_at(&[line], &info("on"), Some(cwd)).unwrap_or_default();
+            assert!(note.contains("` is protected"), "{line}: {note}");
+            assert!(note.contains("/home/me/project/.git"), "{line}: {note}");
+        }
+        // Relative to a directory outside the roots: outside.
+        let note = explain_denial_at(
+            &["touch: cannot touch 'x': Permission denied"],
+            &info("on"),
+            Some(Path::new("/etc")),
+        )
+        .expect("a note");
+        assert!(note.contains("writing `/etc/x` was refused"), "{note}");
+        // The program's name is not a path.
+        assert_eq!(
+            explain_denial_at(&["bash: x: Permission denied"], &info("on"), Some(cwd)),
+            None
+        );
+    }
+
+    #[test]
+    fn the_workspace_and_its_git_directory_cannot_be_removed() {
+        let note = explain_denial(
+            &["rm: cannot remove '/home/me/project': Device or resource busy"],
+            &info("on"),
+        )
+        .expect("a note");
+        assert!(note.contains("cannot be moved or removed"), "{note}");
+        assert!(is_protected(Path::new("/w/.git/worktrees/a/config")));
+        assert!(is_protected(Path::new(
+            "/w/.git/modules/m/hooks/post-checkout"
+        )));
+        assert!(is_protected(Path::new("/w/.git/commondir")));
+        assert!(!is_protected(Path::new("/w/.git/objects/ab/cd")));
+        assert!(!is_protected(Path::new("/w/src/config")));
+    }
+
+    #[test]
+    fn explains_every_resolver_failure_with_the_network_off() {
+        for line in [
+            "curl: (6) Could not resolve host: example.com",
+            "socket.gaierror: [Errno -3] Temporary failure in name resolution",
+            "npm error getaddrinfo EAI_AGAIN registry.npmjs.org",
+            "wget: unable to resolve host address 'example.com'",
+            "W: Failed to fetch http://deb.debian.org/x  Temporary failure resolving 'deb.debian.org'",
+            "ssh: Could not resolve hostname github.com: Name or service not known",
+            "dial tcp: lookup proxy.golang.org: no such host",
+            "ping: example.com: Name does not resolve",
+            "HTTPSConnectionPool: Failed to resolve 'pypi.org' ([Errno -3] Temporary failure)",
+        ] {
+            assert!(
+                explain_denial(&[line], &info("off"))
+                    .is_some_and(|note| note.contains("network is off")),
+                "{line}"
+            );
+            assert_eq!(explain_denial(&[line], &info("on")), None, "{line}");
+        }
     }
 }

@@ -42,8 +42,10 @@ pub fn description(config: &ToolConfig) -> String {
     let fields = &config.fields;
     let budget_tokens = config.output.max_output_tokens;
     let mut text = String::from(
-        "Executes a shell command with bash -c and returns its output: stdout and stderr \
-         interleaved in the order they were written, then the exit status.\n",
+        "Executes a shell command with bash -c and returns its output, then the exit status: \
+         stdout and stderr each complete and in order, interleaved as they arrived (output \
+         written to both within the same instant comes grouped by stream; add 2>&1 when the \
+         exact interleaving matters).\n",
     );
     text.push_str(if config.persistent_session {
         "The shell is persistent: the working directory, exported and shell variables, functions, \
@@ -68,7 +70,7 @@ pub fn description(config: &ToolConfig) -> String {
          are off; editors fail at once.\n\
          - Output is shortened for you to about {budget_tokens} tokens, keeping {kept}, and the \
          full log is saved to a file you can read. Do not pipe to head or tail to shorten it.\n\
-         - stderr is already included: do not add 2>&1.\n"
+         - stderr is already included: add 2>&1 only for the exact interleaving of the two.\n"
     ));
     if config.withholds_env {
         text.push_str(

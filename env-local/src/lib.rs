@@ -71,6 +71,7 @@ compile_error!(
 mod call_log;
 mod config;
 mod confine;
+mod denial;
 mod editor_guards;
 mod error;
 mod exec;

@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::protocol::{JobsSource, SessionRequest};
+use crate::protocol::{JobsSource, SandboxRequest, SessionRequest};
 
 /// Default time for the handshake (an ssh login included).
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -36,6 +36,9 @@ pub struct RemoteConfig {
     /// Where commands run by default, on the server's side. `None`: the
     /// server's own `--cwd`.
     pub working_directory: Option<PathBuf>,
+    /// The sandbox to ask the server for, over its own settings. `None`:
+    /// the server's settings.
+    pub sandbox: Option<SandboxRequest>,
 }
 
 impl Default for RemoteConfig {
@@ -48,6 +51,7 @@ impl Default for RemoteConfig {
             remote_kill_grace: DEFAULT_REMOTE_KILL_GRACE,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             working_directory: None,
+            sandbox: None,
         }
     }
 }

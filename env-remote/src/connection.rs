@@ -41,6 +41,12 @@ pub struct Connection {
     closed: CancellationToken,
     process: Mutex<Option<TransportProcess>>,
     stderr: StderrTail,
+    /// The first line that was not a protocol message (a login banner, a
+    /// shell's error), for the handshake's error.
+    stray: Mutex<Option<String>>,
+    /// Set when the other side sent a request, which no server does: the
+    /// method it named (our own `initialize`, echoed back by a `cat`).
+    not_a_server: Mutex<Option<String>>,
 }
 
 impl std::fmt::Debug for Connection {
@@ -69,6 +75,8 @@ impl Connection {
             closed: CancellationToken::new(),
             process: Mutex::new(link.process),
             stderr,
+            stray: Mutex::new(None),
+            not_a_server: Mutex::new(None),
         });
         tokio::spawn(write_loop(link.writer, queue, connection.closed.clone()));
         tokio::spawn(read_loop(Arc::downgrade(&connection), link.reader));
@@ -92,9 +100,42 @@ impl Connection {
 
     /// The error for calls cut off by the end of the link.
     pub fn lost(&self) -> Error {
+        if let Some(method) = self
+            .not_a_server
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+        {
+            return Error::NotAServer {
+                remote: self.remote.clone(),
+                method,
+            };
+        }
         Error::ConnectionLost {
             remote: self.remote.clone(),
             stderr: self.stderr.text(),
+        }
+    }
+
+    /// The first line the other side printed that is not the protocol.
+    pub fn stray_line(&self) -> Option<String> {
+        self.stray
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    fn remember_stray(&self, line: &[u8]) {
+        let mut stray = self.stray.lock().unwrap_or_else(PoisonError::into_inner);
+        if stray.is_none() {
+            let text = String::from_utf8_lossy(line);
+            let text = text.trim_end();
+            let shown: String = text.chars().take(200).collect();
+            *stray = Some(if shown.len() < text.len() {
+                format!("{shown}...")
+            } else {
+                shown
+            });
         }
     }
 
@@ -180,6 +221,15 @@ impl Connection {
         if let Some(name) = &message.method {
             if name == method::OUTPUT {
                 self.route_output(message.params);
+            } else if message.id.is_some() {
+                // A request: no server sends one. This is not a server (a
+                // `cat` echoing ours): every call fails now, saying so.
+                tracing::warn!(method = %name, "the other side sent a request: not a bashtool serve");
+                *self
+                    .not_a_server
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner) = Some(name.clone());
+                self.fail_all();
             } else {
                 tracing::debug!(method = %name, "ignoring a notification from the server");
             }
@@ -334,10 +384,13 @@ async fn read_loop(
         }
         match serde_json::from_slice::<Message>(&line) {
             Ok(message) if message.jsonrpc == protocol::JSONRPC => connection.route(message),
-            _ => tracing::warn!(
-                line = %String::from_utf8_lossy(&line).trim_end(),
-                "ignoring a line that is not a protocol message (does the remote print to stdout at login?)"
-            ),
+            _ => {
+                tracing::warn!(
+                    line = %String::from_utf8_lossy(&line).trim_end(),
+                    "ignoring a line that is not a protocol message (does the remote print to stdout at login?)"
+                );
+                connection.remember_stray(&line);
+            }
         }
     }
 }

@@ -25,17 +25,26 @@ pub enum Error {
     },
     /// No handshake answer in time.
     #[error(
-        "the remote environment `{remote}` did not answer the handshake within {seconds} s{}",
+        "the remote environment `{remote}` did not answer the handshake within {seconds} s{}{}",
+        stray_suffix(stray.as_ref()),
         stderr_suffix(stderr)
     )]
     HandshakeTimeout {
         remote: String,
         seconds: u64,
         stderr: String,
+        /// The first line it printed that is not the protocol, if any.
+        stray: Option<String>,
     },
     /// The server refused the handshake (a version mismatch, a bad session name).
     #[error("the remote environment `{remote}` refused the connection: {message}")]
     Refused { remote: String, message: String },
+    /// The other side sent what no `bashtool serve` sends (a request: our
+    /// own, echoed back by a `cat`), so it is not one.
+    #[error(
+        "the remote environment `{remote}` is not a `bashtool serve`: it sent the request `{method}` back instead of answering it (a command line that echoes its input, such as `cat`?); the command line must start `bashtool serve` over there"
+    )]
+    NotAServer { remote: String, method: String },
     /// The connection is gone.
     #[error(
         "the connection to the remote environment `{remote}` was lost{}; the server stops the processes it started when its connection closes; the next call reconnects",
@@ -49,6 +58,12 @@ pub enum Error {
         method: String,
         message: String,
     },
+}
+
+fn stray_suffix(stray: Option<&String>) -> String {
+    stray.map_or_else(String::new, |line| {
+        format!(" (instead it printed `{line}`: does the command line start `bashtool serve`, and does nothing print to stdout at login?)")
+    })
 }
 
 fn stderr_suffix(stderr: &str) -> String {

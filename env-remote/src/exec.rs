@@ -139,6 +139,7 @@ impl RemoteExec {
             keep_jobs: self.inner.config.keep_jobs,
             jobs: self.inner.config.jobs,
             working_directory: self.inner.config.working_directory.clone(),
+            sandbox: self.inner.config.sandbox.clone(),
         };
         let limit = self.inner.config.handshake_timeout;
         let answer = tokio::time::timeout(
@@ -152,6 +153,7 @@ impl RemoteExec {
                     remote,
                     seconds: limit.as_secs(),
                     stderr: connection.stderr(),
+                    stray: connection.stray_line(),
                 });
             }
             Ok(Err(Error::ConnectionLost { .. })) => {

@@ -52,5 +52,5 @@ pub use config::{
 };
 pub use error::Error;
 pub use exec::RemoteExec;
-pub use protocol::{JobsSource, SessionRequest};
+pub use protocol::{JobsSource, SandboxRequest, SessionRequest};
 pub use transport::{CommandTransport, Link, StderrTail, Transport, TransportProcess};

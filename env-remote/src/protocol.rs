@@ -223,6 +223,41 @@ pub struct InitializeParams {
     /// `None`: the server's `--cwd` (or its current directory).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub working_directory: Option<PathBuf>,
+    /// The sandbox the client's user asked for (its `--sandbox`,
+    /// `--network`, `--writable` and config file), applied over the
+    /// server's own settings. `None`: the server's settings alone.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub sandbox: Option<SandboxRequest>,
+}
+
+/// The sandbox settings a client sends in `initialize`: plain data, in the
+/// sandbox's own names. Each field given replaces the server's setting
+/// (`writable` and `protected` add to its lists); the server checks them
+/// and refuses the handshake, saying why, if they are wrong or its kernel
+/// cannot enforce them.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct SandboxRequest {
+    /// `off`, `read-only` or `workspace-write`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub mode: Option<String>,
+    /// `on` or `off`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub network: Option<String>,
+    /// More writable roots, on the server's side; relative ones are taken
+    /// from the working directory.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub writable: Vec<PathBuf>,
+    /// More paths kept read-only inside the writable roots, absolute, on
+    /// the server's side.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub protected: Vec<PathBuf>,
+}
+
+impl SandboxRequest {
+    /// True when it asks for nothing.
+    pub fn is_empty(&self) -> bool {
+        self == &Self::default()
+    }
 }
 
 /// What the server can do.

@@ -50,6 +50,7 @@
 #![allow(unsafe_code)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+mod caches;
 mod child;
 mod config;
 mod error;

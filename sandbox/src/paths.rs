@@ -94,47 +94,6 @@ fn temp_dirs() -> Vec<PathBuf> {
     dirs
 }
 
-/// The package caches that stay shared and writable (see docs/sandbox.md
-/// for why): directories, then single files cargo locks.
-pub fn cache_paths(home: Option<&Path>) -> (Vec<PathBuf>, Vec<PathBuf>) {
-    let cargo_home = std::env::var_os("CARGO_HOME")
-        .filter(|value| !value.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| home.map(|home| home.join(".cargo")));
-    let mut directories = Vec::new();
-    let mut files = Vec::new();
-    if let Some(cargo_home) = cargo_home.filter(|path| path.is_dir()) {
-        for name in ["registry", "git"] {
-            let path = cargo_home.join(name);
-            // Cargo would create them on first use, inside a CARGO_HOME
-            // that stays read-only (its config and installed binaries).
-            let _ = std::fs::create_dir_all(&path);
-            directories.push(path);
-        }
-        for name in [".package-cache", ".package-cache-mutate", ".global-cache"] {
-            files.push(cargo_home.join(name));
-        }
-    }
-    if let Some(home) = home {
-        for relative in [".npm", ".cache/pip", ".cache/go-build", "go/pkg/mod"] {
-            directories.push(home.join(relative));
-        }
-    }
-    for variable in ["GOMODCACHE", "GOCACHE", "PIP_CACHE_DIR", "npm_config_cache"] {
-        if let Some(value) = std::env::var_os(variable).filter(|value| !value.is_empty()) {
-            directories.push(PathBuf::from(value));
-        }
-    }
-    let existing = |paths: Vec<PathBuf>| -> Vec<PathBuf> {
-        paths
-            .into_iter()
-            .filter(|path| path.is_absolute() && path.exists())
-            .map(|path| canonical(&path))
-            .collect()
-    };
-    (existing(directories), existing(files))
-}
-
 impl Layout {
     pub fn new(
         config: &SandboxConfig,
@@ -163,12 +122,19 @@ impl Layout {
             }
         }
         let mut cache_files = Vec::new();
+        let mut cache_protected = Vec::new();
         if write {
-            let (cache_dirs, files) = cache_paths(home);
-            for path in cache_dirs {
+            let var = |name: &str| std::env::var_os(name);
+            let caches = super::caches::caches(&super::caches::Place {
+                home,
+                workspace: &workspace,
+                var: &var,
+            });
+            for path in caches.directories {
                 push_unique(&mut roots, path);
             }
-            cache_files = files;
+            cache_files = caches.files;
+            cache_protected = caches.protected;
             for path in &config.writable {
                 push_unique(&mut roots, canonical(path));
             }
@@ -195,7 +161,13 @@ impl Layout {
         // The extra protected paths matter only where something is
         // writable; elsewhere Landlock already refuses.
         let mut extra_protected = Vec::new();
-        for path in config.protected.iter().map(|path| canonical(path)) {
+        // Configuration inside a cache (`ccache.conf`), like them.
+        for path in config
+            .protected
+            .iter()
+            .map(|path| canonical(path))
+            .chain(cache_protected)
+        {
             if roots.iter().any(|root| path.starts_with(root))
                 && !protected.iter().any(|(known, _)| *known == path)
             {

@@ -3,6 +3,7 @@
 //! about it.
 
 use bashtool_core::{BashTool, JobsTool};
+use rmcp::model::Tool;
 
 use super::instructions::instructions;
 use super::options::Settings;
@@ -43,5 +44,33 @@ impl Backend {
             jobs: Some(JobsTool::new(tool_config, environment.jobs())),
             output_schema: settings.output_schema,
         }
+    }
+
+    /// Tells the client, in the instructions, why the environment could
+    /// not be opened (each call says it too); a remote one is tried again
+    /// by every call.
+    pub fn explain_problem(&mut self, problem: &str, remote: bool) {
+        self.instructions.push_str("\nUnavailable: ");
+        self.instructions.push_str(problem);
+        self.instructions.push_str(if remote {
+            "\nEvery call tries to reach the remote environment again, and fails with the reason \
+             while it cannot; the user has to fix the setup (see the reason)."
+        } else {
+            "\nEvery call fails with this reason until the user fixes the setup and restarts the \
+             server."
+        });
+    }
+
+    /// The tools as `tools/list` shows them (and `bashtool schema --format
+    /// mcp` prints the first): the bash tool's spec is the environment's.
+    pub fn tools(&self) -> Vec<Tool> {
+        let mut tools = vec![super::tools::bash_tool_from(
+            self.tool.spec(),
+            self.output_schema,
+        )];
+        if let Some(jobs) = &self.jobs {
+            tools.push(super::tools::jobs_tool(&jobs.spec(), self.output_schema));
+        }
+        tools
     }
 }

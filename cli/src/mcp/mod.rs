@@ -49,13 +49,40 @@ pub fn run(args: &McpArgs) -> anyhow::Result<ExitCode> {
     outcome
 }
 
+/// The `bash` tool exactly as `bashtool mcp` with `args` serves it in
+/// `tools/list`: the server's own settings, environment and tools, built
+/// and then closed again (`bashtool schema --format mcp`).
+pub fn served_bash_tool(args: &McpArgs) -> anyhow::Result<rmcp::model::Tool> {
+    let (file, _) = FileConfig::load(args.tool.config.as_deref())?;
+    let settings = Settings::new(args, &file)?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(async {
+        let environment = settings.environment.open(&settings.tool).await?;
+        let tools = Backend::new(&settings, &environment).tools();
+        // Nothing ran; a warm shell started ahead is stopped.
+        let _ = environment.finish().await;
+        tools
+            .into_iter()
+            .next()
+            .context("the server serves a bash tool")
+    })
+}
+
 /// Serves one client on stdin/stdout until it goes away or a signal comes,
 /// then stops the calls, the jobs (unless kept) and the environment.
 async fn serve_stdio(mut settings: Settings) -> anyhow::Result<ExitCode> {
     let grace = settings.shutdown_grace();
     crate::environment::tie_to_this_process(&mut settings.environment.local);
-    let environment = settings.environment.open(&settings.tool).await?;
-    let backend = Backend::new(&settings, &environment);
+    // An environment that cannot be opened still gets a server: the client
+    // is told why (in the instructions, and by every call) instead of
+    // seeing the connection close.
+    let (environment, problem) = settings.environment.open_or_explain(&settings.tool).await;
+    let mut backend = Backend::new(&settings, &environment);
+    if let Some(problem) = &problem {
+        backend.explain_problem(problem, settings.environment.remote.is_some());
+    }
     // Calls into the session must reach it in the order they arrived.
     let session_calls = backend.order.clone().map(|order| gate::SessionCalls {
         order,

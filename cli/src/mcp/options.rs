@@ -210,7 +210,14 @@ impl Settings {
              MCP session gets its own"
         );
         let keep_jobs = args.keep_jobs || file.keep_jobs.unwrap_or(false);
-        let mut local = args.tool.local_config(&mut tool, file, cwd)?;
+        // With --remote the sandbox flags go to the server, which applies
+        // them over there (their paths are its paths).
+        let mut local = if remote.is_some() {
+            args.tool.local_config_unconfined(&mut tool, file, cwd)?
+        } else {
+            args.tool.local_config(&mut tool, file, cwd)?
+        };
+        let remote_sandbox = remote.as_ref().and_then(|_| args.tool.remote_sandbox(file));
         local.keep_jobs_on_drop = keep_jobs;
         // A long-lived server: the next call's fresh shell is started while
         // the client reads this one's answer.
@@ -247,6 +254,7 @@ impl Settings {
                 session_name: args.tool.session.clone(),
                 session_path,
                 keep_jobs,
+                remote_sandbox,
             },
             progress_interval,
             log_filter: logging::filter(args.log_level.as_deref(), file.log_level.as_deref()),

@@ -41,13 +41,7 @@ struct Inner {
 
 impl BashServer {
     pub fn new(backend: Backend, progress_interval: Duration) -> Self {
-        let mut tools = vec![tools::bash_tool_from(
-            backend.tool.spec(),
-            backend.output_schema,
-        )];
-        if let Some(jobs) = &backend.jobs {
-            tools.push(tools::jobs_tool(&jobs.spec(), backend.output_schema));
-        }
+        let tools = backend.tools();
         Self {
             inner: Arc::new(Inner {
                 backend,

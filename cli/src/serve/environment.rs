@@ -16,6 +16,9 @@ use bashtool_env_remote::protocol::{
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub local: LocalConfig,
+    /// The sandbox of `local` (flags over the file), which a client's
+    /// request (`initialize`'s `sandbox`) changes for its connection.
+    pub sandbox: bashtool_sandbox::SandboxConfig,
     /// `--session NAME`.
     pub session: Option<String>,
     /// `--keep-jobs`.
@@ -60,6 +63,14 @@ impl Environment {
             );
             local_config.working_directory = directory;
         }
+        if let Some(request) = &params.sandbox {
+            let sandbox = crate::sandbox::with_request(
+                &settings.sandbox,
+                request,
+                &local_config.working_directory,
+            )?;
+            local_config.confinement = sandbox.confinement();
+        }
         let (exec, local, session): (Arc<dyn CommandExec>, LocalExec, Option<Session>) =
             if persistent {
                 let snapshot_path = name
@@ -76,6 +87,11 @@ impl Environment {
                 (Arc::new(session.clone()), local, Some(session))
             } else {
                 let local = LocalExec::new(local_config);
+                // A sandbox the kernel cannot enforce refuses the handshake,
+                // saying why, as a session's does.
+                if let Some(reason) = local.sandbox_error() {
+                    anyhow::bail!("{reason}");
+                }
                 (Arc::new(local.clone()), local, None)
             };
         let jobs: Arc<dyn Jobs> = match (params.jobs, &session) {

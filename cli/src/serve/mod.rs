@@ -83,6 +83,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     }
     let settings = Settings {
         local,
+        sandbox: args.tool.sandbox_config(&file)?,
         session: args.tool.session.clone(),
         keep_jobs: args.keep_jobs,
     };

@@ -375,6 +375,17 @@ impl LocalExec {
         })
     }
 
+    /// Why the sandbox asked for cannot be enforced here, if it cannot
+    /// (then every call fails with this message).
+    pub fn sandbox_error(&self) -> Option<&str> {
+        self.inner.sandbox_error.as_deref()
+    }
+
+    /// The sandbox in force, as the model is told about it.
+    pub(crate) fn sandbox_info(&self) -> Option<&bashtool_core::SandboxInfo> {
+        self.inner.environment.sandbox.as_ref()
+    }
+
     /// What this environment tells the model about itself.
     pub fn environment_info(&self) -> EnvironmentInfo {
         self.inner.environment.clone()
@@ -398,17 +409,9 @@ impl CommandExec for LocalExec {
             ExecMode::Background => self.run_background(command, &options).await,
             ExecMode::Interactive => self.run_interactive(command, &options).await,
         }?;
-        if !result.success()
-            && let Some(info) = &self.inner.environment.sandbox
-        {
-            // A denial is explained, so the model (and the user) can act
-            // without strace. Only on failure, only on the retained lines.
-            let (lines, _) = result.output.retained();
-            let texts: Vec<&str> = lines.iter().map(|line| line.text.as_str()).collect();
-            if let Some(note) = bashtool_core::explain_denial(&texts, info) {
-                result.notes.push(note);
-            }
-        }
+        // A denial is explained, so the model (and the user) can act
+        // without strace.
+        crate::denial::explain(&mut result, self.sandbox_info());
         Ok(result)
     }
 

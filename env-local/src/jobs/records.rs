@@ -160,7 +160,10 @@ impl JobRecord {
             runtime_ms: if running {
                 now_unix_ms().saturating_sub(self.started_unix_ms)
             } else {
-                0
+                // The supervisor appends the final line when the job ends:
+                // the output file's last change is the end.
+                modified_unix_ms(&self.output_file)
+                    .map_or(0, |ended| ended.saturating_sub(self.started_unix_ms))
             },
             pid: Some(self.pid),
             output_file: Some(self.output_file.display().to_string()),
@@ -179,6 +182,15 @@ pub(crate) fn read_end(path: &Path) -> Option<String> {
     let mut bytes = Vec::new();
     file.read_to_end(&mut bytes).ok()?;
     Some(String::from_utf8_lossy(&bytes).into_owned())
+}
+
+/// When `path` was last changed, in milliseconds since the epoch.
+fn modified_unix_ms(path: &Path) -> Option<u64> {
+    let modified = std::fs::metadata(path).ok()?.modified().ok()?;
+    modified
+        .duration_since(UNIX_EPOCH)
+        .ok()
+        .map(|elapsed| elapsed.as_millis() as u64)
 }
 
 /// The inode of this process's pid namespace.

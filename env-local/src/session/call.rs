@@ -59,7 +59,7 @@ impl Session {
         let dir = &inner.dir;
         let mut pipes = match state.pipes.take() {
             Some(pipes) => pipes,
-            None => CallPipes::new().map_err(io_error)?,
+            None => CallPipes::new(&dir.join(driver::COMMAND_FILE)).map_err(io_error)?,
         };
         pipes.prepare(&dir.path, id).map_err(io_error)?;
         let marker = RunMarker::new();
@@ -170,7 +170,7 @@ impl Session {
                 );
             }
         }
-        CallPipes::finish(output);
+        pipes.finish(output);
         let output = output.finish();
         notes.extend(crate::realm::after_call(&inner.config.local.wrappers));
         notes.extend(log.truncation_note());

@@ -37,6 +37,83 @@ pub(crate) struct CallPipes {
     /// The read buffer: zeroing fresh 64 KiB buffers on every call cost
     /// more than the call's own reads.
     buffer: Vec<u8>,
+    /// Puts `bash: ` where bash names the command file (see [`Renamer`]).
+    renamer: Renamer,
+}
+
+/// bash names the file it is sourcing in its error messages
+/// (`/dev/shm/bashtool-session-…/command.sh: line 1: foo: command not
+/// found`), where `bash -c` says `bash: line 1: …`. The session's command
+/// file is a detail of how the session runs a command: its messages read
+/// as a fresh shell's. The file's path is private to the session (a random
+/// directory only its sandbox sees), so nothing else prints it.
+struct Renamer {
+    finder: memchr::memmem::Finder<'static>,
+    /// Bytes at the end of the last read of each stream (stdout, stderr)
+    /// that may be the start of the path, kept until the next read or the
+    /// end of the call.
+    carry: [Vec<u8>; 2],
+}
+
+/// What a session's command file is called in messages.
+const SHELL_NAME: &[u8] = b"bash: ";
+
+impl Renamer {
+    fn new(command_file: &Path) -> Self {
+        let mut needle = command_file.as_os_str().as_encoded_bytes().to_vec();
+        needle.extend_from_slice(b": ");
+        Self {
+            finder: memchr::memmem::Finder::new(&needle).into_owned(),
+            carry: [Vec::new(), Vec::new()],
+        }
+    }
+
+    /// Pushes `bytes` of `stream` with the command file's name replaced.
+    fn push(&mut self, output: &OutputCapture, stream: Stream, bytes: &[u8]) {
+        let index = stream_index(stream) as usize;
+        let mut joined;
+        let data: &[u8] = if self.carry[index].is_empty() {
+            bytes
+        } else {
+            joined = std::mem::take(&mut self.carry[index]);
+            joined.extend_from_slice(bytes);
+            &joined
+        };
+        let needle = self.finder.needle();
+        let mut start = 0;
+        for found in self.finder.find_iter(data) {
+            if found > start {
+                output.push(stream, &data[start..found]);
+            }
+            output.push(stream, SHELL_NAME);
+            start = found + needle.len();
+        }
+        let rest = &data[start..];
+        // The longest end of `rest` that begins the needle waits for the
+        // next read: only an end shorter than the needle, starting with
+        // its first byte, can.
+        let window = rest.len().saturating_sub(needle.len() - 1);
+        let kept = memchr::memchr_iter(needle[0], &rest[window..])
+            .map(|at| rest.len() - window - at)
+            .find(|&length| needle.starts_with(&rest[rest.len() - length..]))
+            .unwrap_or(0);
+        if rest.len() > kept {
+            output.push(stream, &rest[..rest.len() - kept]);
+        }
+        if kept > 0 {
+            self.carry[index] = rest[rest.len() - kept..].to_vec();
+        }
+    }
+
+    /// Pushes what was kept back.
+    fn flush(&mut self, output: &OutputCapture) {
+        for stream in [Stream::Stdout, Stream::Stderr] {
+            let kept = std::mem::take(&mut self.carry[stream_index(stream) as usize]);
+            if !kept.is_empty() {
+                output.push(stream, &kept);
+            }
+        }
+    }
 }
 
 /// One FIFO: its read end, registered in the set, and a write end we hold
@@ -75,7 +152,8 @@ fn stream_index(stream: Stream) -> u64 {
 }
 
 impl CallPipes {
-    pub(crate) fn new() -> std::io::Result<Self> {
+    /// The pipes of a session whose command file is `command_file`.
+    pub(crate) fn new(command_file: &Path) -> std::io::Result<Self> {
         let set = EpollSet::new(Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC)?);
         let poll = bashtool_process::register(set, Interest::READABLE)?;
         Ok(Self {
@@ -83,6 +161,7 @@ impl CallPipes {
             stdout: None,
             stderr: None,
             buffer: vec![0_u8; READ_BUFFER],
+            renamer: Renamer::new(command_file),
         })
     }
 
@@ -197,7 +276,9 @@ impl CallPipes {
                         .get_ref()
                         .modify(pipe.receiver.as_fd(), &mut event);
                 }
-                Ok(count) => output.push(pipe.stream, &self.buffer[..count]),
+                Ok(count) => self
+                    .renamer
+                    .push(output, pipe.stream, &self.buffer[..count]),
                 Err(_) => {}
             }
         }
@@ -212,13 +293,14 @@ impl CallPipes {
             .into_iter()
             .flatten()
         {
-            held |= pipe.drain(&mut self.buffer, output);
+            held |= pipe.drain(&mut self.buffer, &mut self.renamer, output);
         }
         held
     }
 
     /// Ends both streams of the call's output.
-    pub(crate) fn finish(output: &OutputCapture) {
+    pub(crate) fn finish(&mut self, output: &OutputCapture) {
+        self.renamer.flush(output);
         // A character cut off by the end of the output becomes U+FFFD.
         output.end_stream(Stream::Stdout);
         output.end_stream(Stream::Stderr);
@@ -267,7 +349,7 @@ impl CallPipe {
         })
     }
 
-    fn drain(&mut self, buffer: &mut [u8], output: &OutputCapture) -> bool {
+    fn drain(&mut self, buffer: &mut [u8], renamer: &mut Renamer, output: &OutputCapture) -> bool {
         self.sender = None;
         for _ in 0..MAX_DRAIN_READS {
             match nix::unistd::read(self.receiver.as_fd(), buffer) {
@@ -275,12 +357,64 @@ impl CallPipe {
                     self.clean = true;
                     return false;
                 }
-                Ok(count) => output.push(self.stream, &buffer[..count]),
+                Ok(count) => renamer.push(output, self.stream, &buffer[..count]),
                 Err(nix::errno::Errno::EAGAIN) => return true,
                 Err(nix::errno::Errno::EINTR) => {}
                 Err(_) => return false,
             }
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn renamed(chunks: &[(Stream, &[u8])]) -> String {
+        let output = OutputCapture::new(&bashtool_core::OutputConfig::default(), None);
+        let mut renamer = Renamer::new(Path::new("/dev/shm/s-1/command.sh"));
+        for (stream, bytes) in chunks {
+            renamer.push(&output, *stream, bytes);
+        }
+        renamer.flush(&output);
+        output.end_stream(Stream::Stdout);
+        output.end_stream(Stream::Stderr);
+        let buffer = output.finish();
+        let (lines, _) = buffer.retained();
+        lines
+            .iter()
+            .map(|line| line.text.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn the_command_file_reads_as_bash_however_the_reads_cut_it() {
+        let message = b"a\n/dev/shm/s-1/command.sh: line 2: foo: command not found\n/x/y\n";
+        let expected = "a\nbash: line 2: foo: command not found\n/x/y";
+        assert_eq!(renamed(&[(Stream::Stderr, message)]), expected);
+        for cut in 0..=message.len() {
+            let (first, second) = message.split_at(cut);
+            assert_eq!(
+                renamed(&[(Stream::Stderr, first), (Stream::Stderr, second)]),
+                expected,
+                "cut at {cut}"
+            );
+        }
+        // A start of the path at the end of the output is output.
+        assert_eq!(
+            renamed(&[(Stream::Stdout, b"see /dev/shm/s")]),
+            "see /dev/shm/s"
+        );
+        // Each stream keeps its own carry.
+        assert_eq!(
+            renamed(&[
+                (Stream::Stderr, b"/dev/shm/s-1/comm"),
+                (Stream::Stdout, b"out\n"),
+                (Stream::Stderr, b"and.sh: line 1: x\n"),
+            ]),
+            "out\nbash: line 1: x"
+        );
     }
 }

@@ -26,8 +26,9 @@ use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt as _, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{CONNECTION, CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
-use hyper::{Request, Response, StatusCode};
+use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
+use rmcp::transport::streamable_http_server::session::SessionManager as _;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::net::{TcpListener, TcpStream};
@@ -89,11 +90,12 @@ pub async fn serve(mut settings: Settings, http: HttpSettings) -> anyhow::Result
     crate::environment::tie_to_this_process(&mut settings.environment.local);
     let sessions = Sessions::new(settings, grace);
     let stop = CancellationToken::new();
+    let manager = Arc::new(LocalSessionManager::default());
     let service = {
         let sessions = sessions.clone();
         StreamableHttpService::new(
-            move || sessions.open(),
-            Arc::new(LocalSessionManager::default()),
+            move || Ok(sessions.open()),
+            Arc::clone(&manager),
             StreamableHttpServerConfig::default()
                 .with_cancellation_token(stop.child_token())
                 // The guard checks Host and Origin, knowing the bound address.
@@ -102,7 +104,7 @@ pub async fn serve(mut settings: Settings, http: HttpSettings) -> anyhow::Result
         )
     };
     let guard = Guard::new(token, loopback);
-    let outcome = accept_until_signal(&listener, &service, &guard, limits, signals).await;
+    let outcome = accept_until_signal(&listener, &service, &manager, &guard, limits, signals).await;
     stop.cancel();
     sessions.shut_down_all().await;
     if let Some(path) = generated {
@@ -116,6 +118,7 @@ type McpService = StreamableHttpService<sessions::SessionServer, LocalSessionMan
 async fn accept_until_signal(
     listener: &TcpListener,
     service: &McpService,
+    manager: &Arc<LocalSessionManager>,
     guard: &Guard,
     limits: Limits,
     mut signals: StopSignals,
@@ -145,16 +148,21 @@ async fn accept_until_signal(
             continue;
         };
         let service = service.clone();
+        let manager = Arc::clone(manager);
         let guard = guard.clone();
         let trust = slot.trust();
         let handler = hyper::service::service_fn(move |request: Request<Incoming>| {
             let mut service = service.clone();
+            let manager = Arc::clone(&manager);
             let verdict = guard.check(request.uri().path(), request.headers());
             if verdict.is_ok() {
                 trust.grant();
             }
             async move {
                 match verdict {
+                    Ok(()) if request.method() == Method::DELETE => {
+                        Ok(end_session(request, &mut service, &manager).await)
+                    }
                     Ok(()) => service.call(request).await,
                     Err(refusal) => {
                         tracing::info!(%peer, ?refusal, "request refused");
@@ -183,6 +191,48 @@ async fn accept_until_signal(
             drop(slot);
         });
     }
+}
+
+/// `DELETE /mcp`: ends the session named by `Mcp-Session-Id` with `204 No
+/// Content` (rmcp answers `202 Accepted`, which clients such as the
+/// Python SDK take for a failure), or answers `404 Not Found` for an id
+/// that names no open session, as for any other request with one.
+async fn end_session(
+    request: Request<Incoming>,
+    service: &mut McpService,
+    manager: &LocalSessionManager,
+) -> Response<Body> {
+    let id = request
+        .headers()
+        .get("mcp-session-id")
+        .and_then(|value| value.to_str().ok())
+        .map(Arc::<str>::from);
+    if let Some(id) = &id
+        && !manager.has_session(id).await.unwrap_or(false)
+    {
+        return plain(
+            StatusCode::NOT_FOUND,
+            "not found: no MCP session has this Mcp-Session-Id (it ended, or never began)",
+        );
+    }
+    let Ok(response) = service.call(request).await;
+    if response.status() == StatusCode::ACCEPTED {
+        let mut ended = Response::new(Full::new(Bytes::new()).boxed());
+        *ended.status_mut() = StatusCode::NO_CONTENT;
+        return ended;
+    }
+    response
+}
+
+/// A plain-text answer with `status`.
+fn plain(status: StatusCode, message: &str) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(format!("{message}\n"))).boxed());
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
 }
 
 /// Answers `503` if the socket takes it at once (never waiting on a peer

@@ -73,18 +73,27 @@ impl Sessions {
 
     /// A handler for a new MCP session (rmcp's service factory). Cheap: the
     /// shell starts with the first call.
-    pub fn open(&self) -> std::io::Result<SessionServer> {
+    pub fn open(&self) -> SessionServer {
         let inner = &self.inner;
         let settings = &inner.settings;
-        // `--remote` is refused with `--http`: every session is local.
-        let environment = settings
-            .environment
-            .open_local(&settings.tool)
-            .map_err(std::io::Error::other)?;
-        let server = BashServer::new(
-            Backend::new(settings, &environment),
-            settings.progress_interval,
-        );
+        // `--remote` is refused with `--http`: every session is local. One
+        // that cannot be opened still answers, saying why.
+        let (environment, problem) = match settings.environment.open_local(&settings.tool) {
+            Ok(environment) => (environment, None),
+            Err(error) => {
+                let reason = format!("{error:#}");
+                tracing::error!(%reason, "a session's environment could not be opened");
+                let unavailable = crate::environment::Unavailable {
+                    reason: reason.clone(),
+                };
+                (Exec::Unavailable(Arc::new(unavailable)), Some(reason))
+            }
+        };
+        let mut backend = Backend::new(settings, &environment);
+        if let Some(problem) = &problem {
+            backend.explain_problem(problem, false);
+        }
+        let server = BashServer::new(backend, settings.progress_interval);
         let id = inner.next_id.fetch_add(1, Ordering::Relaxed);
         inner
             .open
@@ -98,13 +107,13 @@ impl Sessions {
                 },
             );
         tracing::debug!(id, "MCP session opened");
-        Ok(SessionServer {
+        SessionServer {
             server,
             _life: Arc::new(Life {
                 id,
                 sessions: Arc::downgrade(inner),
             }),
-        })
+        }
     }
 
     /// Shuts every open session down (their calls stopped, their shells
