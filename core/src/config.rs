@@ -93,6 +93,13 @@ pub struct InputFields {
     /// `mode: "interactive"` (a terminal, and `write` in the jobs tool).
     /// Off unless the environment supports it.
     pub interactive: bool,
+    /// `outside_sandbox`: run one call without the sandbox once a person
+    /// approves. Set by [`crate::BashTool`] when it can ask and has an
+    /// environment without the sandbox, not by hand.
+    pub outside_sandbox: bool,
+    /// `justification`: the sentence the person reads when asked. Set by
+    /// [`crate::BashTool`] when it can ask.
+    pub justification: bool,
 }
 
 impl Default for InputFields {
@@ -105,6 +112,8 @@ impl Default for InputFields {
             working_directory: true,
             environment: true,
             interactive: false,
+            outside_sandbox: false,
+            justification: false,
         }
     }
 }

@@ -74,6 +74,10 @@ pub struct ToolInput {
     pub working_directory: Option<PathBuf>,
     /// Variables added for this call.
     pub environment: BTreeMap<String, String>,
+    /// Run without the sandbox, once a person approves.
+    pub outside_sandbox: bool,
+    /// What the person reads when asked.
+    pub justification: Option<String>,
 }
 
 impl ToolInput {
@@ -85,6 +89,8 @@ impl ToolInput {
             timeout: None,
             working_directory: None,
             environment: BTreeMap::new(),
+            outside_sandbox: false,
+            justification: None,
         }
     }
 
@@ -167,6 +173,8 @@ pub fn allowed_fields(config: &ToolConfig) -> Vec<&'static str> {
         (fields.timeout, "timeout"),
         (fields.working_directory, "working_directory"),
         (fields.environment, "environment"),
+        (fields.outside_sandbox, "outside_sandbox"),
+        (fields.justification, "justification"),
     ] {
         if enabled {
             names.push(name);
@@ -223,13 +231,74 @@ pub fn validate_input(input: &Value, config: &ToolConfig) -> Result<ToolInput, I
     }
     let working_directory = parse_working_directory(object.get("working_directory"))?;
     let environment = parse_environment(object.get("environment"))?;
+    let outside_sandbox = parse_outside_sandbox(object.get("outside_sandbox"), mode)?;
+    let justification = parse_justification(object.get("justification"))?;
     Ok(ToolInput {
         commands,
         mode,
         timeout,
         working_directory,
         environment,
+        outside_sandbox,
+        justification,
     })
+}
+
+/// Longest `justification`: one sentence, not a document.
+pub const MAX_JUSTIFICATION_CHARS: usize = 500;
+
+fn parse_outside_sandbox(value: Option<&Value>, mode: Mode) -> Result<bool, InputError> {
+    let outside = match value {
+        None => return Ok(false),
+        Some(Value::Bool(outside)) => *outside,
+        Some(other) => {
+            return Err(InputError::new(
+                "outside_sandbox",
+                format!(
+                    "'outside_sandbox' must be true or false, got {}",
+                    type_name(other)
+                ),
+            ));
+        }
+    };
+    // A job outlives the call the person approved, and would be reached
+    // later through the jobs tool without a question.
+    if outside && matches!(mode, Mode::Background | Mode::Interactive) {
+        return Err(InputError::new(
+            "outside_sandbox",
+            format!(
+                "'outside_sandbox' runs one call in the foreground (mode default or slow); \
+                 it cannot be used with mode '{}'",
+                mode.as_str()
+            ),
+        ));
+    }
+    Ok(outside)
+}
+
+fn parse_justification(value: Option<&Value>) -> Result<Option<String>, InputError> {
+    match value {
+        None => Ok(None),
+        Some(Value::String(text)) if text.trim().is_empty() => Err(InputError::new(
+            "justification",
+            "'justification' must be one sentence for the user, not blank",
+        )),
+        Some(Value::String(text)) if text.chars().count() > MAX_JUSTIFICATION_CHARS => {
+            Err(InputError::new(
+                "justification",
+                format!(
+                    "'justification' must be one sentence of at most {MAX_JUSTIFICATION_CHARS} \
+                     characters, got {}",
+                    text.chars().count()
+                ),
+            ))
+        }
+        Some(Value::String(text)) => Ok(Some(text.trim().to_owned())),
+        Some(other) => Err(InputError::new(
+            "justification",
+            format!("'justification' must be a string, got {}", type_name(other)),
+        )),
+    }
 }
 
 fn parse_command_text(

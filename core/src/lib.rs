@@ -28,6 +28,7 @@
 #![warn(missing_docs)]
 
 mod approval;
+mod asking;
 mod config;
 mod env_policy;
 mod environment;
@@ -47,7 +48,7 @@ mod tool;
 
 #[cfg(feature = "mock")]
 pub use approval::MockApproval;
-pub use approval::{Approval, ApproveAll};
+pub use approval::{Approval, ApprovalAnswer, ApprovalKind, ApprovalRequest, Refusal};
 pub use config::{
     CHARACTERS_PER_TOKEN, HEAD_PERCENT, InputFields, MAX_BATCH_COMMANDS, MAX_CHARS_PER_LINE,
     MAX_COMMAND_BYTES, MAX_OUTPUT_TOKENS, OutputConfig, SALIENT_PERCENT, Shortening, ToolConfig,
@@ -84,7 +85,7 @@ pub use policy::{
 };
 pub use registry::{CreateToolContext, TOOL_NAMES, Tool, create_tool, tool_specs};
 pub use report::CappedLog;
-pub use result::{BatchItemDetails, Content, Details, ToolResult};
+pub use result::{ApprovalDetails, BatchItemDetails, Content, Details, ToolResult};
 pub use sandbox_note::{explain_denial, explain_denial_at};
 pub use spec::{ToolSpec, description, input_schema, tool_spec, tool_spec_for};
-pub use tool::{BashTool, CallContext, NOT_CONFIRMED};
+pub use tool::{BashTool, CallContext};

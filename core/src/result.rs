@@ -139,6 +139,28 @@ pub struct Details {
     /// The sandbox the command ran in.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub sandbox: Option<SandboxInfo>,
+    /// The questions put to a person for this call (outside the sandbox,
+    /// past a policy rule) and their answers.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub approvals: Vec<ApprovalDetails>,
+}
+
+/// One question put to a person and the answer (see [`crate::Approval`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApprovalDetails {
+    /// `sandbox` (run without it) or `policy` (run past `rule`).
+    pub kind: String,
+    /// The policy rule let through or not.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub rule: Option<Rule>,
+    /// The command asked about.
+    pub command: String,
+    /// `allow_once`, `allow_session` (asked now), `session_grant` (allowed
+    /// earlier in the session, not asked again), `denied`, `cancelled`,
+    /// `no_answer` or `not_asked`.
+    pub answer: String,
+    /// Who answered (`the user, asked through the MCP client`).
+    pub by: String,
 }
 
 /// The result of one tool call.

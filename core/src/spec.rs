@@ -150,8 +150,42 @@ pub fn description(config: &ToolConfig) -> String {
             refused.join(", ")
         ));
     }
+    text.push_str(&approval_text(config));
     if let Some(directory) = &config.working_directory {
         text.push_str(&format!("\n<pwd>{}</pwd>", directory.display()));
+    }
+    text
+}
+
+/// What the description says of asking the user: only when the tool can
+/// ask (the fields exist), so the model is never told of a question that
+/// cannot be put.
+fn approval_text(config: &ToolConfig) -> String {
+    let fields = &config.fields;
+    let mut text = String::new();
+    if fields.outside_sandbox {
+        text.push_str(
+            "- When the sandbox refuses something the task really needs (a write outside the \
+             writable directories, a socket it hides), you may call again with outside_sandbox: \
+             true and a justification (one sentence): the user is asked, with the command, the \
+             directory and your justification, to allow it once, for this session (the same \
+             command), or deny it. Allowed, it runs in a fresh shell without the sandbox (a \
+             persistent shell's directory and variables do not carry over: set \
+             working_directory).\n",
+        );
+    }
+    if fields.justification && config.policy.enabled {
+        text.push_str(
+            "- A command the safety policy refuses is put to the user, with your justification \
+             if you give one; they may allow it once, for this session (the same rule), or deny \
+             it.\n",
+        );
+    }
+    if fields.justification {
+        text.push_str(
+            "- If the user denies, cancels or does not answer, nothing runs: do not retry the \
+             same thing; change the approach or ask the user.\n",
+        );
     }
     text
 }
@@ -255,6 +289,30 @@ pub fn input_schema(config: &ToolConfig) -> Value {
                 "additionalProperties": {"type": "string"},
                 "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$"},
                 "description": "Environment variables to add for this call",
+            }),
+        );
+    }
+    if fields.outside_sandbox {
+        properties.insert(
+            "outside_sandbox".into(),
+            json!({
+                "type": "boolean",
+                "description": "Run this call without the sandbox, in a fresh shell, once the \
+                    user approves (they are asked; give a justification). Only when the sandbox \
+                    refused something the task really needs; not with mode background or \
+                    interactive",
+            }),
+        );
+    }
+    if fields.justification {
+        properties.insert(
+            "justification".into(),
+            json!({
+                "type": "string",
+                "minLength": 1,
+                "maxLength": crate::input::MAX_JUSTIFICATION_CHARS,
+                "description": "One sentence the user reads when asked to approve this call \
+                    (outside_sandbox, or a command the safety policy refuses)",
             }),
         );
     }

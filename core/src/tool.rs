@@ -6,29 +6,33 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::approval::{Approval, ApproveAll};
+use crate::approval::Approval;
+use crate::asking::{Asker, Grants, approved_line};
 use crate::config::ToolConfig;
 use crate::error::ExecError;
 use crate::exec::{CommandExec, ExecMode, SpawnOptions};
 use crate::input::{Commands, Mode, ToolInput, validate_input};
 use crate::output::OutputCapture;
 use crate::output::OutputSink;
-use crate::policy;
 use crate::report::{
     background_text, batch_item, command_details, command_section, share_budget, telemetry_line,
 };
 use crate::result::{BatchItemDetails, Content, Details, ToolResult};
 use crate::spec::{ToolSpec, tool_spec_for};
 
-/// Seed 000's refusal when the approval port says no.
-pub const NOT_CONFIRMED: &str = "Command was not confirmed by the user.";
-
-/// The bash tool bound to an environment. Cheap to clone.
+/// The bash tool bound to an environment. Cheap to clone; clones share
+/// the session's standing approvals.
 #[derive(Clone)]
 pub struct BashTool {
     config: Arc<ToolConfig>,
+    /// `config` with the fields a call that can ask a person may use.
+    asking_config: Arc<ToolConfig>,
     exec: Arc<dyn CommandExec>,
-    approval: Arc<dyn Approval>,
+    /// Runs the calls approved `outside_sandbox`.
+    unsandboxed: Option<Arc<dyn CommandExec>>,
+    approval: Option<Arc<dyn Approval>>,
+    grants: Arc<Grants>,
+    no_approval_hint: Option<Arc<str>>,
 }
 
 impl std::fmt::Debug for BashTool {
@@ -53,18 +57,54 @@ pub struct CallContext {
 impl BashTool {
     /// The tool with `config`, running commands in `exec`.
     pub fn new(config: ToolConfig, exec: Arc<dyn CommandExec>) -> Self {
-        Self {
+        let mut tool = Self {
+            asking_config: Arc::new(config.clone()),
             config: Arc::new(config),
             exec,
-            approval: Arc::new(ApproveAll),
-        }
+            unsandboxed: None,
+            approval: None,
+            grants: Arc::default(),
+            no_approval_hint: None,
+        };
+        tool.update_asking_config();
+        tool
     }
 
-    /// Asks `approval` before each command runs (seed 000's `confirm_fn`).
+    /// Asks `approval` when a command needs a person's yes: the policy
+    /// blocks it, or the model set `outside_sandbox`. The schema then
+    /// offers `justification` (and `outside_sandbox` with
+    /// [`Self::with_unsandboxed`]). Without it, nobody is asked and the
+    /// policy's refusals stand.
     #[must_use]
     pub fn with_approval(mut self, approval: Arc<dyn Approval>) -> Self {
-        self.approval = approval;
+        self.approval = Some(approval);
         self
+    }
+
+    /// Where calls approved `outside_sandbox` run: the same environment
+    /// without the sandbox, a fresh shell per call. Without it the field
+    /// is never offered.
+    #[must_use]
+    pub fn with_unsandboxed(mut self, exec: Arc<dyn CommandExec>) -> Self {
+        self.unsandboxed = Some(exec);
+        self.update_asking_config();
+        self
+    }
+
+    /// Why nobody can be asked here and what the user could do instead,
+    /// added to a policy refusal, and to the error of a call that sends
+    /// `outside_sandbox` or `justification`, when no approval is given.
+    #[must_use]
+    pub fn with_no_approval_hint(mut self, hint: impl Into<String>) -> Self {
+        self.no_approval_hint = Some(hint.into().into());
+        self
+    }
+
+    fn update_asking_config(&mut self) {
+        let mut config = (*self.config).clone();
+        config.fields.justification = true;
+        config.fields.outside_sandbox = self.unsandboxed.is_some();
+        self.asking_config = Arc::new(config);
     }
 
     /// The tool's configuration.
@@ -72,9 +112,21 @@ impl BashTool {
         &self.config
     }
 
-    /// The definition to give the model.
+    /// The definition to give the model: with the approval fields when
+    /// the tool has an [`Approval`].
     pub fn spec(&self) -> ToolSpec {
-        tool_spec_for(&self.config, &self.exec.environment())
+        self.spec_for(self.approval.is_some())
+    }
+
+    /// The definition for calls that can ask a person (`asking`: see
+    /// [`Self::call_asking`]) or not.
+    pub fn spec_for(&self, asking: bool) -> ToolSpec {
+        let config = if asking {
+            &self.asking_config
+        } else {
+            &self.config
+        };
+        tool_spec_for(config, &self.exec.environment())
     }
 
     /// Runs a call to its end.
@@ -82,43 +134,113 @@ impl BashTool {
         self.call_with(&input, CallContext::default()).await
     }
 
-    /// Runs a call to its end with cancellation and live output.
+    /// Runs a call to its end with cancellation and live output, asking
+    /// the tool's [`Approval`] when one is needed.
     pub async fn call_with(&self, input: &Value, context: CallContext) -> ToolResult {
-        let input = match validate_input(input, &self.config) {
+        self.call_asking(input, context, self.approval.clone())
+            .await
+    }
+
+    /// [`Self::call_with`], asking `approval` instead of the tool's own (a
+    /// front end whose person is reached per connection, as an MCP
+    /// client's); `None`: nobody is asked, and the approval fields are
+    /// unknown to this call.
+    pub async fn call_asking(
+        &self,
+        input: &Value,
+        context: CallContext,
+        approval: Option<Arc<dyn Approval>>,
+    ) -> ToolResult {
+        let config = if approval.is_some() {
+            &self.asking_config
+        } else {
+            &self.config
+        };
+        let input = match validate_input(input, config) {
             Ok(input) => input,
             Err(error) => {
                 let command = echoed_command(crate::input::raw_command(input));
-                let mut result = ToolResult::refused(
-                    &command,
-                    "invalid_input",
-                    format!("invalid input: {}", error.message),
-                );
+                let mut message = format!("invalid input: {}", error.message);
+                if approval.is_none()
+                    && matches!(error.field.as_str(), "outside_sandbox" | "justification")
+                    && let Some(hint) = &self.no_approval_hint
+                {
+                    message.push_str(&format!(" ({hint})"));
+                }
+                let mut result = ToolResult::refused(&command, "invalid_input", message);
                 result.details.field = Some(error.field);
                 return result;
             }
         };
-        self.run_input(&input, context).await
+        self.run_asking(&input, context, approval.as_deref()).await
     }
 
-    /// Runs an already validated input.
+    /// Runs an already validated input, asking the tool's [`Approval`].
     pub async fn run_input(&self, input: &ToolInput, context: CallContext) -> ToolResult {
-        let display = input.display_command();
-        for command in input.commands.as_slice() {
-            if let Err(violation) = policy::check(command, &self.config.policy) {
-                let mut result = ToolResult::refused(&display, "blocked", violation.message);
-                result.details.rule = Some(violation.rule);
-                return result;
+        self.run_asking(input, context, self.approval.as_deref())
+            .await
+    }
+
+    async fn run_asking(
+        &self,
+        input: &ToolInput,
+        context: CallContext,
+        approval: Option<&dyn Approval>,
+    ) -> ToolResult {
+        let cancel = context.cancel.clone();
+        let asker = Asker {
+            approval,
+            grants: &self.grants,
+            no_approval_hint: self.no_approval_hint.as_deref(),
+            cancel: &cancel,
+        };
+        let approvals = match asker.clear(input, &self.config).await {
+            Ok(approvals) => approvals,
+            Err(refused) => return refused,
+        };
+        let exec = if input.outside_sandbox {
+            match &self.unsandboxed {
+                Some(exec) => exec,
+                None => {
+                    return ToolResult::refused(
+                        &input.display_command(),
+                        "not_approved",
+                        "Not run: this environment cannot run a call outside its sandbox.",
+                    );
+                }
             }
-        }
-        for command in input.commands.as_slice() {
-            if !self.approval.approve(command).await {
-                return ToolResult::refused(&display, "not_approved", NOT_CONFIRMED);
+        } else {
+            &self.exec
+        };
+        let mut result = match &input.commands {
+            Commands::Single(command) => self.run_single(exec, command, input, context).await,
+            Commands::Batch(commands) => self.run_batch(exec, commands, input, context).await,
+        };
+        for approval in &approvals {
+            let line = approved_line(approval);
+            if let Some(Content::Text { text }) = result.content.last_mut() {
+                text.push('\n');
+                text.push_str(&line);
             }
+            result.details.notes.push(line);
         }
-        match &input.commands {
-            Commands::Single(command) => self.run_single(command, input, context).await,
-            Commands::Batch(commands) => self.run_batch(commands, input, context).await,
+        if !approvals.is_empty() {
+            result.details.approvals = approvals;
+        } else if asker.approval.is_some()
+            && self.unsandboxed.is_some()
+            && result
+                .details
+                .notes
+                .iter()
+                .any(|note| note.starts_with("sandbox"))
+        {
+            result.details.notes.push(
+                "You may call again with outside_sandbox: true and a justification if the task \
+                 really needs this: the user will be asked."
+                    .to_owned(),
+            );
         }
+        result
     }
 
     /// The options of one command; each gets its own output capture, with
@@ -141,17 +263,18 @@ impl BashTool {
 
     async fn run_single(
         &self,
+        exec: &Arc<dyn CommandExec>,
         command: &str,
         input: &ToolInput,
         context: CallContext,
     ) -> ToolResult {
         let options = self.spawn_options(input, &context);
         let timeout_secs = options.timeout.map(|timeout| timeout.as_secs());
-        let result = match self.exec.spawn(command, options).await {
+        let result = match exec.spawn(command, options).await {
             Ok(result) => result,
             Err(error) => return exec_error_result(command, &error),
         };
-        let environment = self.exec.environment();
+        let environment = exec.environment();
         if let Some(job) = &result.background {
             let mut details = command_details(command, &result, None, false);
             details.environment = environment_name(&environment);
@@ -205,6 +328,7 @@ impl BashTool {
 
     async fn run_batch(
         &self,
+        exec: &Arc<dyn CommandExec>,
         commands: &[String],
         input: &ToolInput,
         context: CallContext,
@@ -222,7 +346,7 @@ impl BashTool {
                 outcomes.push(Outcome::Skipped);
                 continue;
             }
-            outcomes.push(match self.exec.spawn(command, options.clone()).await {
+            outcomes.push(match exec.spawn(command, options.clone()).await {
                 Ok(result) => Outcome::Ran(result),
                 Err(error) => Outcome::Failed(error),
             });
@@ -235,7 +359,7 @@ impl BashTool {
             })
             .collect();
         let shares = share_budget(&needs, self.config.output.budget_chars());
-        let environment = self.exec.environment();
+        let environment = exec.environment();
         let total = commands.len();
         let mut sections = Vec::with_capacity(total);
         let mut items: Vec<BatchItemDetails> = Vec::with_capacity(total);

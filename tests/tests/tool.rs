@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use bashtool_core::{
     BashTool, CallContext, CommandResult, CreateToolContext, EnvironmentInfo, ExecError,
-    Invocation, MockApproval, MockCommandExec, NOT_CONFIRMED, OutputBuffer, OutputChunk,
-    ShellState, Stream, Tool, ToolConfig, ToolResult, create_tool, tool_specs,
+    Invocation, MockApproval, MockCommandExec, OutputBuffer, OutputChunk, ShellState, Stream, Tool,
+    ToolConfig, ToolResult, create_tool, tool_specs,
 };
 use bashtool_env_mock::{Reply, ScriptedExec};
 use serde_json::json;
@@ -372,13 +372,24 @@ async fn input_fields_reach_the_environment() {
 }
 
 #[tokio::test(start_paused = true)]
-async fn refused_approval_runs_nothing_and_says_it_was_not_confirmed() {
+async fn refused_approval_of_a_blocked_command_runs_nothing() {
     let exec = ScriptedExec::replying(|_| Reply::new());
     let mut approval = MockApproval::new();
-    approval.expect_approve().times(1).returning(|_| false);
+    approval
+        .expect_approve()
+        .times(1)
+        .returning(|_, _| bashtool_core::ApprovalAnswer::Deny(bashtool_core::Refusal::Denied));
+    approval
+        .expect_approver()
+        .returning(|| "the user".to_owned());
     let tool = tool_with(&exec).with_approval(Arc::new(approval));
-    let result = tool.call(json!({"command": "make deploy"})).await;
-    assert_eq!(result.text(), NOT_CONFIRMED);
+    let result = tool.call(json!({"command": "git push --force"})).await;
+    assert_eq!(
+        result.text(),
+        "Not run: the user refused to run this command past the safety policy (rule \
+         git_push_force), so nothing ran. Do not retry the same command or a way around it; \
+         change the approach, or ask the user what they want."
+    );
     assert!(result.is_error);
     assert!(exec.calls().is_empty());
 }
