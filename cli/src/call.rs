@@ -72,7 +72,8 @@ pub fn run(args: &CallArgs) -> anyhow::Result<ExitCode> {
                 .enable_all()
                 .build()?;
             runtime.block_on(async {
-                let tool = BashTool::new(config, exec.command_exec());
+                let tool = BashTool::new(config, exec.command_exec())
+                    .with_no_approval_hint(crate::approvals::CALL_HINT);
                 let cancel = tokio_util::sync::CancellationToken::new();
                 crate::signals::cancel_on_signals(cancel.clone())?;
                 let context = bashtool_core::CallContext {

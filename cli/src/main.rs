@@ -25,6 +25,7 @@ compile_error!(
     "bashtool runs only on Linux, not on this OS: it needs process groups, /proc, pidfd_open (Linux 5.3+) and bash"
 );
 
+mod approvals;
 mod call;
 mod check;
 mod config;

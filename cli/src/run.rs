@@ -62,6 +62,14 @@ pub struct RunArgs {
     /// Print only the text the model would see (shortened), not the live output
     #[arg(long)]
     pub model_text: bool,
+    /// Run this command without the sandbox, in a fresh shell, once you approve it on the terminal (as the model's `outside_sandbox`)
+    #[arg(long)]
+    pub outside_sandbox: bool,
+    /// The sentence shown with the question (as the model's `justification`)
+    #[arg(long, value_name = "TEXT")]
+    pub justification: Option<String>,
+    #[command(flatten)]
+    pub approvals: crate::approvals::ApprovalArgs,
     /// The script (one argument), or a command and its arguments (quoted for bash)
     #[arg(required = true, trailing_var_arg = true)]
     pub command: Vec<String>,
@@ -107,6 +115,12 @@ fn tool_input(args: &RunArgs) -> anyhow::Result<Value> {
     }
     if let Some(timeout) = args.timeout {
         input.insert("timeout".into(), json!(timeout));
+    }
+    if args.outside_sandbox {
+        input.insert("outside_sandbox".into(), json!(true));
+    }
+    if let Some(justification) = &args.justification {
+        input.insert("justification".into(), json!(justification));
     }
     if !args.env.is_empty() {
         let mut environment = Map::new();
@@ -255,8 +269,9 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
+    let asking = crate::approvals::for_run(&args.approvals, &args.tool, &args.remote)?;
     let result: ToolResult = runtime.block_on(async {
-        let tool = BashTool::new(config, exec.command_exec());
+        let tool = asking.tool(BashTool::new(config, exec.command_exec()));
         let cancel = CancellationToken::new();
         let context = CallContext {
             cancel: cancel.clone(),
@@ -279,6 +294,7 @@ pub fn run(args: &RunArgs) -> anyhow::Result<ExitCode> {
         if let Err(error) = exec.finish().await {
             eprintln!("bashtool: warning: {error:#}");
         }
+        asking.finish().await;
         result
     });
     if stdout_closed.load(Ordering::Relaxed) {

@@ -107,6 +107,11 @@ impl BashTool {
         self.asking_config = Arc::new(config);
     }
 
+    /// What the environment says of itself (where, which sandbox).
+    pub fn environment(&self) -> crate::environment::EnvironmentInfo {
+        self.exec.environment()
+    }
+
     /// The tool's configuration.
     pub fn config(&self) -> &ToolConfig {
         &self.config
@@ -166,6 +171,15 @@ impl BashTool {
                     && let Some(hint) = &self.no_approval_hint
                 {
                     message.push_str(&format!(" ({hint})"));
+                } else if approval.is_some()
+                    && self.unsandboxed.is_none()
+                    && error.field == "outside_sandbox"
+                {
+                    message.push_str(
+                        " ('outside_sandbox' is not available here: the sandbox is already off, \
+                         or the commands run in a remote environment whose sandbox cannot be \
+                         lifted from here)",
+                    );
                 }
                 let mut result = ToolResult::refused(&command, "invalid_input", message);
                 result.details.field = Some(error.field);

@@ -8,6 +8,7 @@
 //! signals that stop it ([`crate::signals`]).
 
 mod backend;
+mod elicitation;
 mod gate;
 mod http;
 mod instructions;

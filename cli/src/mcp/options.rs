@@ -90,6 +90,8 @@ pub struct McpArgs {
     /// How much the tools' output schema spells out: `compact` (an object whose description names the fields; cheap for clients that check the schema on every call, like the Python SDK 1.x) or `full` (every field with its type)
     #[arg(long, value_enum, default_value_t = OutputSchema::Compact)]
     pub output_schema: OutputSchema,
+    #[command(flatten)]
+    pub approvals: crate::approvals::ApprovalArgs,
 }
 
 const AFTER_HELP: &str = "\
@@ -139,6 +141,8 @@ pub struct Settings {
     /// `--http`: serve MCP over HTTP instead of stdio.
     pub http: Option<HttpSettings>,
     pub output_schema: OutputSchema,
+    /// `--approvals`, `--approval-timeout`.
+    pub approvals: crate::approvals::ApprovalSettings,
 }
 
 /// `--http` and the flags that go with it.
@@ -260,6 +264,7 @@ impl Settings {
             log_filter: logging::filter(args.log_level.as_deref(), file.log_level.as_deref()),
             http,
             output_schema: args.output_schema,
+            approvals: args.approvals.settings()?,
         })
     }
 

@@ -34,6 +34,8 @@ pub struct BashServer {
 struct Inner {
     backend: Backend,
     tools: Vec<Tool>,
+    /// The tools for a client that can be asked (see `super::elicitation`).
+    tools_asking: Vec<Tool>,
     shutdown: CancellationToken,
     calls: TaskTracker,
     progress_interval: Duration,
@@ -42,10 +44,12 @@ struct Inner {
 impl BashServer {
     pub fn new(backend: Backend, progress_interval: Duration) -> Self {
         let tools = backend.tools();
+        let tools_asking = backend.tools_for(true);
         Self {
             inner: Arc::new(Inner {
                 backend,
                 tools,
+                tools_asking,
                 shutdown: CancellationToken::new(),
                 calls: TaskTracker::new(),
                 progress_interval,
@@ -113,7 +117,8 @@ impl BashServer {
             cancel,
             on_output: progress.as_ref().map(Progress::sink),
         };
-        let result = inner.backend.tool.call_with(&input, call).await;
+        let approval = inner.backend.approval_for(&context.peer);
+        let result = inner.backend.tool.call_asking(&input, call, approval).await;
         drop(turn);
         drop(progress);
         drop(follow);
@@ -202,9 +207,16 @@ impl ServerHandler for BashServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.inner.tools.clone()))
+        // A client that cannot be asked is never told of the fields that
+        // would ask.
+        let tools = if self.inner.backend.approval_for(&context.peer).is_some() {
+            &self.inner.tools_asking
+        } else {
+            &self.inner.tools
+        };
+        Ok(ListToolsResult::with_all_items(tools.clone()))
     }
 
     async fn call_tool(

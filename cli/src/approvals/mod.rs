@@ -1,0 +1,205 @@
+//! Asking the person at the other end before a call runs outside the
+//! sandbox or past the policy: the flags (`--approvals`,
+//! `--approval-timeout`), the environment that runs approved calls without
+//! the sandbox, the log of every answer, and the question on a terminal
+//! (`bashtool run`). The MCP front end asks through elicitation
+//! (`mcp/elicitation.rs`); `bashtool call` has nobody to ask.
+
+mod log;
+mod terminal;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bashtool_core::{Approval, ApprovalKind, ApprovalRequest, BashTool, Rule};
+use bashtool_env_local::{LocalConfig, LocalExec};
+use clap::{Args, ValueEnum};
+
+use crate::options::{RemoteArgs, ToolArgs};
+
+pub use log::{ApprovalLog, Logged};
+pub use terminal::TerminalApproval;
+
+/// How long a question waits for its answer, by default.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+/// Longest `--approval-timeout`.
+const MAX_TIMEOUT_SECS: f64 = 86_400.0;
+
+/// Whether the person is asked at all.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum Asking {
+    /// Ask when a call needs it (and the front end can reach a person).
+    #[default]
+    On,
+    /// Never ask: `outside_sandbox` and `justification` are not offered and
+    /// the policy's refusals stand.
+    Off,
+}
+
+/// `--approvals` and `--approval-timeout`.
+#[derive(Debug, Clone, Args)]
+pub struct ApprovalArgs {
+    /// Ask the person before a call runs outside the sandbox (the model's `outside_sandbox`) or past the safety policy: `on` (through MCP elicitation when the client supports it; `run`: on its terminal) or `off` (never ask; the fields are not offered) [default: on]
+    #[arg(long = "approvals", value_enum, value_name = "on|off")]
+    pub approvals: Option<Asking>,
+    /// How long a question waits for the person's answer, in seconds; no answer runs nothing [default: 120]
+    #[arg(long, value_name = "SECONDS")]
+    pub approval_timeout: Option<f64>,
+}
+
+/// What the flags decided.
+#[derive(Debug, Clone, Copy)]
+pub struct ApprovalSettings {
+    pub asking: Asking,
+    pub timeout: Duration,
+}
+
+impl ApprovalArgs {
+    pub fn settings(&self) -> anyhow::Result<ApprovalSettings> {
+        let timeout = match self.approval_timeout {
+            None => DEFAULT_TIMEOUT,
+            Some(seconds) => {
+                crate::config::seconds("--approval-timeout", seconds, MAX_TIMEOUT_SECS)?
+            }
+        };
+        anyhow::ensure!(
+            !timeout.is_zero(),
+            "--approval-timeout must be more than 0 seconds: no time to answer denies every question"
+        );
+        Ok(ApprovalSettings {
+            asking: self.approvals.unwrap_or_default(),
+            timeout,
+        })
+    }
+}
+
+/// Where approved `outside_sandbox` calls run: the same local settings
+/// (variables withheld, non-interactive, logs, the owner's tie) without
+/// the sandbox, a fresh shell per call and none started ahead. `None` when
+/// the sandbox is already off: there is nothing to step outside of.
+pub fn unsandboxed_exec(local: &LocalConfig) -> Option<LocalExec> {
+    local.confinement.as_ref()?;
+    let config = LocalConfig {
+        confinement: None,
+        warm_shells: 0,
+        ..local.clone()
+    };
+    Some(LocalExec::new(config))
+}
+
+/// Why `bashtool call` never asks, for its errors.
+pub const CALL_HINT: &str = "bashtool call never asks for approval: it has no person to ask; \
+    run the command with `bashtool run` on a terminal, which asks, or restart with --no-policy \
+    or --sandbox off";
+
+/// How one `bashtool run` asks: on its terminal, when stdin is one.
+pub struct RunAsking {
+    approval: Option<Arc<dyn Approval>>,
+    unsandboxed: Option<LocalExec>,
+    hint: String,
+}
+
+/// The asking of `bashtool run` with these flags.
+pub fn for_run(
+    args: &ApprovalArgs,
+    tool: &ToolArgs,
+    remote: &RemoteArgs,
+) -> anyhow::Result<RunAsking> {
+    let settings = args.settings()?;
+    let off = RunAsking {
+        approval: None,
+        unsandboxed: None,
+        hint: format!("asking is off (--approvals off); {RESTART_HINT}"),
+    };
+    if settings.asking == Asking::Off {
+        return Ok(off);
+    }
+    let Some(terminal) = TerminalApproval::if_terminal(settings.timeout) else {
+        return Ok(RunAsking {
+            hint: format!(
+                "bashtool run asks only when its stdin is a terminal, and it is not one, so \
+                 nobody was asked; {RESTART_HINT}"
+            ),
+            ..off
+        });
+    };
+    let log = ApprovalLog::open(format!("run pid {}", std::process::id()))?;
+    let unsandboxed = if remote.remote.is_some() {
+        None
+    } else {
+        let (_, local) = tool.local_settings(&tool.file()?)?;
+        unsandboxed_exec(&local)
+    };
+    Ok(RunAsking {
+        approval: Some(Arc::new(Logged {
+            inner: terminal,
+            log,
+        })),
+        unsandboxed,
+        hint: String::new(),
+    })
+}
+
+impl RunAsking {
+    /// `tool`, asking as decided.
+    pub fn tool(&self, tool: BashTool) -> BashTool {
+        let mut tool = tool;
+        if let Some(unsandboxed) = &self.unsandboxed {
+            tool = tool.with_unsandboxed(Arc::new(unsandboxed.clone()));
+        }
+        match &self.approval {
+            Some(approval) => tool.with_approval(Arc::clone(approval)),
+            None => tool.with_no_approval_hint(self.hint.clone()),
+        }
+    }
+
+    /// Waits for what the call outside the sandbox left to be stopped.
+    pub async fn finish(&self) {
+        if let Some(unsandboxed) = &self.unsandboxed {
+            unsandboxed.shutdown().await;
+        }
+    }
+}
+
+/// The question as a person reads it.
+pub fn question(request: &ApprovalRequest) -> String {
+    let what = match request.kind {
+        ApprovalKind::Sandbox => {
+            "run a command OUTSIDE the sandbox (with your full rights)".to_owned()
+        }
+        ApprovalKind::Policy(rule) => format!(
+            "run a command the safety policy blocks (rule {})",
+            rule_name(rule)
+        ),
+    };
+    let directory = request.cwd.as_ref().map_or_else(
+        || "the persistent shell's current directory".to_owned(),
+        |directory| directory.display().to_string(),
+    );
+    let session = match request.kind {
+        ApprovalKind::Sandbox => "the same command in the same directory",
+        ApprovalKind::Policy(Rule::DenyPattern | Rule::ParseError) => "the same command",
+        ApprovalKind::Policy(_) => "every command this rule blocks",
+    };
+    format!(
+        "bashtool: the model asks to {what}.\n\
+         Command: {}\n\
+         Directory: {directory}\n\
+         Reason: {}\n\
+         Allow once, allow for this session ({session}, until the session ends), or deny?",
+        request.command, request.reason
+    )
+}
+
+/// A rule's name as results and logs spell it (`git_push_force`).
+pub fn rule_name(rule: Rule) -> String {
+    serde_json::to_value(rule)
+        .ok()
+        .and_then(|value| value.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// What the user can do when nobody can be asked, for a refusal's text.
+pub const RESTART_HINT: &str = "the user could restart bashtool with --no-policy, or turn the \
+    rule off in the config file's [policy], to let the policy's refusals through; and with \
+    --writable DIR or --sandbox off to widen the sandbox";
