@@ -68,7 +68,8 @@ const COMPACT_DESCRIPTION: &str = "The call's details: command, success, exit_co
      working_directory, log_file (the full output, when saved), truncated, total_lines, \
      total_bytes, shell (cwd and git branch after a session call), pid and output_file \
      (background jobs), notes, batch (one entry per command of `commands`), error_kind, \
-     rule and field (why nothing ran).";
+     rule and field (why nothing ran), approvals (the questions put to the user and their \
+     answers).";
 
 /// The bash tool as `tools/list` shows it.
 pub fn bash_tool(config: &ToolConfig, output: OutputSchema) -> Tool {
@@ -211,6 +212,24 @@ pub fn details_schema() -> Value {
             },
             "notes": {"type": "array", "items": {"type": "string"}},
             "batch": {"type": "array", "items": batch_item},
+            "approvals": {
+                "type": "array",
+                "description": "The questions put to the user for this call and their answers",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "kind": {"type": "string", "description": "sandbox or policy"},
+                        "rule": {"type": "string", "description": "The policy rule"},
+                        "command": {"type": "string"},
+                        "answer": {
+                            "type": "string",
+                            "description": "allow_once, allow_session, session_grant, denied, cancelled, no_answer or not_asked",
+                        },
+                        "by": {"type": "string", "description": "Who answered"},
+                    },
+                    "required": ["kind", "command", "answer", "by"],
+                },
+            },
         },
         "required": ["command", "success", "timed_out", "cancelled"],
     })
@@ -235,6 +254,7 @@ mod tests {
             field: Some("command".into()),
             shell: Some(ShellState::default()),
             notes: vec!["n".into()],
+            approvals: vec![bashtool_core::ApprovalDetails::default()],
             batch: Some(vec![BatchItemDetails {
                 command: "c".into(),
                 exit_code: None,
