@@ -561,3 +561,108 @@ async fn cancelling_the_call_during_the_question_runs_nothing() {
     assert_eq!(text(&after).lines().nth(1), Some("still-serving"));
     assert!(!target.exists());
 }
+
+/// Over HTTP each MCP session has its own standing answers: *allow for
+/// this session* in one is asked again in the next.
+#[tokio::test]
+async fn over_http_a_session_answer_stays_in_its_own_mcp_session() {
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use tokio::io::{AsyncBufReadExt as _, BufReader};
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let outside = tempfile::Builder::new()
+        .prefix("outside-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("outside dir");
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_bashtool"))
+        .args(["mcp", "--stateless", "--http", "127.0.0.1:0", "--cwd"])
+        .arg(dir.path())
+        .env("XDG_CONFIG_HOME", dir.path())
+        .env("BASHTOOL_STATE_DIR", dir.path().join("state"))
+        .env_remove("BASHTOOL_CONFIG")
+        .env_remove("RUST_LOG")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("spawn bashtool mcp --http");
+    let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let (mut url, mut token) = (None, None);
+    while url.is_none() || token.is_none() {
+        let line = timeout(DEADLINE, lines.next_line())
+            .await
+            .expect("announced in time")
+            .expect("stderr")
+            .expect("running");
+        if let Some(rest) = line.strip_prefix("bashtool: MCP over HTTP at ") {
+            url = Some(rest.to_owned());
+        } else if let Some(rest) = line.strip_prefix("bashtool: bearer token (also in ") {
+            token = Some(rest.split_once("): ").expect("token line").1.to_owned());
+        }
+    }
+    tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+    let (url, token) = (url.expect("url"), token.expect("token"));
+    let connect = |acts: &[Act]| {
+        let transport = StreamableHttpClientTransport::with_client(
+            reqwest::Client::new(),
+            StreamableHttpClientTransportConfig::with_uri(url.as_str()).auth_header(token.clone()),
+        );
+        let (sender, questions) = mpsc::unbounded_channel();
+        let person = Person {
+            elicitation: true,
+            acts: Arc::new(Mutex::new(acts.iter().copied().collect())),
+            questions: sender,
+        };
+        async move {
+            let client = timeout(DEADLINE, person.serve(transport))
+                .await
+                .expect("initialize in time")
+                .expect("initialize");
+            (client, questions)
+        }
+    };
+    let target = outside.path().join("written");
+    let input =
+        json!({"command": format!("echo x >> {}", target.display()), "outside_sandbox": true});
+    let call = |client: &RunningService<RoleClient, Person>, input: Value| {
+        let peer = client.peer().clone();
+        async move {
+            let Value::Object(arguments) = input else {
+                panic!("object")
+            };
+            let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+                CallToolRequestParams::new("bash".to_owned()).with_arguments(arguments),
+            ));
+            answer(
+                peer.send_cancellable_request(request, PeerRequestOptions::no_options())
+                    .await
+                    .expect("sent"),
+            )
+            .await
+        }
+    };
+
+    let (first, mut first_questions) = connect(&[Act::Choose("allow_session")]).await;
+    let (second, mut second_questions) = connect(&[Act::Decline]).await;
+    for _ in 0..2 {
+        let result = call(&first, input.clone()).await;
+        assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    }
+    assert!(first_questions.recv().await.is_some());
+    assert!(
+        first_questions.try_recv().is_err(),
+        "asked twice in one session"
+    );
+    let refused = call(&second, input.clone()).await;
+    assert!(second_questions.recv().await.is_some());
+    assert_eq!(
+        text(&refused),
+        format!(
+            "Not run: the user refused to run this command outside the sandbox, {REFUSED_TAIL}"
+        )
+    );
+    assert_eq!(std::fs::read_to_string(&target).expect("written"), "x\nx\n");
+    drop(child);
+}
