@@ -5,6 +5,7 @@
 //! never from what the server says.
 
 use std::collections::VecDeque;
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -293,7 +294,7 @@ async fn a_refused_write_runs_outside_the_sandbox_after_allow_once_only() {
             .await;
         let question = server.question().await;
         assert!(
-            question.contains(&format!("Command: {command}")),
+            question.contains(&format!("Command:\n  | {command}\n")),
             "{question}"
         );
         assert!(
@@ -359,7 +360,6 @@ async fn a_refused_write_runs_outside_the_sandbox_after_allow_once_only() {
         assert_eq!(log[0]["command"], command);
         assert_eq!(log[0]["kind"], "sandbox");
         let state = server.dir.path().join("state");
-        use std::os::unix::fs::PermissionsExt as _;
         let mode = |path: &Path| {
             std::fs::metadata(path)
                 .expect("metadata")

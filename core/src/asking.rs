@@ -151,26 +151,25 @@ impl Asker<'_> {
         grant: Grant,
         display: &str,
     ) -> Result<ApprovalDetails, ToolResult> {
-        let mut details = ApprovalDetails {
+        let details = |answer: &str| ApprovalDetails {
             kind: request.kind.as_str().to_owned(),
             rule: match request.kind {
                 ApprovalKind::Policy(rule) => Some(rule),
                 ApprovalKind::Sandbox => None,
             },
             command: request.command.clone(),
-            answer: String::new(),
+            answer: answer.to_owned(),
             by: approval.approver(),
         };
         if self.grants.has(&grant) {
-            details.answer = "session_grant".to_owned();
-            return Ok(details);
+            return Ok(details("session_grant"));
         }
         let answer = if self.cancel.is_cancelled() {
             ApprovalAnswer::Deny(Refusal::NotAsked)
         } else {
             approval.approve(&request, self.cancel.clone()).await
         };
-        details.answer = answer.as_str().to_owned();
+        let details = details(answer.as_str());
         match answer {
             ApprovalAnswer::AllowOnce => Ok(details),
             ApprovalAnswer::AllowForSession => {

@@ -123,7 +123,17 @@ pub fn for_run(
             ..off
         });
     };
-    let log = ApprovalLog::open(format!("run pid {}", std::process::id()))?;
+    let log = match ApprovalLog::open(format!("run pid {}", std::process::id())) {
+        Ok(log) => log,
+        Err(error) => {
+            return Ok(RunAsking {
+                hint: format!(
+                    "nobody was asked: the approvals log cannot be kept ({error:#}); {RESTART_HINT}"
+                ),
+                ..off
+            });
+        }
+    };
     let unsandboxed = if remote.remote.is_some() {
         None
     } else {
@@ -183,12 +193,39 @@ pub fn question(request: &ApprovalRequest) -> String {
     };
     format!(
         "bashtool: the model asks to {what}.\n\
-         Command: {}\n\
-         Directory: {directory}\n\
+         Command:\n{}\n\
+         Directory: {}\n\
          Reason: {}\n\
          Allow once, allow for this session ({session}, until the session ends), or deny?",
-        request.command, request.reason
+        fenced(&request.command),
+        visible(&directory),
+        visible(&request.reason.replace('\n', " ")),
     )
+}
+
+/// The command's lines, each behind a fence, so that a command cannot
+/// forge the lines of the question after it (`Directory: /safe`).
+fn fenced(command: &str) -> String {
+    command
+        .split('\n')
+        .map(|line| format!("  | {}", visible(line)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `text` with its control characters shown as escapes: an escape
+/// sequence in a command must not redraw the person's terminal or hide
+/// what it precedes.
+fn visible(text: &str) -> String {
+    text.chars()
+        .map(|character| {
+            if character.is_control() {
+                character.escape_default().to_string()
+            } else {
+                character.to_string()
+            }
+        })
+        .collect()
 }
 
 /// A rule's name as results and logs spell it (`git_push_force`).
@@ -203,3 +240,25 @@ pub fn rule_name(rule: Rule) -> String {
 pub const RESTART_HINT: &str = "the user could restart bashtool with --no-policy, or turn the \
     rule off in the config file's [policy], to let the policy's refusals through; and with \
     --writable DIR or --sandbox off to widen the sandbox";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_cannot_forge_the_lines_of_the_question() {
+        let request = ApprovalRequest {
+            command: "rm -rf ~\nDirectory: /tmp/harmless\x1b[2K".to_owned(),
+            cwd: Some("/work".into()),
+            reason: "tidy\nReason: nothing".to_owned(),
+            kind: ApprovalKind::Sandbox,
+        };
+        assert_eq!(
+            question(&request),
+            "bashtool: the model asks to run a command OUTSIDE the sandbox (with your full \
+             rights).\nCommand:\n  | rm -rf ~\n  | Directory: /tmp/harmless\\u{1b}[2K\n\
+             Directory: /work\nReason: tidy Reason: nothing\nAllow once, allow for this \
+             session (the same command in the same directory, until the session ends), or deny?"
+        );
+    }
+}
