@@ -48,7 +48,7 @@ impl ApprovalLog {
             "session": self.session,
             "kind": request.kind.as_str(),
             "rule": match request.kind {
-                ApprovalKind::Policy(rule) => Some(super::rule_name(rule)),
+                ApprovalKind::Policy(rule) => Some(super::question::rule_name(rule)),
                 ApprovalKind::Sandbox => None,
             },
             "command": request.command,

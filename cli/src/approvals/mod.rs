@@ -6,18 +6,20 @@
 //! (`mcp/elicitation.rs`); `bashtool call` has nobody to ask.
 
 mod log;
+mod question;
 mod terminal;
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use bashtool_core::{Approval, ApprovalKind, ApprovalRequest, BashTool, Rule};
+use bashtool_core::{Approval, BashTool};
 use bashtool_env_local::{LocalConfig, LocalExec};
 use clap::{Args, ValueEnum};
 
 use crate::options::{RemoteArgs, ToolArgs};
 
 pub use log::{ApprovalLog, Logged};
+pub use question::question;
 pub use terminal::TerminalApproval;
 
 /// How long a question waits for its answer, by default.
@@ -171,94 +173,7 @@ impl RunAsking {
     }
 }
 
-/// The question as a person reads it.
-pub fn question(request: &ApprovalRequest) -> String {
-    let what = match request.kind {
-        ApprovalKind::Sandbox => {
-            "run a command OUTSIDE the sandbox (with your full rights)".to_owned()
-        }
-        ApprovalKind::Policy(rule) => format!(
-            "run a command the safety policy blocks (rule {})",
-            rule_name(rule)
-        ),
-    };
-    let directory = request.cwd.as_ref().map_or_else(
-        || "the persistent shell's current directory".to_owned(),
-        |directory| directory.display().to_string(),
-    );
-    let session = match request.kind {
-        ApprovalKind::Sandbox => "the same command in the same directory",
-        ApprovalKind::Policy(Rule::DenyPattern | Rule::ParseError) => "the same command",
-        ApprovalKind::Policy(_) => "every command this rule blocks",
-    };
-    format!(
-        "bashtool: the model asks to {what}.\n\
-         Command:\n{}\n\
-         Directory: {}\n\
-         Reason: {}\n\
-         Allow once, allow for this session ({session}, until the session ends), or deny?",
-        fenced(&request.command),
-        visible(&directory),
-        visible(&request.reason.replace('\n', " ")),
-    )
-}
-
-/// The command's lines, each behind a fence, so that a command cannot
-/// forge the lines of the question after it (`Directory: /safe`).
-fn fenced(command: &str) -> String {
-    command
-        .split('\n')
-        .map(|line| format!("  | {}", visible(line)))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// `text` with its control characters shown as escapes: an escape
-/// sequence in a command must not redraw the person's terminal or hide
-/// what it precedes.
-fn visible(text: &str) -> String {
-    text.chars()
-        .map(|character| {
-            if character.is_control() {
-                character.escape_default().to_string()
-            } else {
-                character.to_string()
-            }
-        })
-        .collect()
-}
-
-/// A rule's name as results and logs spell it (`git_push_force`).
-pub fn rule_name(rule: Rule) -> String {
-    serde_json::to_value(rule)
-        .ok()
-        .and_then(|value| value.as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
-
 /// What the user can do when nobody can be asked, for a refusal's text.
 pub const RESTART_HINT: &str = "the user could restart bashtool with --no-policy, or turn the \
     rule off in the config file's [policy], to let the policy's refusals through; and with \
     --writable DIR or --sandbox off to widen the sandbox";
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_command_cannot_forge_the_lines_of_the_question() {
-        let request = ApprovalRequest {
-            command: "rm -rf ~\nDirectory: /tmp/harmless\x1b[2K".to_owned(),
-            cwd: Some("/work".into()),
-            reason: "tidy\nReason: nothing".to_owned(),
-            kind: ApprovalKind::Sandbox,
-        };
-        assert_eq!(
-            question(&request),
-            "bashtool: the model asks to run a command OUTSIDE the sandbox (with your full \
-             rights).\nCommand:\n  | rm -rf ~\n  | Directory: /tmp/harmless\\u{1b}[2K\n\
-             Directory: /work\nReason: tidy Reason: nothing\nAllow once, allow for this \
-             session (the same command in the same directory, until the session ends), or deny?"
-        );
-    }
-}

@@ -41,7 +41,7 @@ impl Approval for TerminalApproval {
         let asked = writeln!(
             std::io::stderr().lock(),
             "{}\n[o] allow once  [s] allow for this session (this run)  [d] deny  (no answer in {} s denies): ",
-            super::question(request),
+            super::question::question(request),
             self.timeout.as_secs()
         );
         if asked.is_err() {
