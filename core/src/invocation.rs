@@ -129,7 +129,9 @@ impl Invocation {
         matches!(&*self.shared.lock(), InvocationState::Done { .. })
     }
 
-    /// Never true: approval happens before a call starts.
+    /// Always false: a question to the person (see [`crate::Approval`]) is
+    /// put while the invocation is `Processing`, by the embedder's own
+    /// `Approval`, which knows when it waits.
     pub fn is_pending_user_action(&self) -> bool {
         false
     }

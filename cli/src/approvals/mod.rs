@@ -177,3 +177,59 @@ impl RunAsking {
 pub const RESTART_HINT: &str = "the user could restart bashtool with --no-policy, or turn the \
     rule off in the config file's [policy], to let the policy's refusals through; and with \
     --writable DIR or --sandbox off to widen the sandbox";
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::*;
+
+    #[derive(Parser)]
+    struct Command {
+        #[command(flatten)]
+        approvals: ApprovalArgs,
+    }
+
+    fn settings(flags: &[&str]) -> anyhow::Result<ApprovalSettings> {
+        Command::try_parse_from(std::iter::once("x").chain(flags.iter().copied()))?
+            .approvals
+            .settings()
+    }
+
+    #[test]
+    fn asking_is_on_for_two_minutes_unless_the_flags_say_otherwise() {
+        let default = settings(&[]).expect("defaults");
+        assert_eq!(default.asking, Asking::On);
+        assert_eq!(default.timeout, Duration::from_secs(120));
+        let set = settings(&["--approvals", "off", "--approval-timeout", "2.5"]).expect("set");
+        assert_eq!(set.asking, Asking::Off);
+        assert_eq!(set.timeout, Duration::from_millis(2500));
+    }
+
+    #[test]
+    fn a_timeout_out_of_range_is_refused_naming_the_flag() {
+        for (value, message) in [
+            ("0", "--approval-timeout must be more than 0 seconds"),
+            (
+                "-1",
+                "--approval-timeout must be between 0 and 86400 seconds, not -1",
+            ),
+            (
+                "NaN",
+                "--approval-timeout must be between 0 and 86400 seconds, not NaN",
+            ),
+        ] {
+            let error = settings(&["--approval-timeout", value])
+                .expect_err(value)
+                .to_string();
+            assert!(error.starts_with(message), "{value}: {error}");
+        }
+        let error = settings(&["--approvals", "maybe"])
+            .expect_err("refused")
+            .to_string();
+        assert!(
+            error.contains("invalid value 'maybe' for '--approvals <on|off>'"),
+            "{error}"
+        );
+    }
+}
