@@ -219,9 +219,8 @@ mod tests {
                 "--approval-timeout must be between 0 and 86400 seconds, not NaN",
             ),
         ] {
-            let error = settings(&["--approval-timeout", value])
-                .expect_err(value)
-                .to_string();
+            let flag = format!("--approval-timeout={value}");
+            let error = settings(&[&flag]).expect_err(value).to_string();
             assert!(error.starts_with(message), "{value}: {error}");
         }
         let error = settings(&["--approvals", "maybe"])
