@@ -208,10 +208,8 @@ impl BashTool {
             no_approval_hint: self.no_approval_hint.as_deref(),
             cancel: &cancel,
         };
-        let approvals = match asker.clear(input, &self.config).await {
-            Ok(approvals) => approvals,
-            Err(refused) => return refused,
-        };
+        // Checked before asking: a person is never asked about a call that
+        // could not run anyway.
         let exec = if input.outside_sandbox {
             match &self.unsandboxed {
                 Some(exec) => exec,
@@ -225,6 +223,10 @@ impl BashTool {
             }
         } else {
             &self.exec
+        };
+        let approvals = match asker.clear(input, &self.config).await {
+            Ok(approvals) => approvals,
+            Err(refused) => return refused,
         };
         let mut result = match &input.commands {
             Commands::Single(command) => self.run_single(exec, command, input, context).await,
