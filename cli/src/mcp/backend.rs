@@ -63,9 +63,14 @@ impl Backend {
             tool = tool.with_no_approval_hint(format!(
                 "the user could not be asked: this MCP client does not support elicitation; {RESTART_HINT}"
             ));
-        } else {
+        } else if settings.approvals.asking == Asking::Off {
             tool = tool.with_no_approval_hint(format!(
                 "asking the user is off in this server (--approvals off); {RESTART_HINT}"
+            ));
+        } else {
+            tool = tool.with_no_approval_hint(format!(
+                "nobody can be asked: the approvals log cannot be kept (the server's log says \
+                 why); {RESTART_HINT}"
             ));
         }
         Self {
