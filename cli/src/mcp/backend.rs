@@ -7,8 +7,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use bashtool_core::{Approval, BashTool, JobsTool};
+use rmcp::RoleServer;
 use rmcp::model::Tool;
-use rmcp::{Peer, RoleServer};
+use rmcp::service::RequestContext;
 
 use super::elicitation::{ElicitationApproval, can_ask};
 use super::instructions::instructions;
@@ -88,14 +89,14 @@ impl Backend {
         }
     }
 
-    /// Who a call from `peer` asks: the person behind the client, when
-    /// asking is on and the client declared elicitation; else nobody.
-    pub fn approval_for(&self, peer: &Peer<RoleServer>) -> Option<Arc<dyn Approval>> {
+    /// Who the request in `context` asks: the person behind the client,
+    /// when asking is on and the client can be asked; else nobody.
+    pub fn approval_for(&self, context: &RequestContext<RoleServer>) -> Option<Arc<dyn Approval>> {
         let asker = self.asker.as_ref()?;
-        can_ask(peer).then(|| {
+        can_ask(context).then(|| {
             Arc::new(Logged {
                 inner: ElicitationApproval {
-                    peer: peer.clone(),
+                    peer: context.peer.clone(),
                     timeout: asker.timeout,
                 },
                 log: asker.log.clone(),

@@ -13,8 +13,8 @@
 use std::time::Duration;
 
 use bashtool_core::{Approval, ApprovalAnswer, ApprovalRequest, Refusal};
-use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema};
-use rmcp::service::ElicitationMode;
+use rmcp::model::{ElicitRequestParams, ElicitationAction, ElicitationSchema, ProtocolVersion};
+use rmcp::service::{ElicitationMode, RequestContext};
 use rmcp::{Peer, RoleServer, ServiceError};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -32,11 +32,19 @@ pub struct ElicitationApproval {
     pub timeout: Duration,
 }
 
-/// Whether the client of `peer` can be asked: it declared elicitation in
-/// form mode (a bare `elicitation: {}` means form).
-pub fn can_ask(peer: &Peer<RoleServer>) -> bool {
-    peer.supported_elicitation_modes()
+/// Whether the client behind `context` can be asked: it declared
+/// elicitation in form mode (a bare `elicitation: {}` means form), on a
+/// protocol before 2026-07-28, which forbids a server's requests to the
+/// client (rmcp refuses to send them there; such a client is not offered
+/// the fields).
+pub fn can_ask(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .peer
+        .supported_elicitation_modes()
         .contains(&ElicitationMode::Form)
+        && context
+            .protocol_version()
+            .is_none_or(|version| version < ProtocolVersion::V_2026_07_28)
 }
 
 /// The form: one required choice, no default (a client that fills in

@@ -117,7 +117,7 @@ impl BashServer {
             cancel,
             on_output: progress.as_ref().map(Progress::sink),
         };
-        let approval = inner.backend.approval_for(&context.peer);
+        let approval = inner.backend.approval_for(&context);
         let result = inner.backend.tool.call_asking(&input, call, approval).await;
         drop(turn);
         drop(progress);
@@ -211,7 +211,7 @@ impl ServerHandler for BashServer {
     ) -> Result<ListToolsResult, ErrorData> {
         // A client that cannot be asked is never told of the fields that
         // would ask.
-        let tools = if self.inner.backend.approval_for(&context.peer).is_some() {
+        let tools = if self.inner.backend.approval_for(&context).is_some() {
             &self.inner.tools_asking
         } else {
             &self.inner.tools
