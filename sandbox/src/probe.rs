@@ -50,6 +50,7 @@ pub fn probe() -> Capabilities {
         Realm::create(&RealmSpec {
             user,
             network: full,
+            proxy_port: None,
             mounts: MountPlan {
                 entries: Vec::new(),
                 covers,
