@@ -122,6 +122,7 @@ pub fn for_invocation(tool: &ToolArgs, remote: &RemoteArgs) -> anyhow::Result<(T
         // As locally: a background job outlives this process, and `bashtool
         // jobs --remote` finds it in the records over there.
         keep_jobs: true,
+        allowed_domains: tool.sandbox.remote_allowed_domains(file.sandbox.as_ref())?,
         ..RemoteConfig::default()
     };
     if let Some(grace) = tool.kill_grace {
@@ -183,6 +184,9 @@ pub struct ServerEnvironment {
     pub session_path: Option<PathBuf>,
     /// `--keep-jobs`: background jobs outlive the server.
     pub keep_jobs: bool,
+    /// With `remote`: the domains its commands may reach
+    /// (`--allow-domain`), empty for the server's own setting.
+    pub remote_allowed_domains: Vec<String>,
 }
 
 impl ServerEnvironment {
@@ -199,6 +203,7 @@ impl ServerEnvironment {
             keep_jobs: self.keep_jobs,
             remote_kill_grace: self.local.kill_grace,
             working_directory: tool.working_directory.clone(),
+            allowed_domains: self.remote_allowed_domains.clone(),
             ..RemoteConfig::default()
         };
         let remote = RemoteExec::command(line, config);

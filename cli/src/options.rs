@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use bashtool_core::{Shortening, ToolConfig};
 use bashtool_env_local::LocalConfig;
+use bashtool_sandbox::SandboxConfig;
 use clap::Args;
 
 use crate::config::{FileConfig, seconds};
@@ -131,10 +132,15 @@ impl ToolArgs {
             local.kill_grace = seconds("--kill-grace", grace, 600.0)?;
         }
         self.apply_env_flags(&mut local, tool);
+        local.confinement = self.sandbox_config(file)?.confinement();
+        Ok(local)
+    }
+
+    /// The sandbox's settings: the file's `[sandbox]`, then the flags.
+    pub fn sandbox_config(&self, file: &FileConfig) -> anyhow::Result<SandboxConfig> {
         let mut sandbox = file.sandbox()?;
         self.sandbox.apply(&mut sandbox)?;
-        local.confinement = sandbox.confinement();
-        Ok(local)
+        Ok(sandbox)
     }
 
     /// `--keep-env` and `--drop-env` over the file's `[environment]`.

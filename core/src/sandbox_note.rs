@@ -1,6 +1,7 @@
 //! The note that explains a sandbox denial, so that the model (and the
-//! user) can act without strace: which path or that the network is off,
-//! where writing is allowed, and which setting a user would change.
+//! user) can act without strace: which path, that the network is off or
+//! limited to allowed domains, where writing is allowed, and which setting
+//! a user would change.
 //!
 //! Pure text work on the retained output of a failed command; the caller
 //! only asks when the command failed and a sandbox is in force.
@@ -38,13 +39,37 @@ const NETWORK_FAILURES: &[&str] = &[
     "failed to connect",
 ];
 
+/// How clients report that the sandbox's proxy refused them (`curl`,
+/// git and cargo through libcurl, pip through urllib3, SOCKS clients).
+const PROXY_REFUSALS: &[&str] = &[
+    "connect tunnel failed",
+    "tunnel connection failed",
+    "from proxy after connect",
+    "proxyerror",
+    "proxy error",
+    "bashtool's proxy refused",
+    "bashtool's sandbox proxy",
+    "connection not allowed by ruleset",
+    "can't complete socks5 connection",
+    "unable to connect to proxy",
+];
+
+/// Domains the allow-list note names at most.
+const NAMED_DOMAINS: usize = 8;
+
 /// One note for the first denial in `output_lines` that the sandbox
 /// explains, `None` when nothing in the output points at it.
 pub fn explain_denial(output_lines: &[&str], info: &SandboxInfo) -> Option<String> {
     for line in output_lines {
         let lower = line.to_lowercase();
-        if info.network == "off" && NETWORK_FAILURES.iter().any(|text| lower.contains(text)) {
+        let network_failure = NETWORK_FAILURES.iter().any(|text| lower.contains(text));
+        if info.network == "off" && network_failure {
             return Some(network_note());
+        }
+        if info.network == "allowlist"
+            && (network_failure || PROXY_REFUSALS.iter().any(|text| lower.contains(text)))
+        {
+            return Some(allowlist_note(info));
         }
         if WRITE_DENIALS.iter().any(|text| lower.contains(text))
             && let Some(path) = denied_path(line)
@@ -64,6 +89,29 @@ fn network_note() -> String {
      (servers the commands start on 127.0.0.1 or ::1 are); a user who wants the command \
      to reach the network runs bashtool with `--network on` (TOML: [sandbox] network = \"on\")"
         .to_owned()
+}
+
+fn allowlist_note(info: &SandboxInfo) -> String {
+    let mut domains = info
+        .allowed_domains
+        .iter()
+        .take(NAMED_DOMAINS)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if info.allowed_domains.len() > NAMED_DOMAINS {
+        domains.push_str(&format!(
+            " and {} more",
+            info.allowed_domains.len() - NAMED_DOMAINS
+        ));
+    }
+    format!(
+        "sandbox: the network reaches only the allowed domains ({domains}), through bashtool's \
+         proxy (HTTP_PROXY, HTTPS_PROXY and ALL_PROXY point at it); other hosts, addresses, \
+         direct connections and DNS lookups fail (servers the commands start on 127.0.0.1 or \
+         ::1 are reachable); a user who wants the command to reach another domain runs \
+         bashtool with `--allow-domain DOMAIN` (TOML: [sandbox] allowed_domains = [\"DOMAIN\"])"
+    )
 }
 
 fn roots_text(info: &SandboxInfo) -> String {
@@ -153,6 +201,11 @@ mod tests {
             mode: "workspace-write".to_owned(),
             network: network.to_owned(),
             writable: vec![PathBuf::from("/home/me/project"), PathBuf::from("/tmp")],
+            allowed_domains: if network == "allowlist" {
+                vec!["pypi.org".to_owned(), "*.example.com".to_owned()]
+            } else {
+                Vec::new()
+            },
         }
     }
 
@@ -231,5 +284,36 @@ mod tests {
         assert!(note.starts_with("sandbox: the network is off"), "{note}");
         assert!(note.contains("--network on"));
         assert!(explain_denial(&["connect: Network is unreachable"], &info("off")).is_some());
+    }
+
+    #[test]
+    fn explains_refused_connections_when_the_network_is_an_allow_list() {
+        let expected = "sandbox: the network reaches only the allowed domains (pypi.org, \
+                        *.example.com), through bashtool's proxy (HTTP_PROXY, HTTPS_PROXY and \
+                        ALL_PROXY point at it); other hosts, addresses, direct connections and \
+                        DNS lookups fail (servers the commands start on 127.0.0.1 or ::1 are \
+                        reachable); a user who wants the command to reach another domain runs \
+                        bashtool with `--allow-domain DOMAIN` (TOML: [sandbox] allowed_domains = \
+                        [\"DOMAIN\"])";
+        for line in [
+            "curl: (56) CONNECT tunnel failed, response 403",
+            "curl: (6) Could not resolve host: example.org",
+            "curl: (7) Failed to connect to 127.0.0.1 port 8000 after 0 ms: Couldn't connect to server",
+            "fatal: unable to access 'https://github.com/x/y/': CONNECT tunnel failed, response 403",
+            "ProxyError('Cannot connect to proxy.', OSError('Tunnel connection failed: 403 Forbidden'))",
+            "curl: (97) Can't complete SOCKS5 connection to 127.0.0.1. (2)",
+            "bash: connect: Network is unreachable",
+        ] {
+            assert_eq!(
+                explain_denial(&[line], &info("allowlist")).as_deref(),
+                Some(expected),
+                "{line}"
+            );
+        }
+        assert_eq!(
+            explain_denial(&["CONNECT tunnel failed"], &info("on")),
+            None
+        );
+        assert_eq!(explain_denial(&["all good"], &info("allowlist")), None);
     }
 }

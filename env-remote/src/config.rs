@@ -36,6 +36,9 @@ pub struct RemoteConfig {
     /// Where commands run by default, on the server's side. `None`: the
     /// server's own `--cwd`.
     pub working_directory: Option<PathBuf>,
+    /// The domains the commands may reach (`--allow-domain`), enforced by
+    /// the server's sandbox and proxy. Empty: the server's own setting.
+    pub allowed_domains: Vec<String>,
 }
 
 impl Default for RemoteConfig {
@@ -48,6 +51,7 @@ impl Default for RemoteConfig {
             remote_kill_grace: DEFAULT_REMOTE_KILL_GRACE,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             working_directory: None,
+            allowed_domains: Vec::new(),
         }
     }
 }

@@ -223,6 +223,12 @@ pub struct InitializeParams {
     /// `None`: the server's `--cwd` (or its current directory).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub working_directory: Option<PathBuf>,
+    /// Limit the commands' network to these domains (`--allow-domain`),
+    /// through a proxy the server runs; the server refuses when it cannot
+    /// (no sandbox, its network off, or a list of its own that does not
+    /// cover these). Empty: the server's own setting.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub allowed_domains: Vec<String>,
 }
 
 /// What the server can do.

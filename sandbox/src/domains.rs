@@ -154,8 +154,10 @@ impl AllowList {
             self.entries.iter().any(|mine| {
                 mine.pattern == entry.pattern
                     || match (&mine.pattern, &entry.pattern) {
-                        (Pattern::Subdomains(suffix), Pattern::Name(name))
-                        | (Pattern::Subdomains(suffix), Pattern::Subdomains(name)) => name
+                        (
+                            Pattern::Subdomains(suffix),
+                            Pattern::Name(name) | Pattern::Subdomains(name),
+                        ) => name
                             .strip_suffix(suffix.as_str())
                             .is_some_and(|head| head.len() > 1 && head.ends_with('.')),
                         _ => false,

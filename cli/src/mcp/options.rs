@@ -126,6 +126,7 @@ Config file (TOML; every key optional):
   [environment]  exclude = [\"AWS_*\"]   keep = [\"GITHUB_TOKEN\"]   include_only = []
                  ignore_default_excludes = false   set = { CI = \"1\" }
   [sandbox]   mode = \"workspace-write\" | \"read-only\" | \"off\"   writable = [\"/dir\"]   network = \"on\" | \"off\"
+              allowed_domains = [\"registries\", \"*.example.com\"]   (the network only to these, via a proxy)
 The config file applies to run, call and check too (all but cwd, stateless,
 keep_jobs, log_level and progress_interval_ms).";
 
@@ -210,6 +211,13 @@ impl Settings {
              MCP session gets its own"
         );
         let keep_jobs = args.keep_jobs || file.keep_jobs.unwrap_or(false);
+        let remote_allowed_domains = if remote.is_some() {
+            args.tool
+                .sandbox
+                .remote_allowed_domains(file.sandbox.as_ref())?
+        } else {
+            Vec::new()
+        };
         let mut local = args.tool.local_config(&mut tool, file, cwd)?;
         local.keep_jobs_on_drop = keep_jobs;
         // A long-lived server: the next call's fresh shell is started while
@@ -247,6 +255,7 @@ impl Settings {
                 session_name: args.tool.session.clone(),
                 session_path,
                 keep_jobs,
+                remote_allowed_domains,
             },
             progress_interval,
             log_filter: logging::filter(args.log_level.as_deref(), file.log_level.as_deref()),

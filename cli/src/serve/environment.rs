@@ -11,11 +11,15 @@ use bashtool_env_local::{JobStore, LocalConfig, LocalExec, RecordedJobs, Session
 use bashtool_env_remote::protocol::{
     Capabilities, InitializeParams, InitializeResult, JobsSource, PROTOCOL_VERSION, SessionInfo,
 };
+use bashtool_sandbox::{AllowList, Network, SandboxConfig, SandboxMode};
 
 /// The server's flags that shape an environment.
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub local: LocalConfig,
+    /// The sandbox `local` is confined by, as settings (a client's allowed
+    /// domains narrow it).
+    pub sandbox: SandboxConfig,
     /// `--session NAME`.
     pub session: Option<String>,
     /// `--keep-jobs`.
@@ -29,6 +33,43 @@ pub struct Environment {
     pub local: LocalExec,
     pub session: Option<Session>,
     pub keep_jobs: bool,
+}
+
+/// The server's sandbox with its network limited to the client's domains:
+/// only narrower than the server's own setting, never wider.
+fn with_allowed_domains(
+    server: &SandboxConfig,
+    domains: &[String],
+) -> anyhow::Result<SandboxConfig> {
+    let asked = AllowList::parse(domains)?;
+    anyhow::ensure!(
+        server.mode != SandboxMode::Off,
+        "the client asked to limit the network to allowed domains, but this server runs without a \
+         sandbox (--sandbox off), which cannot enforce them; start `bashtool serve` with a sandbox"
+    );
+    match server.effective_network() {
+        Network::On => {}
+        Network::Off => anyhow::bail!(
+            "the client asked for allowed domains, but this server's network is off \
+             (--network off), which reaches nothing; the client cannot widen it"
+        ),
+        Network::Allowlist => {
+            let own = server.allow_list()?;
+            anyhow::ensure!(
+                own.covers(&asked),
+                "the client asked for allowed domains ({}) beyond this server's own ({}); a \
+                 client can only narrow the server's list",
+                asked.patterns().join(", "),
+                own.patterns().join(", ")
+            );
+        }
+    }
+    let limited = SandboxConfig {
+        allowed_domains: domains.to_vec(),
+        ..server.clone()
+    };
+    limited.validate()?;
+    Ok(limited)
 }
 
 impl Environment {
@@ -59,6 +100,10 @@ impl Environment {
                 directory.display()
             );
             local_config.working_directory = directory;
+        }
+        if !params.allowed_domains.is_empty() {
+            let sandbox = with_allowed_domains(&settings.sandbox, &params.allowed_domains)?;
+            local_config.confinement = sandbox.confinement();
         }
         let (exec, local, session): (Arc<dyn CommandExec>, LocalExec, Option<Session>) =
             if persistent {

@@ -43,16 +43,18 @@ fn is_public_v6(address: Ipv6Addr) -> bool {
     let segments = address.segments();
     let embedded = |high: u16, low: u16| Ipv4Addr::from((u32::from(high) << 16) | u32::from(low));
     match segments {
-        // ::, ::1, and IPv4-compatible ::a.b.c.d.
-        [0, 0, 0, 0, 0, 0, _, _] => false,
-        // NAT64: the IPv4 address in the last 32 bits decides.
-        [0x64, 0xff9b, 0, 0, 0, 0, high, low] => is_public_v4(embedded(high, low)),
-        // Local-use NAT64, discard-only.
-        [0x64, 0xff9b, 1, ..] | [0x100, 0, 0, 0, ..] => false,
-        // 6to4: the IPv4 address in bits 16..48 decides.
-        [0x2002, high, low, ..] => is_public_v4(embedded(high, low)),
-        // Teredo (tunnels to an embedded address) and documentation.
-        [0x2001, 0, ..] | [0x2001, 0xdb8, ..] => false,
+        // NAT64 (the last 32 bits) and 6to4 (bits 16..48): the IPv4
+        // address inside decides.
+        [0x64, 0xff9b, 0, 0, 0, 0, high, low] | [0x2002, high, low, ..] => {
+            is_public_v4(embedded(high, low))
+        }
+        // ::, ::1, IPv4-compatible ::a.b.c.d, local-use NAT64,
+        // discard-only, Teredo (tunnels to an embedded address) and
+        // documentation.
+        [0, 0, 0, 0, 0, 0, _, _]
+        | [0x64, 0xff9b, 1, ..]
+        | [0x100, 0, 0, 0, ..]
+        | [0x2001, 0 | 0xdb8, ..] => false,
         [first, ..] => {
             (first & 0xfe00) != 0xfc00 // unique local
                 && (first & 0xffc0) != 0xfe80 // link-local
@@ -81,13 +83,13 @@ pub fn own_addresses() -> Vec<IpAddr> {
             if !address.is_null() {
                 match i32::from((*address).sa_family) {
                     libc::AF_INET => {
-                        let inet = &*address.cast::<libc::sockaddr_in>();
+                        let inet = std::ptr::read_unaligned(address.cast::<libc::sockaddr_in>());
                         addresses.push(IpAddr::V4(Ipv4Addr::from(u32::from_be(
                             inet.sin_addr.s_addr,
                         ))));
                     }
                     libc::AF_INET6 => {
-                        let inet = &*address.cast::<libc::sockaddr_in6>();
+                        let inet = std::ptr::read_unaligned(address.cast::<libc::sockaddr_in6>());
                         addresses.push(IpAddr::V6(Ipv6Addr::from(inet.sin6_addr.s6_addr)));
                     }
                     _ => {}

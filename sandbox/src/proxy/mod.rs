@@ -354,7 +354,7 @@ async fn open(request: &Request, shared: &Shared, client: &mut TcpStream) -> Opt
                 return Some(upstream);
             }
             Ok(Err(error)) => last_error = error.to_string(),
-            Err(_) => last_error = "timed out".to_owned(),
+            Err(_) => "timed out".clone_into(&mut last_error),
         }
     }
     let text = format!(

@@ -62,7 +62,7 @@ pub fn parse_http(bytes: &[u8]) -> Parsed<HttpRequest> {
     if request_line.len() > MAX_REQUEST_LINE {
         return Parsed::Bad("the request line is longer than 8 KiB".to_owned());
     }
-    if request_line.iter().any(|&byte| byte < 0x20 || byte >= 0x7f) {
+    if request_line.iter().any(|byte| !(0x20..0x7f).contains(byte)) {
         return Parsed::Bad("the request line has a control or non-ASCII byte".to_owned());
     }
     let Ok(request_line) = std::str::from_utf8(request_line) else {
@@ -240,7 +240,6 @@ fn forward(
         .filter(|(name, _)| name.eq_ignore_ascii_case("connection"))
         .flat_map(|(_, value)| {
             String::from_utf8_lossy(value)
-                .into_owned()
                 .split(',')
                 .map(|token| token.trim().to_ascii_lowercase())
                 .collect::<Vec<_>>()
