@@ -279,11 +279,11 @@ for host in (\"127.0.0.1\", \"{}\"):
     assert!(resolver.recv(&mut buffer).is_err(), "a datagram got out");
 }
 
-/// Whether `program` runs here; without it the test is skipped, except
-/// under CI (which installs it).
-fn have(program: &str) -> bool {
+/// Whether `program` runs here (`probe` succeeds); without it its part
+/// is skipped, except under CI (which installs it: `.ci/packages`).
+fn have(program: &str, probe: &str) -> bool {
     let found = std::process::Command::new("bash")
-        .args(["-c", &format!("command -v {program}")])
+        .args(["-c", probe])
         .output()
         .is_ok_and(|output| output.status.success());
     if !found {
@@ -321,11 +321,7 @@ fn package_managers_and_git_go_through_the_proxy() {
     let port = server.port;
     let sandbox = sandbox(&fixture, &["localhost"]);
     let mut checked = Vec::new();
-    if have("python3")
-        && run(&sandbox, &fixture, "python3 -m pip --version")
-            .status
-            .success()
-    {
+    if have("pip", "python3 -m pip --version") {
         let output = run(
             &sandbox,
             &fixture,
@@ -342,7 +338,7 @@ fn package_managers_and_git_go_through_the_proxy() {
         );
         checked.push("pip");
     }
-    if have("npm") {
+    if have("npm", "npm --version") {
         let output = run(
             &sandbox,
             &fixture,
@@ -358,7 +354,7 @@ fn package_managers_and_git_go_through_the_proxy() {
         );
         checked.push("npm");
     }
-    if have("cargo") {
+    if have("cargo", "cargo --version") {
         let project = fixture.workspace.join("app");
         std::fs::create_dir_all(project.join("src")).expect("src");
         std::fs::write(project.join("src/main.rs"), "fn main() {}\n").expect("main");
@@ -384,7 +380,7 @@ fn package_managers_and_git_go_through_the_proxy() {
         );
         checked.push("cargo");
     }
-    if have("git") {
+    if have("git", "git --version") {
         let output = run(
             &sandbox,
             &fixture,
