@@ -60,7 +60,7 @@ const MAX_ADDRESSES: usize = 8;
 /// Connections open at once per sandbox; more are closed at once.
 const MAX_CONNECTIONS: usize = 256;
 /// Buffer of each direction of a connection.
-const BUFFER: usize = 32 * 1024;
+const BUFFER: usize = 64 * 1024;
 /// A request that arrives in more pieces than this is refused.
 const MAX_READS: usize = 1024;
 
