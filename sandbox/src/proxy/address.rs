@@ -1,8 +1,13 @@
 //! Which addresses a connection through the proxy may reach unless the
 //! host was allowed by its exact name: not the host's loopback, its own
 //! interfaces, private, link-local (cloud metadata at 169.254.169.254),
-//! shared, multicast or reserved ranges, nor those embedded in IPv6
-//! (mapped, NAT64, 6to4).
+//! shared (CGNAT, tailnets), multicast or reserved ranges, nor those
+//! embedded in IPv6 (mapped, NAT64, 6to4).
+//!
+//! The documentation and benchmarking ranges count as public: no host or
+//! network of the machine is found there, and the fake-IP DNS of some
+//! proxies and sandboxed networks answers every name with them (this
+//! machine's resolves the package registries to 203.0.113.80).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
@@ -28,10 +33,6 @@ fn is_public_v4(address: Ipv4Addr) -> bool {
         || (a == 172 && (b & 0xf0) == 16)
         || (a == 192 && b == 168)
         || (a == 192 && b == 0 && c == 0) // IETF protocol assignments
-        || (a == 192 && b == 0 && c == 2) // documentation
-        || (a == 198 && (b & 0xfe) == 18) // benchmarking
-        || (a == 198 && b == 51 && c == 100)
-        || (a == 203 && b == 0 && c == 113)
         || a >= 224; // multicast, reserved, broadcast
     !special
 }
@@ -49,12 +50,11 @@ fn is_public_v6(address: Ipv6Addr) -> bool {
             is_public_v4(embedded(high, low))
         }
         // ::, ::1, IPv4-compatible ::a.b.c.d, local-use NAT64,
-        // discard-only, Teredo (tunnels to an embedded address) and
-        // documentation.
+        // discard-only, Teredo (tunnels to an embedded address).
         [0, 0, 0, 0, 0, 0, _, _]
         | [0x64, 0xff9b, 1, ..]
         | [0x100, 0, 0, 0, ..]
-        | [0x2001, 0 | 0xdb8, ..] => false,
+        | [0x2001, 0, ..] => false,
         [first, ..] => {
             (first & 0xfe00) != 0xfc00 // unique local
                 && (first & 0xffc0) != 0xfe80 // link-local
@@ -138,7 +138,6 @@ mod tests {
             "fe80::1",
             "fec0::1",
             "ff02::1",
-            "2001:db8::1",
             "2001:0:4136:e378::1",
         ] {
             assert!(!public(address), "{address}");
@@ -158,6 +157,11 @@ mod tests {
             "2002:808:808::1",
             "2606:4700::1111",
             "2a00:1450:4001::1",
+            // Documentation and benchmarking: fake-IP DNS answers.
+            "203.0.113.80",
+            "198.18.0.1",
+            "192.0.2.1",
+            "2001:db8::1",
         ] {
             assert!(public(address), "{address}");
         }
