@@ -146,21 +146,37 @@ async fn stateless_calls_reach_the_allowed_name_only_and_say_why_not() {
         other.text()
     );
 
+    // The proxy's note names the host; the general note on the network
+    // would only repeat it.
+    assert_eq!(notes(&other).len(), 1, "{:?}", notes(&other));
+
     // The address itself, the name without the proxy, a raw connect: no
-    // route, and the note says what the network is.
-    for command in [
-        format!("curl -fsS http://127.0.0.1:{port}/page"),
-        format!("curl -fsS --noproxy '*' http://localhost:{port}/page"),
-        format!("echo x > /dev/tcp/127.0.0.1/{port}"),
+    // route, and the note says what the network is and names the host.
+    let network = "sandbox: the network reaches only the allowed domains (localhost), through \
+                   bashtool's proxy (HTTP_PROXY, HTTPS_PROXY and ALL_PROXY point at it); other \
+                   hosts, addresses, direct connections and DNS lookups fail (servers the \
+                   commands start on 127.0.0.1 or ::1 are reachable); ";
+    let address = format!(
+        "{network}a user who wants the command to reach `127.0.0.1` through the proxy runs \
+         bashtool with `--allow-domain 127.0.0.1` (TOML: [sandbox] allowed_domains = \
+         [\"127.0.0.1\"])"
+    );
+    let around = format!(
+        "{network}`localhost` is allowed, but only through the proxy: the command went around \
+         it (`--noproxy`, `NO_PROXY`, a raw socket or a tool that ignores the proxy variables); \
+         use the proxy at http://127.0.0.1:3128 (or socks5h://127.0.0.1:3128)"
+    );
+    for (command, expected) in [
+        (format!("curl -fsS http://127.0.0.1:{port}/page"), &address),
+        (
+            format!("curl -fsS --noproxy '*' http://localhost:{port}/page"),
+            &around,
+        ),
+        (format!("echo x > /dev/tcp/127.0.0.1/{port}"), &address),
     ] {
         let result = tool.call(json!({ "command": command })).await;
         assert!(result.is_error, "{command}");
-        assert!(
-            notes(&result).iter().any(|note| note
-                .starts_with("sandbox: the network reaches only the allowed domains (localhost)")),
-            "{command}: {:?}",
-            notes(&result)
-        );
+        assert_eq!(notes(&result), [expected.clone()], "{command}");
     }
     assert_eq!(server.paths(), ["/page"]);
 }
@@ -200,6 +216,21 @@ async fn a_session_its_background_and_interactive_jobs_use_the_proxy() {
         "http://127.0.0.1:3128 socks5h://127.0.0.1:3128\npong",
         "{:?}",
         result.notes
+    );
+    // A direct connection from the session's shell: refused, and the note
+    // names the host and the way round the proxy.
+    let direct = run(
+        format!("curl -fsS --noproxy '*' http://localhost:{port}/page-direct"),
+        ExecMode::Foreground,
+    )
+    .await;
+    assert!(!direct.success(), "{}", text(&direct));
+    assert!(
+        direct.notes.iter().any(|note| note.contains(
+            "`localhost` is allowed, but only through the proxy: the command went around it"
+        )),
+        "{:?}",
+        direct.notes
     );
     // A background job: what it reaches, and what it was refused comes
     // with the next call.

@@ -379,6 +379,11 @@ impl LocalExec {
     pub fn environment_info(&self) -> EnvironmentInfo {
         self.inner.environment.clone()
     }
+
+    /// The sandbox commands run in, `None` without one.
+    pub(crate) fn sandbox_info(&self) -> Option<&bashtool_core::SandboxInfo> {
+        self.inner.environment.sandbox.as_ref()
+    }
 }
 
 #[async_trait::async_trait]
@@ -398,22 +403,38 @@ impl CommandExec for LocalExec {
             ExecMode::Background => self.run_background(command, &options).await,
             ExecMode::Interactive => self.run_interactive(command, &options).await,
         }?;
-        if !result.success()
-            && let Some(info) = &self.inner.environment.sandbox
-        {
-            // A denial is explained, so the model (and the user) can act
-            // without strace. Only on failure, only on the retained lines.
-            let (lines, _) = result.output.retained();
-            let texts: Vec<&str> = lines.iter().map(|line| line.text.as_str()).collect();
-            if let Some(note) = bashtool_core::explain_denial(&texts, info) {
-                result.notes.push(note);
-            }
-        }
+        explain_denials(&mut result, self.inner.environment.sandbox.as_ref());
         Ok(result)
     }
 
     fn environment(&self) -> EnvironmentInfo {
         self.environment_info()
+    }
+}
+
+/// A denial is explained, so the model (and the user) can act without
+/// strace. Only on failure, only on the retained lines.
+pub(crate) fn explain_denials(
+    result: &mut CommandResult,
+    sandbox: Option<&bashtool_core::SandboxInfo>,
+) {
+    let Some(info) = sandbox else { return };
+    if result.success() {
+        return;
+    }
+    let (lines, _) = result.output.retained();
+    let texts: Vec<&str> = lines.iter().map(|line| line.text.as_str()).collect();
+    // The proxy's own note already named the host it refused and why; the
+    // general note on the network would only repeat it.
+    let proxy_refused = info.network == "allowlist"
+        && result
+            .notes
+            .iter()
+            .any(|note| note.contains("bashtool's proxy refused"));
+    if let Some(note) = bashtool_core::explain_denial(&texts, info)
+        && !(proxy_refused && note.starts_with("sandbox: the network"))
+    {
+        result.notes.push(note);
     }
 }
 

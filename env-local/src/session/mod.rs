@@ -358,7 +358,11 @@ impl CommandExec for Session {
     ) -> Result<CommandResult, ExecError> {
         match options.mode {
             ExecMode::Background => self.run_background(command, options).await,
-            ExecMode::Foreground => self.run_foreground(command, &options).await,
+            ExecMode::Foreground => {
+                let mut result = self.run_foreground(command, &options).await?;
+                crate::exec::explain_denials(&mut result, self.inner.background.sandbox_info());
+                Ok(result)
+            }
             // A terminal of its own, outside the session's shell (which has
             // none), in the session's directory.
             ExecMode::Interactive => {

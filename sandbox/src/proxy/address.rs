@@ -1,20 +1,60 @@
 //! Which addresses a connection through the proxy may reach unless the
 //! host was allowed by its exact name: not the host's loopback, its own
-//! interfaces, private, link-local (cloud metadata at 169.254.169.254),
+//! interfaces and the networks they are on (its gateway, its neighbours),
+//! private, link-local (cloud metadata at 169.254.169.254),
 //! shared (CGNAT, tailnets), multicast or reserved ranges, nor those
 //! embedded in IPv6 (mapped, NAT64, 6to4).
 //!
-//! The documentation and benchmarking ranges count as public: no host or
-//! network of the machine is found there, and the fake-IP DNS of some
-//! proxies and sandboxed networks answers every name with them (this
-//! machine's resolves the package registries to 203.0.113.80).
+//! The documentation and benchmarking ranges count as public unless the
+//! host is on them: the fake-IP DNS of some proxies and sandboxed networks
+//! answers every name with them (a machine whose own network is
+//! 192.0.2.0/24 resolved the package registries to 203.0.113.80).
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-/// True for an address on the public internet that is not one of
-/// `own` (the host's interfaces).
-pub fn is_public(address: IpAddr, own: &[IpAddr]) -> bool {
-    if own.contains(&address) {
+/// One of the host's interface addresses with the length of its
+/// network's prefix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Network {
+    pub address: IpAddr,
+    pub prefix: u8,
+}
+
+impl Network {
+    /// Whether `address` is on this network (the interface's own address
+    /// included).
+    fn contains(self, address: IpAddr) -> bool {
+        match (self.address, address) {
+            (IpAddr::V4(own), IpAddr::V4(other)) => same_prefix(
+                u128::from(own.to_bits()),
+                u128::from(other.to_bits()),
+                32,
+                self.prefix,
+            ),
+            (IpAddr::V6(own), IpAddr::V6(other)) => {
+                same_prefix(own.to_bits(), other.to_bits(), 128, self.prefix)
+            }
+            _ => false,
+        }
+    }
+}
+
+/// Whether the first `prefix` of the `width` low bits of `a` and `b` agree.
+fn same_prefix(a: u128, b: u128, width: u32, prefix: u8) -> bool {
+    let prefix = u32::from(prefix).min(width);
+    // Both values fit in `width` bits; a zero prefix would shift by the
+    // whole width, which overflows for 128.
+    prefix == 0 || (a ^ b) >> (width - prefix) == 0
+}
+
+/// True for an address on the public internet that is on none of `own`
+/// (the host's interfaces and their networks).
+pub fn is_public(address: IpAddr, own: &[Network]) -> bool {
+    let unmapped = match address {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(address, IpAddr::V4),
+        IpAddr::V4(_) => address,
+    };
+    if own.iter().any(|network| network.contains(unmapped)) {
         return false;
     }
     match address {
@@ -64,43 +104,68 @@ fn is_public_v6(address: Ipv6Addr) -> bool {
     }
 }
 
-/// The addresses of the host's own interfaces (a name resolving to one of
-/// them would reach the host's services bound to every interface).
-pub fn own_addresses() -> Vec<IpAddr> {
-    let mut addresses = Vec::new();
+/// The host's own interfaces with their networks (a name resolving to
+/// one of them would reach the host's services bound to every interface;
+/// to one of their networks, its gateway or neighbours).
+pub fn own_networks() -> Vec<Network> {
+    let mut networks = Vec::new();
     let mut list: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: getifaddrs allocates the list and stores its head in `list`.
     if unsafe { libc::getifaddrs(&raw mut list) } != 0 {
-        return addresses;
+        return networks;
     }
     let mut entry = list;
     while !entry.is_null() {
         // SAFETY: `entry` is a node of the list getifaddrs returned, freed
-        // only below; `ifa_addr` is null or points to a sockaddr whose
-        // family says its size.
+        // only below; `ifa_addr` and `ifa_netmask` are null or point to a
+        // sockaddr whose family says its size.
         unsafe {
-            let address = (*entry).ifa_addr;
-            if !address.is_null() {
-                match i32::from((*address).sa_family) {
-                    libc::AF_INET => {
-                        let inet = std::ptr::read_unaligned(address.cast::<libc::sockaddr_in>());
-                        addresses.push(IpAddr::V4(Ipv4Addr::from(u32::from_be(
-                            inet.sin_addr.s_addr,
-                        ))));
-                    }
-                    libc::AF_INET6 => {
-                        let inet = std::ptr::read_unaligned(address.cast::<libc::sockaddr_in6>());
-                        addresses.push(IpAddr::V6(Ipv6Addr::from(inet.sin6_addr.s6_addr)));
-                    }
-                    _ => {}
-                }
+            if let Some(address) = socket_address((*entry).ifa_addr) {
+                let prefix = socket_address((*entry).ifa_netmask).map_or(
+                    if address.is_ipv4() { 32 } else { 128 },
+                    |mask| match mask {
+                        IpAddr::V4(mask) => mask.to_bits().count_ones(),
+                        IpAddr::V6(mask) => mask.to_bits().count_ones(),
+                    },
+                );
+                networks.push(Network {
+                    address,
+                    prefix: u8::try_from(prefix).unwrap_or(128),
+                });
             }
             entry = (*entry).ifa_next;
         }
     }
     // SAFETY: the list getifaddrs returned, freed once.
     unsafe { libc::freeifaddrs(list) };
-    addresses
+    networks
+}
+
+/// The IP address in `address`, if it is an IPv4 or IPv6 one.
+///
+/// # Safety
+///
+/// `address` is null or points to a sockaddr whose family says its size.
+unsafe fn socket_address(address: *const libc::sockaddr) -> Option<IpAddr> {
+    if address.is_null() {
+        return None;
+    }
+    // SAFETY: the caller's promise: a valid sockaddr of its family's size.
+    unsafe {
+        match i32::from((*address).sa_family) {
+            libc::AF_INET => {
+                let inet = std::ptr::read_unaligned(address.cast::<libc::sockaddr_in>());
+                Some(IpAddr::V4(Ipv4Addr::from(u32::from_be(
+                    inet.sin_addr.s_addr,
+                ))))
+            }
+            libc::AF_INET6 => {
+                let inet = std::ptr::read_unaligned(address.cast::<libc::sockaddr_in6>());
+                Some(IpAddr::V6(Ipv6Addr::from(inet.sin6_addr.s6_addr)))
+            }
+            _ => None,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -167,11 +232,59 @@ mod tests {
         }
     }
 
+    fn network(text: &str, prefix: u8) -> Network {
+        Network {
+            address: text.parse().expect("an address"),
+            prefix,
+        }
+    }
+
     #[test]
     fn the_hosts_own_interfaces_are_not_public() {
-        let own = own_addresses();
-        assert!(own.contains(&IpAddr::V4(Ipv4Addr::LOCALHOST)), "{own:?}");
-        let public_address: IpAddr = "8.8.4.4".parse().expect("address");
-        assert!(!is_public(public_address, &[public_address]));
+        let own = own_networks();
+        assert!(
+            own.contains(&network("127.0.0.1", 8)),
+            "the loopback with its /8: {own:?}"
+        );
+        for listed in &own {
+            assert!(!is_public(listed.address, &own), "{listed:?}");
+        }
+    }
+
+    #[test]
+    fn the_networks_the_host_is_on_are_not_public() {
+        // A host on a documentation or public network: its gateway and
+        // neighbours are not reached through a wildcard, the rest of the
+        // range is.
+        let own = [
+            network("192.0.2.2", 24),
+            network("8.8.4.4", 32),
+            network("2606:4700::2", 64),
+        ];
+        for address in [
+            "192.0.2.1",
+            "192.0.2.255",
+            "::ffff:192.0.2.1",
+            "8.8.4.4",
+            "2606:4700::1",
+        ] {
+            assert!(
+                !is_public(address.parse().expect("address"), &own),
+                "{address}"
+            );
+        }
+        for address in ["192.0.3.1", "203.0.113.80", "8.8.4.5", "2606:4700:0:1::1"] {
+            assert!(
+                is_public(address.parse().expect("address"), &own),
+                "{address}"
+            );
+        }
+        // A network of prefix 0 holds every address of its family only.
+        let everything = [network("0.0.0.0", 0)];
+        assert!(!is_public("1.1.1.1".parse().expect("address"), &everything));
+        assert!(is_public(
+            "2606:4700::1".parse().expect("address"),
+            &everything
+        ));
     }
 }

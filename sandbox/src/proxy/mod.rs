@@ -18,8 +18,8 @@
 //! The host is checked against the list *before* any DNS query (a refused
 //! name is never looked up, so it cannot carry data out either); a name is
 //! resolved here and the address actually connected to is checked: a
-//! loopback, private, link-local address or one of the host's own is
-//! reached only when the host was allowed by its exact name or address.
+//! loopback, private, link-local address, one of the host's own or on
+//! the networks of its interfaces is reached only when the host was allowed by its exact name or address.
 //!
 //! Bounded: a client has 10 s to send its request head (64 KiB at most),
 //! a name 10 s to resolve, a connection 10 s to open; at most 256
@@ -328,7 +328,7 @@ async fn open(request: &Request, shared: &Shared, client: &mut TcpStream) -> Opt
     let candidates: Vec<IpAddr> = if private {
         addresses.clone()
     } else {
-        let own = address::own_addresses();
+        let own = address::own_networks();
         addresses
             .iter()
             .copied()

@@ -113,9 +113,9 @@ pub fn explain(host: &str, ports: &str, literal: bool, reason: &Reason) -> Strin
             "an IP address is reached only when it is allowed as such".to_owned()
         }
         (Reason::Private(address), _) => format!(
-            "it resolves to {address}, an address of this machine or of a private, link-local \
-             or reserved network, where only a domain allowed by its exact name may lead (not a \
-             wildcard or the registries preset)"
+            "it resolves to {address}, an address of this machine, of a network it is on, or \
+             of a private, link-local or reserved range, where only a domain allowed by its \
+             exact name may lead (not a wildcard or the registries preset)"
         ),
     };
     format!(
@@ -155,10 +155,9 @@ mod tests {
                  `--allow-domain 127.0.0.1` (TOML: [sandbox] allowed_domains = [\"127.0.0.1\"])",
                 "sandbox: the network reaches only the allowed domains, and bashtool's proxy \
                  refused `rebind.example.com` (port 443): it resolves to 127.0.0.1, an address \
-                 of this machine or of a private, link-local or reserved network, where only a \
-                 domain allowed by its exact name may lead (not a wildcard or the registries \
-                 preset); a user who wants \
-                 commands to reach it runs bashtool with `--allow-domain rebind.example.com` \
+                 of this machine, of a network it is on, or of a private, link-local or \
+                 reserved range, where only a domain allowed by its exact name may lead (not a \
+                 wildcard or the registries preset); a user who wants commands to reach it runs bashtool with `--allow-domain rebind.example.com` \
                  (TOML: [sandbox] allowed_domains = [\"rebind.example.com\"])",
             ]
         );

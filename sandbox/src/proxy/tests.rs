@@ -180,7 +180,7 @@ fn a_wildcard_never_leads_to_loopback_or_metadata_addresses() {
         );
         assert!(text.starts_with("HTTP/1.1 403 Forbidden\r\n"), "{text}");
         assert!(
-            text.contains("an address of this machine or of a private, link-local"),
+            text.contains("an address of this machine, of a network it is on, or of a private"),
             "{text}"
         );
     }
