@@ -176,7 +176,7 @@ async fn stateless_calls_reach_the_allowed_name_only_and_say_why_not() {
     ] {
         let result = tool.call(json!({ "command": command })).await;
         assert!(result.is_error, "{command}");
-        assert_eq!(notes(&result), [expected.clone()], "{command}");
+        assert_eq!(notes(&result), std::slice::from_ref(expected), "{command}");
     }
     assert_eq!(server.paths(), ["/page"]);
 }
