@@ -39,7 +39,8 @@ impl Network {
     }
 }
 
-/// Whether the first `prefix` of the `width` low bits of `a` and `b` agree.
+/// Whether the first `prefix` bits of `a` and `b`, values of `width` bits,
+/// agree.
 fn same_prefix(a: u128, b: u128, width: u32, prefix: u8) -> bool {
     let prefix = u32::from(prefix).min(width);
     // Both values fit in `width` bits; a zero prefix would shift by the
