@@ -210,6 +210,39 @@ fn call_and_sandbox_report_the_allow_list() {
     );
     assert_eq!(server.count(), 1);
 
+    // Its address directly, another name, the name around the proxy, a raw
+    // connect: each fails, and the note names the host and the flag (or
+    // that the command went around the proxy).
+    for (command, says) in [
+        (
+            format!("curl -sS http://127.0.0.1:{}/", server.port),
+            "reach `127.0.0.1` through the proxy runs bashtool with `--allow-domain 127.0.0.1`",
+        ),
+        (
+            format!("curl -sS http://other.test:{}/", server.port),
+            "bashtool's proxy refused `other.test` (port",
+        ),
+        (
+            format!("curl -sS --noproxy '*' http://localhost:{}/", server.port),
+            "`localhost` is allowed, but only through the proxy",
+        ),
+        (
+            format!("echo x > /dev/tcp/127.0.0.1/{}", server.port),
+            "`--allow-domain 127.0.0.1`",
+        ),
+    ] {
+        let mut call = bashtool(&root);
+        call.args(["call", "--allow-domain", "localhost"])
+            .stderr(Stdio::piped());
+        let (result, _) = call_json(call, &json!({ "command": command }).to_string());
+        let notes = result["details"]["notes"].to_string();
+        assert!(notes.contains(says), "{command}: {result}");
+        if !command.contains("other.test") {
+            assert_eq!(result["is_error"], json!(true), "{command}: {result}");
+        }
+    }
+    assert_eq!(server.count(), 1);
+
     // What `bashtool sandbox` says of a list with the preset.
     let output = bashtool(&root)
         .args([
