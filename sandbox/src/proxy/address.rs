@@ -51,16 +51,34 @@ fn same_prefix(a: u128, b: u128, width: u32, prefix: u8) -> bool {
 /// True for an address on the public internet that is on none of `own`
 /// (the host's interfaces and their networks).
 pub fn is_public(address: IpAddr, own: &[Network]) -> bool {
-    let unmapped = match address {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(address, IpAddr::V4),
-        IpAddr::V4(_) => address,
-    };
-    if own.iter().any(|network| network.contains(unmapped)) {
+    let mut reached = vec![address];
+    if let IpAddr::V6(v6) = address {
+        reached.extend(embedded_v4(v6).map(IpAddr::V4));
+    }
+    if reached
+        .iter()
+        .any(|address| own.iter().any(|network| network.contains(*address)))
+    {
         return false;
     }
     match address {
         IpAddr::V4(address) => is_public_v4(address),
         IpAddr::V6(address) => is_public_v6(address),
+    }
+}
+
+/// The IPv4 address an IPv6 one leads to: mapped (`::ffff:a.b.c.d`),
+/// NAT64 (the last 32 bits) or 6to4 (bits 16..48).
+fn embedded_v4(address: Ipv6Addr) -> Option<Ipv4Addr> {
+    if let Some(mapped) = address.to_ipv4_mapped() {
+        return Some(mapped);
+    }
+    let embedded = |high: u16, low: u16| Ipv4Addr::from((u32::from(high) << 16) | u32::from(low));
+    match address.segments() {
+        [0x64, 0xff9b, 0, 0, 0, 0, high, low] | [0x2002, high, low, ..] => {
+            Some(embedded(high, low))
+        }
+        _ => None,
     }
 }
 
@@ -79,17 +97,11 @@ fn is_public_v4(address: Ipv4Addr) -> bool {
 }
 
 fn is_public_v6(address: Ipv6Addr) -> bool {
-    if let Some(mapped) = address.to_ipv4_mapped() {
-        return is_public_v4(mapped);
+    // Mapped, NAT64 and 6to4: the IPv4 address inside decides.
+    if let Some(inside) = embedded_v4(address) {
+        return is_public_v4(inside);
     }
-    let segments = address.segments();
-    let embedded = |high: u16, low: u16| Ipv4Addr::from((u32::from(high) << 16) | u32::from(low));
-    match segments {
-        // NAT64 (the last 32 bits) and 6to4 (bits 16..48): the IPv4
-        // address inside decides.
-        [0x64, 0xff9b, 0, 0, 0, 0, high, low] | [0x2002, high, low, ..] => {
-            is_public_v4(embedded(high, low))
-        }
+    match address.segments() {
         // ::, ::1, IPv4-compatible ::a.b.c.d, local-use NAT64,
         // discard-only, Teredo (tunnels to an embedded address).
         [0, 0, 0, 0, 0, 0, _, _]
@@ -266,6 +278,8 @@ mod tests {
             "192.0.2.1",
             "192.0.2.255",
             "::ffff:192.0.2.1",
+            "64:ff9b::c000:201",
+            "2002:c000:201::1",
             "8.8.4.4",
             "2606:4700::1",
         ] {
