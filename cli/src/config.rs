@@ -73,6 +73,7 @@ use serde::Deserialize;
 /// mode = "workspace-write"   # or "read-only", "off"
 /// writable = ["/home/me/.cache/foo"]
 /// network = "on"             # or "off"
+/// allowed_domains = ["registries", "github.com"]   # only these, through a proxy
 /// ```
 #[derive(Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -101,7 +102,8 @@ pub struct FileConfig {
     pub env: BTreeMap<String, String>,
     #[serde(default)]
     pub environment: EnvPolicy,
-    /// The OS sandbox; flags (`--sandbox`, `--writable`, `--network`) win.
+    /// The OS sandbox; flags (`--sandbox`, `--writable`, `--network`,
+    /// `--allow-domain`) win.
     pub sandbox: Option<SandboxConfig>,
 }
 

@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use bashtool_sandbox::{NetworkMode, SandboxConfig, SandboxMode};
 use clap::Args;
 
-/// `--sandbox`, `--writable`, `--network`.
+/// `--sandbox`, `--writable`, `--network`, `--allow-domain`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct SandboxArgs {
     /// OS sandbox: off, read-only or workspace-write (writes only to the working directory, temp and --writable dirs) [default: workspace-write]
@@ -20,6 +20,9 @@ pub struct SandboxArgs {
     /// on, or off: nothing outside the sandbox is reachable, only its own loopback [default: on]
     #[arg(long, value_name = "on|off", value_parser = parse_network)]
     pub network: Option<NetworkMode>,
+    /// Commands reach only this domain and the others given (repeatable), through a proxy bashtool runs outside the sandbox: example.com, *.example.com (its subdomains), an IP address, or `registries` (cargo, pip, npm and apt)
+    #[arg(long = "allow-domain", value_name = "DOMAIN", value_parser = parse_domain)]
+    pub allow_domain: Vec<String>,
 }
 
 fn parse_mode(text: &str) -> Result<SandboxMode, String> {
@@ -30,6 +33,14 @@ fn parse_mode(text: &str) -> Result<SandboxMode, String> {
 fn parse_network(text: &str) -> Result<NetworkMode, String> {
     text.parse()
         .map_err(|error: bashtool_sandbox::Error| error.to_string())
+}
+
+/// One `--allow-domain`, normalized; clap names the flag in the error.
+fn parse_domain(text: &str) -> Result<String, String> {
+    bashtool_sandbox::normalize_domain(text).map_err(|error| match error {
+        bashtool_sandbox::Error::Setting { message, .. } => message,
+        other => other.to_string(),
+    })
 }
 
 impl SandboxArgs {
@@ -62,10 +73,13 @@ impl SandboxArgs {
     pub fn apply(&self, config: &mut SandboxConfig) -> anyhow::Result<()> {
         if let Some(mode) = self.sandbox {
             config.mode = mode;
+            // No sandbox, no proxy: the file's domains go with it (given
+            // as flags too, they are an error).
+            if mode == SandboxMode::Off && self.allow_domain.is_empty() {
+                config.allowed_domains.clear();
+            }
         }
-        if let Some(network) = self.network {
-            config.network = network;
-        }
+        self.apply_network(config)?;
         let current = std::env::current_dir().context("reading the current directory")?;
         config.writable.extend(
             self.writable
@@ -74,6 +88,58 @@ impl SandboxArgs {
         );
         config.validate()?;
         Ok(())
+    }
+
+    /// `--network` and `--allow-domain` over the file's network: a flag
+    /// wins over the file (`--network` drops its allowed domains,
+    /// `--allow-domain` adds to them and turns a file's `network = "off"`
+    /// into the allow-list); both flags at once contradict each other.
+    fn apply_network(&self, config: &mut SandboxConfig) -> anyhow::Result<()> {
+        if let Some(network) = self.network {
+            anyhow::ensure!(
+                self.allow_domain.is_empty(),
+                "--network {network} and --allow-domain exclude each other: --allow-domain already \
+                 limits the network to the domains it names (--network on is unrestricted, \
+                 --network off reaches nothing); give one of them"
+            );
+            config.network = network;
+            config.allowed_domains.clear();
+        }
+        if !self.allow_domain.is_empty() {
+            config.network = NetworkMode::On;
+            for domain in &self.allow_domain {
+                if !config.allowed_domains.contains(domain) {
+                    config.allowed_domains.push(domain.clone());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The allowed domains to ask a remote `bashtool serve` for: the
+    /// file's `[sandbox] allowed_domains` and the flags, checked here (the
+    /// rest of the sandbox is the server's). Empty: the server decides.
+    pub fn remote_allowed_domains(
+        &self,
+        file: Option<&SandboxConfig>,
+    ) -> anyhow::Result<Vec<String>> {
+        let mut config = SandboxConfig {
+            allowed_domains: file
+                .map(|file| file.allowed_domains.clone())
+                .unwrap_or_default(),
+            network: file.map_or(NetworkMode::On, |file| file.network),
+            ..SandboxConfig::default()
+        };
+        self.apply_network(&mut config)?;
+        if config.allowed_domains.is_empty() {
+            return Ok(Vec::new());
+        }
+        anyhow::ensure!(
+            config.network == NetworkMode::On,
+            "[sandbox] network = \"off\" and allowed_domains exclude each other: off reaches nothing"
+        );
+        bashtool_sandbox::AllowList::parse(&config.allowed_domains)?;
+        Ok(config.allowed_domains)
     }
 }
 
@@ -111,12 +177,13 @@ pub fn with_request(
 /// Show what sandbox this machine can enforce and the effective profile
 ///
 /// Prints the kernel features the sandbox uses (Landlock ABI, seccomp, user
-/// and network namespaces, bubblewrap), then the profile the same flags
-/// would give `run`, `call` or `mcp`: writable roots, protected paths,
-/// network. Exit status 1 when that profile cannot be enforced here.
+/// and network namespaces, the domain proxy, bubblewrap), then the profile
+/// the same flags would give `run`, `call` or `mcp`: writable roots,
+/// protected paths, network (and the allowed domains and their proxy).
+/// Exit status 1 when that profile cannot be enforced here.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  bashtool sandbox\n  bashtool sandbox --network off --writable ~/.cache/foo\n  bashtool sandbox --cwd ~/project --sandbox read-only"
+    after_help = "Examples:\n  bashtool sandbox\n  bashtool sandbox --network off --writable ~/.cache/foo\n  bashtool sandbox --allow-domain registries --allow-domain github.com\n  bashtool sandbox --cwd ~/project --sandbox read-only"
 )]
 pub struct SandboxCommandArgs {
     /// The workspace [default: the current directory]

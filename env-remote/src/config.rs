@@ -39,6 +39,9 @@ pub struct RemoteConfig {
     /// The sandbox to ask the server for, over its own settings. `None`:
     /// the server's settings.
     pub sandbox: Option<SandboxRequest>,
+    /// The domains the commands may reach (`--allow-domain`), enforced by
+    /// the server's sandbox and proxy. Empty: the server's own setting.
+    pub allowed_domains: Vec<String>,
 }
 
 impl Default for RemoteConfig {
@@ -52,6 +55,7 @@ impl Default for RemoteConfig {
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             working_directory: None,
             sandbox: None,
+            allowed_domains: Vec::new(),
         }
     }
 }

@@ -228,6 +228,12 @@ pub struct InitializeParams {
     /// server's own settings. `None`: the server's settings alone.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub sandbox: Option<SandboxRequest>,
+    /// Limit the commands' network to these domains (`--allow-domain`),
+    /// through a proxy the server runs; the server refuses when it cannot
+    /// (no sandbox, its network off, or a list of its own that does not
+    /// cover these). Empty: the server's own setting.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub allowed_domains: Vec<String>,
 }
 
 /// The sandbox settings a client sends in `initialize`: plain data, in the

@@ -32,10 +32,17 @@ pub fn instructions(environment: &EnvironmentInfo, persistent: bool, interactive
                 .iter()
                 .map(|path| path.display().to_string())
                 .collect();
+            let network = if sandbox.network == "allowlist" {
+                format!(
+                    "network only to {} (through a proxy the usual *_PROXY variables name)",
+                    sandbox.allowed_domains.join(", ")
+                )
+            } else {
+                format!("network {}", sandbox.network)
+            };
             text.push_str(&format!(
-                "{}, network {}; writes outside {} fail with \"Permission denied\".",
+                "{}, {network}; writes outside {} fail with \"Permission denied\".",
                 sandbox.mode,
-                sandbox.network,
                 if writable.is_empty() {
                     "the temp space".to_owned()
                 } else {
@@ -74,6 +81,7 @@ mod tests {
                 mode: "workspace-write".to_owned(),
                 network: "off".to_owned(),
                 writable: vec!["/work".into(), "/tmp".into()],
+                allowed_domains: Vec::new(),
             }),
             tools: Vec::new(),
         };
@@ -86,6 +94,28 @@ mod tests {
                 "Sandbox: workspace-write, network off; writes outside /work, /tmp fail with \"Permission denied\".",
                 "Session: none; each call runs in a fresh shell and nothing carries over.",
             ]
+        );
+    }
+
+    #[test]
+    fn names_the_allowed_domains() {
+        let environment = EnvironmentInfo {
+            name: "local".to_owned(),
+            sandbox: Some(SandboxInfo {
+                mode: "workspace-write".to_owned(),
+                network: "allowlist".to_owned(),
+                writable: vec!["/work".into()],
+                allowed_domains: vec!["pypi.org".to_owned(), "*.example.com".to_owned()],
+            }),
+            tools: Vec::new(),
+        };
+        let text = instructions(&environment, true, false);
+        assert!(
+            text.contains(
+                "\nSandbox: workspace-write, network only to pypi.org, *.example.com (through a \
+                 proxy the usual *_PROXY variables name); writes outside /work fail"
+            ),
+            "{text}"
         );
     }
 }

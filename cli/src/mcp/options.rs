@@ -126,6 +126,7 @@ Config file (TOML; every key optional):
   [environment]  exclude = [\"AWS_*\"]   keep = [\"GITHUB_TOKEN\"]   include_only = []
                  ignore_default_excludes = false   set = { CI = \"1\" }
   [sandbox]   mode = \"workspace-write\" | \"read-only\" | \"off\"   writable = [\"/dir\"]   network = \"on\" | \"off\"
+              allowed_domains = [\"registries\", \"*.example.com\"]   (the network only to these, via a proxy)
 The config file applies to run, call and check too (all but cwd, stateless,
 keep_jobs, log_level and progress_interval_ms).";
 
@@ -218,6 +219,13 @@ impl Settings {
             args.tool.local_config(&mut tool, file, cwd)?
         };
         let remote_sandbox = remote.as_ref().and_then(|_| args.tool.remote_sandbox(file));
+        let remote_allowed_domains = if remote.is_some() {
+            args.tool
+                .sandbox
+                .remote_allowed_domains(file.sandbox.as_ref())?
+        } else {
+            Vec::new()
+        };
         local.keep_jobs_on_drop = keep_jobs;
         // A long-lived server: the next call's fresh shell is started while
         // the client reads this one's answer.
@@ -255,6 +263,7 @@ impl Settings {
                 session_path,
                 keep_jobs,
                 remote_sandbox,
+                remote_allowed_domains,
             },
             progress_interval,
             log_filter: logging::filter(args.log_level.as_deref(), file.log_level.as_deref()),

@@ -56,6 +56,9 @@ impl LocalExec {
                 bashtool_core::format_bytes(snapshot.dropped)
             ));
         }
+        // What the realm has to say (a connection its proxy refused, a git
+        // file moved aside), as after any call.
+        notes.extend(crate::realm::after_call(&config.wrappers));
         let running = !matches!(snapshot.state, crate::interactive::JobState::Exited(_));
         let (state, exit_code, signal) = port_state(&snapshot.state);
         let timed_out =
