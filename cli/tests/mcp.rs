@@ -209,6 +209,7 @@ async fn tools_list_shows_the_core_spec_with_an_output_schema() {
             ..bashtool_env_local::LocalConfig::default()
         }),
         tools: bashtool_env_local::available_tools(),
+        limits: None,
     };
     let spec = tool_spec_for(&config, &environment);
     assert_eq!(bash.description.as_deref(), Some(spec.description.as_str()));

@@ -76,6 +76,7 @@ mod tests {
                 writable: vec!["/work".into(), "/tmp".into()],
             }),
             tools: Vec::new(),
+            limits: None,
         };
         let text = instructions(&environment, false, false);
         let lines: Vec<&str> = text.lines().skip(1).collect();
