@@ -77,6 +77,7 @@ mod exec;
 mod inherited_env;
 mod interactive;
 mod jobs;
+mod limits;
 mod logs;
 mod orphans;
 mod reader;
@@ -98,6 +99,7 @@ pub use interactive::{
     PROBE_INTERVAL, Snapshot, interactive_launch,
 };
 pub use jobs::{JobStore, RecordedJobs};
+pub use limits::limits_info;
 pub use logs::LogDir;
 pub use orphans::{Reaped, reap_orphans};
 pub use session::{Session, SessionConfig};

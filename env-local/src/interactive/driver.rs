@@ -103,6 +103,9 @@ pub(super) struct Driver {
     pub deadline: Option<Instant>,
     pub stop: CancellationToken,
     pub grace: Duration,
+    /// The job's cgroup: what is left in it after the tree was stopped is
+    /// killed, and it is released when the job ends.
+    pub cgroup: Option<crate::limits::CallCgroup>,
 }
 
 pub(super) async fn drive(driver: Driver) {
@@ -136,6 +139,9 @@ pub(super) async fn drive(driver: Driver) {
     // already sent SIGHUP to the foreground group when the session leader
     // exited). The root is still unreaped, so its group id is still ours.
     let leftovers = driver.tree.terminate(driver.grace, true).await;
+    if let Some(cgroup) = &driver.cgroup {
+        cgroup.kill_rest();
+    }
     drain(&driver, &mut buffer).await;
     let status = driver.child.reap();
     let exit = JobExit {
