@@ -122,6 +122,8 @@ pub fn for_invocation(tool: &ToolArgs, remote: &RemoteArgs) -> anyhow::Result<(T
         // As locally: a background job outlives this process, and `bashtool
         // jobs --remote` finds it in the records over there.
         keep_jobs: true,
+        // Enforced over there: `serve` applies them.
+        limits: tool.limit_settings(&file)?,
         ..RemoteConfig::default()
     };
     if let Some(grace) = tool.kill_grace {
@@ -199,6 +201,7 @@ impl ServerEnvironment {
             keep_jobs: self.keep_jobs,
             remote_kill_grace: self.local.kill_grace,
             working_directory: tool.working_directory.clone(),
+            limits: self.local.limits,
             ..RemoteConfig::default()
         };
         let remote = RemoteExec::command(line, config);

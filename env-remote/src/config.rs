@@ -36,6 +36,9 @@ pub struct RemoteConfig {
     /// Where commands run by default, on the server's side. `None`: the
     /// server's own `--cwd`.
     pub working_directory: Option<PathBuf>,
+    /// Resource limits per command, applied by the server (capped by its
+    /// own). Unset: the server's settings.
+    pub limits: bashtool_core::LimitSettings,
 }
 
 impl Default for RemoteConfig {
@@ -48,6 +51,7 @@ impl Default for RemoteConfig {
             remote_kill_grace: DEFAULT_REMOTE_KILL_GRACE,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             working_directory: None,
+            limits: bashtool_core::LimitSettings::default(),
         }
     }
 }

@@ -392,14 +392,21 @@ async fn cgroup_kill_stops_escapees_that_left_the_session_and_the_marker() {
     .expect("launched");
     let root = launched.root.pid();
     let v2_dir = dir_with(&cgroup, "cgroup.kill");
-    assert!(wait_until(Duration::from_secs(10), || pids_in(&v2_dir).len() == 4).await);
+    let empty_environment =
+        |pid: &u32| std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| env.is_empty());
+    // Four processes, one of them the escapee once `env -i` exec'd sleep.
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            let members = pids_in(&v2_dir);
+            members.len() == 4 && members.iter().any(empty_environment)
+        })
+        .await
+    );
     let members = pids_in(&v2_dir);
     let escapee = members
         .iter()
         .copied()
-        .find(|pid| {
-            std::fs::read_to_string(format!("/proc/{pid}/environ")).is_ok_and(|env| env.is_empty())
-        })
+        .find(|pid| empty_environment(pid))
         .expect("the escapee");
     assert!(alive(escapee));
     let containment = CgroupContainment::new(

@@ -126,6 +126,7 @@ Config file (TOML; every key optional):
   [environment]  exclude = [\"AWS_*\"]   keep = [\"GITHUB_TOKEN\"]   include_only = []
                  ignore_default_excludes = false   set = { CI = \"1\" }
   [sandbox]   mode = \"workspace-write\" | \"read-only\" | \"off\"   writable = [\"/dir\"]   network = \"on\" | \"off\"
+  [limits]    pids = 4096   memory = \"2G\"   cpu = 1.5   (each may be \"off\"; per command, see --limit)
 The config file applies to run, call and check too (all but cwd, stateless,
 keep_jobs, log_level and progress_interval_ms).";
 
@@ -211,6 +212,9 @@ impl Settings {
         );
         let keep_jobs = args.keep_jobs || file.keep_jobs.unwrap_or(false);
         let mut local = args.tool.local_config(&mut tool, file, cwd)?;
+        if remote.is_none() {
+            crate::limits::check_enforceable(&local.limits)?;
+        }
         local.keep_jobs_on_drop = keep_jobs;
         // A long-lived server: the next call's fresh shell is started while
         // the client reads this one's answer.

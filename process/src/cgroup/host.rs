@@ -198,10 +198,14 @@ impl fmt::Display for CgroupHost {
                     .collect::<Vec<_>>()
                     .join(", ")
             };
-            let kill = if hierarchy.kill { ", cgroup.kill" } else { "" };
+            let kill = match hierarchy.version {
+                Version::V2 if hierarchy.kill => "; cgroup.kill: yes",
+                Version::V2 => "; cgroup.kill: no",
+                Version::V1 => "",
+            };
             writeln!(
                 formatter,
-                "  {} at {}: {controllers}{kill}; this process in {}",
+                "  {} at {}: controllers {controllers}{kill}; this process in {}",
                 hierarchy.version,
                 hierarchy.mount.display(),
                 hierarchy.own.display()
