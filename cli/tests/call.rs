@@ -377,10 +377,9 @@ fn bashtool_inside_its_own_sandbox_still_runs_commands() {
         json!("workspace-write"),
         "{result}"
     );
-    let inner: Value = serde_json::from_str(
-        &std::fs::read_to_string(&inner_result).expect("the inner result"),
-    )
-    .expect("inner JSON");
+    let inner: Value =
+        serde_json::from_str(&std::fs::read_to_string(&inner_result).expect("the inner result"))
+            .expect("inner JSON");
     assert_eq!(inner["details"]["exit_code"], json!(0), "{inner}");
     let text = inner["content"][0]["text"].as_str().expect("inner text");
     assert!(text.contains("inner-ok"), "{text}");

@@ -449,7 +449,7 @@ pub fn format_size(bytes: u64) -> String {
     for (name, shift) in UNITS {
         let unit = 1_u64 << shift;
         if bytes >= unit {
-            if bytes % unit == 0 {
+            if bytes.is_multiple_of(unit) {
                 return format!("{} {name}", bytes >> shift);
             }
             let tenths = (u128::from(bytes) * 10 + u128::from(unit) / 2) / u128::from(unit);

@@ -486,6 +486,9 @@ async fn limits_turned_off_give_commands_no_cgroup() {
     // Inside the sandbox's namespaces the paths are the host's: the same
     // cgroups as this test process.
     assert_eq!(bashtool_tests::text(&result), own.trim_end());
-    assert_eq!(exec.environment_info().limits, Some(Default::default()));
+    assert_eq!(
+        exec.environment_info().limits,
+        Some(bashtool_core::LimitsInfo::default())
+    );
     exec.shutdown().await;
 }
