@@ -16,7 +16,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use bashtool_core::{CommandExec as _, CommandResult, Jobs as _, LimitSettings, SpawnOptions};
+use bashtool_core::{
+    CommandExec as _, CommandResult, Jobs as _, LimitSettings, ReadFrom, SpawnOptions,
+};
 use bashtool_env_local::{LocalConfig, LocalExec, Session, SessionConfig};
 use bashtool_tests::cgroups::{Watchdog, counter, dir_with, dirs_of, members, read, unavailable};
 use bashtool_tests::{pid_alive, temp_dir, wait_until};
@@ -438,6 +440,85 @@ async fn a_background_600_mb_job_is_killed_at_memory_256m_and_says_so() {
             "[background job reached its memory limit of 256 MiB: the kernel killed 1 of its processes]"
         ),
         "{output}"
+    );
+    exec.shutdown().await;
+}
+
+#[tokio::test]
+async fn an_interactive_600_mb_job_is_killed_at_memory_256m_and_its_transcript_says_so() {
+    if skip() || !has_python() {
+        return;
+    }
+    let dir = temp_dir();
+    let exec = LocalExec::new(config(dir.path(), &["memory=256M"]));
+    let handshake = Handshake::new(dir.path());
+    let call = tokio::spawn({
+        let exec = exec.clone();
+        // `exec`: the allocation is the job's root, as `python3 app.py` is.
+        let command = format!("{}exec {ALLOCATION}", handshake.prefix());
+        async move {
+            exec.spawn(
+                &command,
+                SpawnOptions::default()
+                    .mode(bashtool_core::ExecMode::Interactive)
+                    .timeout(Duration::from_secs(60)),
+            )
+            .await
+            .expect("the command starts")
+        }
+    });
+    // A process of the test's in the job's memory cgroup keeps it (and
+    // the kernel's count) after the job ended, until the test lets go.
+    let dirs = handshake.cgroup_dirs().await;
+    let memory_dir = dirs
+        .iter()
+        .find(|dir| dir.join("memory.max").exists() || dir.join("memory.limit_in_bytes").exists())
+        .expect("a memory cgroup")
+        .clone();
+    let mut holder = std::process::Command::new("sleep")
+        .arg("120")
+        .spawn()
+        .expect("sleep");
+    std::fs::write(memory_dir.join("cgroup.procs"), holder.id().to_string())
+        .expect("the holder joins the job's cgroup");
+    let (memory, _watchdog) = memory_load(&handshake).await;
+    let result = call.await.expect("join");
+    // Quiet while it waits for the test, the job may have been taken for
+    // one that waits for input: then its end is read through the jobs port.
+    let text = match &result.interactive {
+        None => bashtool_tests::text(&result),
+        Some(status) => {
+            let info = exec
+                .wait(
+                    &status.job,
+                    Duration::from_secs(30),
+                    tokio_util::sync::CancellationToken::new(),
+                )
+                .await
+                .expect("waited");
+            assert!(!info.state.is_running());
+            exec.read(&status.job, ReadFrom::Cursor(0), 1 << 20)
+                .await
+                .expect("read")
+                .text
+        }
+    };
+    assert_eq!(oom_kills(&memory), 1);
+    assert!(
+        text.trim_end().ends_with(&format!("[{MEMORY_NOTE}]")),
+        "{text:?}"
+    );
+    // The job's cgroup is removed once it ended and emptied (looked at
+    // again when the next command's cgroup is given back).
+    holder.kill().expect("kill the holder");
+    holder.wait().expect("reap the holder");
+    foreground(&exec, "true".to_owned()).await;
+    assert!(
+        wait_until(Duration::from_secs(10), || dirs
+            .iter()
+            .all(|dir| !dir.exists()))
+        .await,
+        "left: {dirs:?}"
     );
     exec.shutdown().await;
 }
