@@ -2,7 +2,10 @@
 //! with the flag named and nothing runs; limits travel to `bashtool serve`
 //! and its own `--limit` caps them; as a user without cgroups, limits
 //! asked for are an error naming what is missing and the default is
-//! reported as not in force; `bashtool sandbox` reports the cgroups.
+//! reported as not in force; `bashtool sandbox` reports the cgroups;
+//! through `bashtool call`, 300 sleepers under `pids=64` and 600 MB under
+//! `memory=256M` end with the note (each load released only once the test
+//! read the limit back from the kernel, under a watchdog).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
@@ -302,5 +305,118 @@ fn sandbox_reports_the_cgroups_and_the_limits_in_force() {
             "{report}"
         );
         assert!(report.contains("  enforced by: cgroup v"), "{report}");
+    }
+}
+
+/// A load through `bashtool call`: the command writes its cgroup and
+/// waits on a FIFO; the test reads the limit back from the kernel (the
+/// first of `limit_files` (v1, v2 names) its cgroups have: `expected`), starts a watchdog on the command's cgroups, lets
+/// it go, and returns the result, the cgroups and the watchdog (which
+/// kills what is left when dropped, so the test looks before). Nothing
+/// loads before the limit is seen.
+fn call_under_limit(
+    dir: &Path,
+    limit: &str,
+    load: &str,
+    limit_files: &[&str],
+    expected: &str,
+) -> (Value, Vec<PathBuf>, bashtool_tests::cgroups::Watchdog) {
+    use bashtool_tests::cgroups::{Watchdog, dirs_of, read};
+    use std::io::Write as _;
+    let fifo = dir.join("go.fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+    let report = dir.join("cgroup.txt");
+    let command = format!(
+        "cat /proc/self/cgroup > '{}'; read -r _ < '{}'; {load}",
+        report.display(),
+        fifo.display()
+    );
+    let input = json!({"command": command, "timeout": 8}).to_string();
+    let mut call = Command::new(BASHTOOL);
+    call.args(["call", "--limit", limit])
+        .current_dir(dir)
+        .env("BASHTOOL_STATE_DIR", dir.join("state"));
+    let running = std::thread::spawn(move || bashtool_tests::call_json(call, &input).0);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let text = loop {
+        match std::fs::read_to_string(&report) {
+            Ok(text) if text.ends_with('\n') => break text,
+            _ if std::time::Instant::now() > deadline => panic!("no cgroup reported"),
+            _ => std::thread::sleep(std::time::Duration::from_millis(10)),
+        }
+    };
+    let dirs = dirs_of(&text);
+    let limit = dirs
+        .iter()
+        .find_map(|dir| {
+            limit_files
+                .iter()
+                .map(|file| dir.join(file))
+                .find(|path| path.exists())
+        })
+        .unwrap_or_else(|| panic!("none of {dirs:?} has {limit_files:?}"));
+    assert_eq!(read(&limit), expected);
+    let watchdog = Watchdog::start(dirs.clone(), std::time::Duration::from_secs(60));
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&fifo)
+        .expect("open the fifo")
+        .write_all(b"go\n")
+        .expect("write the fifo");
+    (running.join().expect("the call"), dirs, watchdog)
+}
+
+#[test]
+fn through_the_binary_a_600_mb_allocation_is_killed_at_memory_256m_with_the_note() {
+    if let Some(reason) = bashtool_tests::cgroups::unavailable() {
+        eprintln!("skipped: {reason}");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (result, _, _watchdog) = call_under_limit(
+        dir.path(),
+        "memory=256M",
+        "python3 -c 'x = b\"x\" * (600 << 20); print(len(x))'",
+        &["memory.limit_in_bytes", "memory.max"],
+        &(256_u64 << 20).to_string(),
+    );
+    let text = result["content"][0]["text"].as_str().expect("text");
+    assert!(
+        text.contains("\n[the command reached its memory limit of 256 MiB and was killed]\n"),
+        "{text}"
+    );
+    assert_eq!(result["details"]["limits"]["memory"], 256_u64 << 20);
+}
+
+#[test]
+fn through_the_binary_300_sleepers_stop_at_pids_64_with_the_note_and_nothing_left() {
+    if let Some(reason) = bashtool_tests::cgroups::unavailable() {
+        eprintln!("skipped: {reason}");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let (result, dirs, _watchdog) = call_under_limit(
+        dir.path(),
+        "pids=64",
+        "for i in $(seq 300); do sleep 1000 & done; wait",
+        &["pids.max"],
+        "64",
+    );
+    assert_eq!(result["details"]["timed_out"], true, "{result}");
+    let notes = result["details"]["notes"].as_array().expect("notes");
+    assert!(
+        notes.iter().any(|note| note.as_str().is_some_and(
+            |note| note.starts_with("the command reached its limit of 64 processes (pids): ")
+        )),
+        "{notes:?}"
+    );
+    // Nothing is left in the command's cgroups (or they are gone).
+    for dir in &dirs {
+        assert_eq!(
+            bashtool_tests::cgroups::members(dir),
+            Vec::<u32>::new(),
+            "{}",
+            dir.display()
+        );
     }
 }
