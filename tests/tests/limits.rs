@@ -524,6 +524,57 @@ async fn an_interactive_600_mb_job_is_killed_at_memory_256m_and_its_transcript_s
 }
 
 #[tokio::test]
+async fn a_busy_loop_is_slowed_at_cpu_0_1_and_the_note_says_so() {
+    if skip() {
+        return;
+    }
+    let dir = temp_dir();
+    let exec = LocalExec::new(config(dir.path(), &["cpu=0.1"]));
+    // A bounded loop: the test checks the quota (and starts the
+    // watchdog) before it runs, through the same handshake.
+    let handshake = Handshake::new(dir.path());
+    let call = tokio::spawn({
+        let exec = exec.clone();
+        let command = format!(
+            "{}i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done",
+            handshake.prefix()
+        );
+        async move {
+            exec.spawn(
+                &command,
+                SpawnOptions::default().timeout(Duration::from_secs(60)),
+            )
+            .await
+            .expect("the command starts")
+        }
+    });
+    let dirs = handshake.cgroup_dirs().await;
+    let cpu = dir_with(&dirs, "cpu.stat");
+    let quota = if cpu.join("cpu.max").exists() {
+        read(&cpu.join("cpu.max"))
+    } else {
+        read(&cpu.join("cpu.cfs_quota_us"))
+    };
+    assert!(quota == "10000" || quota == "10000 100000", "{quota}");
+    let _watchdog = Watchdog::start(dirs, WATCHDOG);
+    handshake.go().await;
+    let result = call.await.expect("join");
+    assert_eq!(result.exit_code, Some(0), "{result:?}");
+    // The stateless call's cgroup is kept for the next call: its counter
+    // is still there to read.
+    assert!(counter(&cpu.join("cpu.stat"), "nr_throttled") > 0);
+    assert_eq!(result.notes.len(), 1, "{:?}", result.notes);
+    assert!(
+        result.notes[0].starts_with(
+            "the command was slowed down by its cpu limit of 0.1 CPUs: held back for "
+        ),
+        "{:?}",
+        result.notes
+    );
+    exec.shutdown().await;
+}
+
+#[tokio::test]
 async fn details_list_the_limits_in_force() {
     if skip() {
         return;
