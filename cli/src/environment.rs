@@ -200,6 +200,8 @@ pub fn for_invocation(tool: &ToolArgs, remote: &RemoteArgs) -> anyhow::Result<(T
         // The sandbox flags apply over there.
         sandbox: tool.remote_sandbox(&file),
         allowed_domains: tool.sandbox.remote_allowed_domains(file.sandbox.as_ref())?,
+        // Enforced over there: `serve` applies them.
+        limits: tool.limit_settings(&file)?,
         ..RemoteConfig::default()
     };
     if let Some(grace) = tool.kill_grace {
@@ -317,6 +319,7 @@ impl ServerEnvironment {
             working_directory: tool.working_directory.clone(),
             sandbox: self.remote_sandbox.clone(),
             allowed_domains: self.remote_allowed_domains.clone(),
+            limits: self.local.limits,
             ..RemoteConfig::default()
         };
         Some(RemoteExec::command(line, config))

@@ -177,13 +177,15 @@ pub fn with_request(
 /// Show what sandbox this machine can enforce and the effective profile
 ///
 /// Prints the kernel features the sandbox uses (Landlock ABI, seccomp, user
-/// and network namespaces, the domain proxy, bubblewrap), then the profile
-/// the same flags would give `run`, `call` or `mcp`: writable roots,
-/// protected paths, network (and the allowed domains and their proxy).
-/// Exit status 1 when that profile cannot be enforced here.
+/// and network namespaces, the domain proxy, bubblewrap) and the cgroups
+/// it mounts (version, controllers), then the profile the same flags would
+/// give `run`, `call` or `mcp`: writable roots, protected paths, network
+/// (and the allowed domains and their proxy), and the limits per command
+/// with what enforces them. Exit status 1 when that profile cannot be
+/// enforced here.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  bashtool sandbox\n  bashtool sandbox --network off --writable ~/.cache/foo\n  bashtool sandbox --allow-domain registries --allow-domain github.com\n  bashtool sandbox --cwd ~/project --sandbox read-only"
+    after_help = "Examples:\n  bashtool sandbox\n  bashtool sandbox --network off --writable ~/.cache/foo\n  bashtool sandbox --allow-domain registries --allow-domain github.com\n  bashtool sandbox --cwd ~/project --sandbox read-only\n  bashtool sandbox --limit memory=2G,pids=512"
 )]
 pub struct SandboxCommandArgs {
     /// The workspace [default: the current directory]
@@ -191,6 +193,8 @@ pub struct SandboxCommandArgs {
     pub cwd: Option<PathBuf>,
     #[command(flatten)]
     pub sandbox: SandboxArgs,
+    #[command(flatten)]
+    pub limits: crate::limits::LimitArgs,
 }
 
 pub fn run(args: &SandboxCommandArgs) -> anyhow::Result<ExitCode> {
@@ -201,15 +205,25 @@ pub fn run(args: &SandboxCommandArgs) -> anyhow::Result<ExitCode> {
         .map_or_else(|| current.clone(), |directory| current.join(directory));
     let mut config = SandboxConfig::default();
     args.sandbox.apply(&mut config)?;
+    let limits = args.limits.over(None)?;
     println!("This machine:");
     for line in bashtool_sandbox::probe().to_string().lines() {
         println!("  {line}");
     }
+    for line in bashtool_process::CgroupHost::probe().to_string().lines() {
+        println!("  {line}");
+    }
     println!();
     println!("Effective profile:");
+    let limits_enforced = print_limits(&limits);
+    let done = if limits_enforced {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    };
     if config.mode == SandboxMode::Off {
         println!("  mode: off (commands run with your full rights)");
-        return Ok(ExitCode::SUCCESS);
+        return Ok(done);
     }
     // The profile a server started here would have: its state directory
     // hidden, the logs shown.
@@ -224,15 +238,46 @@ pub fn run(args: &SandboxCommandArgs) -> anyhow::Result<ExitCode> {
             for line in description.lines() {
                 println!("  {line}");
             }
-            Ok(ExitCode::SUCCESS)
+            Ok(done)
         }
         Ok(None) => {
             println!("  mode: off (commands run with your full rights)");
-            Ok(ExitCode::SUCCESS)
+            Ok(done)
         }
         Err(error) => {
             println!("  cannot be enforced: {error}");
             Ok(ExitCode::FAILURE)
         }
     }
+}
+
+/// Prints the limits per command `settings` give here, and what enforces
+/// them; false when limits asked for cannot be enforced.
+fn print_limits(settings: &bashtool_core::LimitSettings) -> bool {
+    let info = match bashtool_env_local::limits_info(settings) {
+        Ok(info) => info,
+        Err(error) => {
+            println!("  limits: cannot be enforced: {error}");
+            return false;
+        }
+    };
+    let pids = match info.pids {
+        Some(pids) if info.pids_is_default => format!("{pids} (the default)"),
+        Some(pids) => pids.to_string(),
+        None => "off".to_owned(),
+    };
+    let memory = info
+        .memory
+        .map_or_else(|| "off".to_owned(), bashtool_core::format_size);
+    let cpu = info
+        .cpu
+        .map_or_else(|| "off".to_owned(), |cpu| format!("{cpu} CPUs"));
+    println!("  limits per command: pids {pids}, memory {memory}, cpu {cpu}");
+    if let Some(by) = &info.enforced_by {
+        println!("  enforced by: {by} (a cgroup per command; per session for a session's calls)");
+    }
+    if let Some(reason) = &info.not_in_force {
+        println!("  not in force: {reason}");
+    }
+    true
 }

@@ -31,4 +31,8 @@ pub struct EnvironmentInfo {
     pub sandbox: Option<SandboxInfo>,
     /// Programs worth recommending that exist there (`rg`, `fd`).
     pub tools: Vec<String>,
+    /// The resource limits each command runs under (`None`: the
+    /// environment does not say).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub limits: Option<crate::limits::LimitsInfo>,
 }

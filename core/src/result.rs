@@ -139,6 +139,9 @@ pub struct Details {
     /// The sandbox the command ran in.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub sandbox: Option<SandboxInfo>,
+    /// The resource limits the command ran under.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub limits: Option<crate::limits::LimitsInfo>,
 }
 
 /// The result of one tool call.

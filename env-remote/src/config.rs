@@ -42,6 +42,9 @@ pub struct RemoteConfig {
     /// The domains the commands may reach (`--allow-domain`), enforced by
     /// the server's sandbox and proxy. Empty: the server's own setting.
     pub allowed_domains: Vec<String>,
+    /// Resource limits per command, applied by the server (capped by its
+    /// own). Unset: the server's settings.
+    pub limits: bashtool_core::LimitSettings,
 }
 
 impl Default for RemoteConfig {
@@ -56,6 +59,7 @@ impl Default for RemoteConfig {
             working_directory: None,
             sandbox: None,
             allowed_domains: Vec::new(),
+            limits: bashtool_core::LimitSettings::default(),
         }
     }
 }

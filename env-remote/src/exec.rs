@@ -141,6 +141,7 @@ impl RemoteExec {
             working_directory: self.inner.config.working_directory.clone(),
             sandbox: self.inner.config.sandbox.clone(),
             allowed_domains: self.inner.config.allowed_domains.clone(),
+            limits: self.inner.config.limits,
         };
         let limit = self.inner.config.handshake_timeout;
         let answer = tokio::time::timeout(

@@ -52,6 +52,10 @@ pub fn instructions(environment: &EnvironmentInfo, persistent: bool, interactive
         }
         None => text.push_str("off (commands run with the full rights of the user)."),
     }
+    if let Some(line) = environment.limits.as_ref().and_then(limits_line) {
+        text.push_str("\nLimits: ");
+        text.push_str(&line);
+    }
     text.push_str(if persistent {
         "\nSession: one persistent shell; the working directory, exported variables, functions \
          and aliases carry over between calls."
@@ -65,6 +69,28 @@ pub fn instructions(environment: &EnvironmentInfo, persistent: bool, interactive
         );
     }
     text
+}
+
+/// What each command may use, when something limits it.
+fn limits_line(limits: &bashtool_core::LimitsInfo) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(pids) = limits.pids {
+        parts.push(format!("{pids} processes"));
+    }
+    if let Some(memory) = limits.memory {
+        parts.push(format!("{} of memory", bashtool_core::format_size(memory)));
+    }
+    if let Some(cpu) = limits.cpu {
+        let unit = if cpu.millis() == 1000 { "CPU" } else { "CPUs" };
+        parts.push(format!("{cpu} {unit}"));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "each command may use at most {}; a command past a limit is stopped or slowed, and its result says which.",
+        parts.join(", ")
+    ))
 }
 
 #[cfg(test)]
@@ -84,6 +110,11 @@ mod tests {
                 allowed_domains: Vec::new(),
             }),
             tools: Vec::new(),
+            limits: Some(bashtool_core::LimitsInfo {
+                pids: Some(4096),
+                memory: Some(2 << 30),
+                ..bashtool_core::LimitsInfo::default()
+            }),
         };
         let text = instructions(&environment, false, false);
         let lines: Vec<&str> = text.lines().skip(1).collect();
@@ -92,6 +123,7 @@ mod tests {
             [
                 "Environment: remote: ssh devbox bashtool serve (commands run there, not on the machine of this server).",
                 "Sandbox: workspace-write, network off; writes outside /work, /tmp fail with \"Permission denied\".",
+                "Limits: each command may use at most 4096 processes, 2 GiB of memory; a command past a limit is stopped or slowed, and its result says which.",
                 "Session: none; each call runs in a fresh shell and nothing carries over.",
             ]
         );
@@ -108,6 +140,7 @@ mod tests {
                 allowed_domains: vec!["pypi.org".to_owned(), "*.example.com".to_owned()],
             }),
             tools: Vec::new(),
+            limits: None,
         };
         let text = instructions(&environment, true, false);
         assert!(

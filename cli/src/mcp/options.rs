@@ -127,6 +127,7 @@ Config file (TOML; every key optional):
                  ignore_default_excludes = false   set = { CI = \"1\" }
   [sandbox]   mode = \"workspace-write\" | \"read-only\" | \"off\"   writable = [\"/dir\"]   network = \"on\" | \"off\"
               allowed_domains = [\"registries\", \"*.example.com\"]   (the network only to these, via a proxy)
+  [limits]    pids = 4096   memory = \"2G\"   cpu = 1.5   (each may be \"off\"; per command, see --limit)
 The config file applies to run, call and check too (all but cwd, stateless,
 keep_jobs, log_level and progress_interval_ms).";
 
@@ -226,6 +227,9 @@ impl Settings {
         } else {
             Vec::new()
         };
+        if remote.is_none() {
+            crate::limits::check_enforceable(&local.limits)?;
+        }
         local.keep_jobs_on_drop = keep_jobs;
         // A long-lived server: the next call's fresh shell is started while
         // the client reads this one's answer.

@@ -89,8 +89,13 @@ impl Environment {
         };
         let persistent = name.is_some() || requested.is_some();
         let keep_jobs = settings.keep_jobs || params.keep_jobs;
+        // The client's limits, its own `--limit` capping them; one that
+        // cannot be enforced here fails the handshake, naming why.
+        let limits = params.limits.capped_by(settings.local.limits);
+        crate::limits::check_enforceable(&limits)?;
         let mut local_config = LocalConfig {
             keep_jobs_on_drop: keep_jobs,
+            limits,
             ..settings.local.clone()
         };
         if let Some(directory) = &params.working_directory {

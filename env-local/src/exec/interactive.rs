@@ -30,7 +30,8 @@ impl LocalExec {
             Ok((path, file)) => (Some(path), Some(file)),
             Err(_) => (None, None),
         };
-        let mut job = InteractiveJob::start(
+        let cgroup = self.inner.limits.for_job()?;
+        let mut job = InteractiveJob::start_in(
             launch,
             &config.wrappers,
             marker,
@@ -40,6 +41,7 @@ impl LocalExec {
                 log_file: file,
                 ..InteractiveOptions::default()
             },
+            cgroup,
         )?;
         let yield_at = tokio::time::Instant::now() + options.yield_after.unwrap_or(DEFAULT_YIELD);
         let (snapshot, cancelled) = tokio::select! {
