@@ -25,9 +25,19 @@ pub async fn bash_true_once() {
     assert!(status.is_ok_and(|status| status.success()));
 }
 
-/// The tool on a local environment with `sandbox`.
+/// The tool on a local environment with `sandbox` (and the default
+/// limits: a `pids` cgroup per call where cgroups can be had).
 fn tool(sandbox: bashtool_sandbox::SandboxMode) -> BashTool {
+    tool_with(sandbox, bashtool_core::LimitSettings::default())
+}
+
+/// The tool on a local environment with `sandbox` and `limits`.
+fn tool_with(
+    sandbox: bashtool_sandbox::SandboxMode,
+    limits: bashtool_core::LimitSettings,
+) -> BashTool {
     let config = LocalConfig {
+        limits,
         confinement: bashtool_sandbox::SandboxConfig {
             mode: sandbox,
             ..bashtool_sandbox::SandboxConfig::default()
@@ -48,6 +58,13 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
     use bashtool_sandbox::SandboxMode;
     let plain = tool(SandboxMode::Off);
     let sandboxed = tool(SandboxMode::WorkspaceWrite);
+    // Row 1l: what the default `pids` limit (a cgroup per call) adds.
+    let unlimited = tool_with(
+        SandboxMode::Off,
+        bashtool_core::LimitSettings::parse_items(["pids=off"]).expect("valid limits"),
+    );
+    let limits_active = bashtool_env_local::limits_info(&bashtool_core::LimitSettings::default())
+        .is_ok_and(|info| info.enforced_by.is_some());
     // Rounds of call-for-call turns, so that load drifts hit both sides of a
     // ratio alike: `bash -c true` against the tool, the tool against the
     // tool in the sandbox.
@@ -57,9 +74,16 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
     let per_round = effort.runs(200);
     let (mut baseline, mut ours) = (Samples::empty(), Samples::empty());
     let (mut unsandboxed, mut in_sandbox) = (Samples::empty(), Samples::empty());
+    let (mut without_limits, mut with_limits) = (Samples::empty(), Samples::empty());
     let (mut overhead, mut sandbox_cost) = (Ratios::default(), Ratios::default());
+    let mut limits_cost = Ratios::default();
     let mut rounds = 0;
-    while plan.another(rounds, [&overhead, &sandbox_cost]) {
+    while plan.another(
+        rounds,
+        [&overhead, &sandbox_cost]
+            .into_iter()
+            .chain(limits_active.then_some(&limits_cost)),
+    ) {
         let warmup = if rounds == 0 { 20 } else { 3 };
         let (base, tool) =
             measure_interleaved(warmup, per_round, bash_true_once, || call_true(&plain)).await;
@@ -76,10 +100,36 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
         sandbox_cost.push(boxed.ratio_to(&tool));
         unsandboxed.extend(&tool);
         in_sandbox.extend(&boxed);
+        if limits_active {
+            let (off, limited) = measure_interleaved(
+                warmup,
+                per_round,
+                || call_true(&unlimited),
+                || call_true(&plain),
+            )
+            .await;
+            limits_cost.push(limited.ratio_to(&off));
+            without_limits.extend(&off);
+            with_limits.extend(&limited);
+        }
         rounds += 1;
     }
     let overhead_median = overhead.median().unwrap_or(f64::NAN);
-    Ok(vec![
+    let limits_median = limits_cost.median().unwrap_or(f64::NAN);
+    let limits_row = limits_active.then(|| Row {
+        number: "1l",
+        what: "the same call (no sandbox) under the default `pids` limit: a cgroup per call".into(),
+        ours: spread(&with_limits),
+        baseline: format!("`--limit pids=off`, in turns: {}", spread(&without_limits)),
+        ratio: format!(
+            "{} for the limit ({})",
+            percent(limits_median),
+            limits_cost.summary(percent)
+        ),
+        target: "≤ 10% more",
+        met: Some(limits_median <= SANDBOX_TARGET),
+    });
+    let mut rows = vec![
         Row {
             number: "1",
             what: "stateless call of `true` through the whole tool (no sandbox)".into(),
@@ -101,7 +151,9 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
             &unsandboxed,
             &sandbox_cost,
         ),
-    ])
+    ];
+    rows.extend(limits_row);
+    Ok(rows)
 }
 
 /// Issue #13's target: a sandboxed call costs at most this much more than

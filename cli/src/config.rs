@@ -73,6 +73,12 @@ use serde::Deserialize;
 /// mode = "workspace-write"   # or "read-only", "off"
 /// writable = ["/home/me/.cache/foo"]
 /// network = "on"             # or "off"
+/// allowed_domains = ["registries", "github.com"]   # only these, through a proxy
+///
+/// [limits]                   # per command; flags (`--limit`) win
+/// pids = 4096                # or "off" (the default: 4096 where cgroups can be had)
+/// memory = "2G"              # or a number of bytes, or "off"
+/// cpu = 1.5                  # CPUs, or "off"
 /// ```
 #[derive(Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -101,8 +107,11 @@ pub struct FileConfig {
     pub env: BTreeMap<String, String>,
     #[serde(default)]
     pub environment: EnvPolicy,
-    /// The OS sandbox; flags (`--sandbox`, `--writable`, `--network`) win.
+    /// The OS sandbox; flags (`--sandbox`, `--writable`, `--network`,
+    /// `--allow-domain`) win.
     pub sandbox: Option<SandboxConfig>,
+    /// Resource limits per command; `--limit` wins.
+    pub limits: Option<bashtool_core::LimitSettings>,
 }
 
 #[derive(Debug, Default, Deserialize, PartialEq)]
@@ -427,6 +436,31 @@ mod tests {
             .apply_to_local(&mut LocalConfig::default())
             .expect_err("bad name");
         assert!(error.to_string().contains("not a valid variable name"));
+    }
+
+    #[test]
+    fn parses_the_limits_section_and_refuses_bad_values() {
+        let config = FileConfig::parse("[limits]\npids = 64\nmemory = \"512M\"\ncpu = 0.5\n")
+            .expect("valid");
+        let limits = config.limits.expect("limits");
+        assert_eq!(limits.pids, bashtool_core::Limit::Max(64));
+        assert_eq!(limits.memory, bashtool_core::Limit::Max(512 << 20));
+        assert_eq!(
+            limits.cpu.max().map(bashtool_core::CpuLimit::millis),
+            Some(500)
+        );
+        let error = FileConfig::parse("[limits]\npids = 0\n").expect_err("zero");
+        assert!(
+            error
+                .to_string()
+                .contains("pids=0: the pids limit is a whole number"),
+            "{error}"
+        );
+        let error = FileConfig::parse("[limits]\ndisk = \"1G\"\n").expect_err("unknown");
+        assert!(
+            error.to_string().contains("unknown field `disk`"),
+            "{error}"
+        );
     }
 
     #[test]

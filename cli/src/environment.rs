@@ -199,6 +199,9 @@ pub fn for_invocation(tool: &ToolArgs, remote: &RemoteArgs) -> anyhow::Result<(T
         keep_jobs: true,
         // The sandbox flags apply over there.
         sandbox: tool.remote_sandbox(&file),
+        allowed_domains: tool.sandbox.remote_allowed_domains(file.sandbox.as_ref())?,
+        // Enforced over there: `serve` applies them.
+        limits: tool.limit_settings(&file)?,
         ..RemoteConfig::default()
     };
     if let Some(grace) = tool.kill_grace {
@@ -263,6 +266,9 @@ pub struct ServerEnvironment {
     /// With `remote`: the sandbox to ask the server for (the sandbox flags
     /// and `[sandbox]`); `None`: the server's own settings.
     pub remote_sandbox: Option<bashtool_env_remote::SandboxRequest>,
+    /// With `remote`: the domains its commands may reach
+    /// (`--allow-domain`), empty for the server's own setting.
+    pub remote_allowed_domains: Vec<String>,
 }
 
 impl ServerEnvironment {
@@ -312,6 +318,8 @@ impl ServerEnvironment {
             remote_kill_grace: self.local.kill_grace,
             working_directory: tool.working_directory.clone(),
             sandbox: self.remote_sandbox.clone(),
+            allowed_domains: self.remote_allowed_domains.clone(),
+            limits: self.local.limits,
             ..RemoteConfig::default()
         };
         Some(RemoteExec::command(line, config))

@@ -33,6 +33,7 @@ mod environment;
 mod exit;
 mod generate;
 mod jobs;
+mod limits;
 mod logging;
 mod mcp;
 mod options;

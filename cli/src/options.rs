@@ -42,6 +42,8 @@ pub struct ToolArgs {
     pub drop_env: Vec<String>,
     #[command(flatten)]
     pub sandbox: crate::sandbox::SandboxArgs,
+    #[command(flatten)]
+    pub limits: crate::limits::LimitArgs,
 }
 
 impl ToolArgs {
@@ -79,6 +81,7 @@ impl ToolArgs {
         let directory = self.working_directory()?;
         let mut tool = self.tool_config(file, Some(directory.clone()))?;
         let local = self.local_config(&mut tool, file, directory)?;
+        crate::limits::check_enforceable(&local.limits)?;
         Ok((tool, local))
     }
 
@@ -162,7 +165,16 @@ impl ToolArgs {
         }
         self.apply_env_flags(&mut local, tool);
         local.confinement = None;
+        local.limits = self.limit_settings(file)?;
         Ok(local)
+    }
+
+    /// The resource limits: the file's `[limits]`, then `--limit`.
+    pub fn limit_settings(
+        &self,
+        file: &FileConfig,
+    ) -> anyhow::Result<bashtool_core::LimitSettings> {
+        self.limits.over(file.limits)
     }
 
     /// `--keep-env` and `--drop-env` over the file's `[environment]`.

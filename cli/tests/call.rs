@@ -359,11 +359,15 @@ fn bashtool_inside_its_own_sandbox_still_runs_commands() {
         json!({"command": "grep -E '^Sig(Blk|Ign)' /proc/self/status; echo inner-ok"}).to_string(),
     )
     .expect("write the inner input");
+    // The inner result goes to a file: printed, a line that long would
+    // reach the test shortened.
+    let inner_result = dir.path().join("inner-result.json");
     let outer = json!({
         "command": format!(
-            "'{}' call --sandbox off < '{}'",
+            "'{}' call --sandbox off < '{}' > '{}'",
             env!("CARGO_BIN_EXE_bashtool"),
-            inner.display()
+            inner.display(),
+            inner_result.display()
         ),
     });
     let result = call_with(isolated(dir.path()), &[], &outer.to_string());
@@ -373,10 +377,9 @@ fn bashtool_inside_its_own_sandbox_still_runs_commands() {
         json!("workspace-write"),
         "{result}"
     );
-    let stdout = result["content"][0]["text"].as_str().expect("text");
-    let json_start = stdout.find('{').expect("the inner result");
-    let json_end = stdout.rfind('}').expect("the inner result");
-    let inner: Value = serde_json::from_str(&stdout[json_start..=json_end]).expect("inner JSON");
+    let inner: Value =
+        serde_json::from_str(&std::fs::read_to_string(&inner_result).expect("the inner result"))
+            .expect("inner JSON");
     assert_eq!(inner["details"]["exit_code"], json!(0), "{inner}");
     let text = inner["content"][0]["text"].as_str().expect("inner text");
     assert!(text.contains("inner-ok"), "{text}");

@@ -166,7 +166,9 @@ async fn tools_have_titles_and_truthful_annotations() {
 
 #[tokio::test]
 async fn instructions_name_the_environment_the_sandbox_the_session_and_interactive_mode() {
-    let server = start(&["--sandbox", "off"]).await;
+    // No limits: their line depends on the cgroups of the machine (see
+    // `instructions.rs` for it).
+    let server = start(&["--sandbox", "off", "--limit", "pids=off"]).await;
     let info = server.client.peer_info().expect("server info");
     assert_eq!(
         info.instructions.as_deref(),
@@ -209,6 +211,7 @@ async fn tools_list_shows_the_core_spec_with_an_output_schema() {
             ..bashtool_env_local::LocalConfig::default()
         }),
         tools: bashtool_env_local::available_tools(),
+        limits: None,
     };
     let spec = tool_spec_for(&config, &environment);
     assert_eq!(bash.description.as_deref(), Some(spec.description.as_str()));

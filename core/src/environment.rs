@@ -9,10 +9,15 @@ use serde::{Deserialize, Serialize};
 pub struct SandboxInfo {
     /// `read-only` or `workspace-write` (`off` is reported as no sandbox).
     pub mode: String,
-    /// `on` or `off`.
+    /// `on`, `off`, or `allowlist` (only `allowed_domains`, through a
+    /// proxy).
     pub network: String,
     /// The roots a command may write to.
     pub writable: Vec<PathBuf>,
+    /// With the network `allowlist`: the domains commands may reach
+    /// (`example.com`, `*.example.com` for its subdomains, addresses).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed_domains: Vec<String>,
 }
 
 /// What an environment says about itself: where commands run, what
@@ -26,4 +31,8 @@ pub struct EnvironmentInfo {
     pub sandbox: Option<SandboxInfo>,
     /// Programs worth recommending that exist there (`rg`, `fd`).
     pub tools: Vec<String>,
+    /// The resource limits each command runs under (`None`: the
+    /// environment does not say).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub limits: Option<crate::limits::LimitsInfo>,
 }

@@ -37,6 +37,7 @@ mod exec;
 mod input;
 mod invocation;
 mod jobs;
+mod limits;
 mod output;
 mod policy;
 mod registry;
@@ -73,6 +74,11 @@ pub use jobs::{
     DEFAULT_TAIL_LINES, DEFAULT_WAIT_SECS, DEFAULT_YIELD_SECS, JOBS_TOOL_NAME, JobError, JobInfo,
     JobInput, JobOutput, JobState, Jobs, JobsTool, MAX_TAIL_LINES, MAX_WAIT_SECS, ReadFrom,
     human_runtime, info_line, jobs_tool_spec, state_text,
+};
+pub use limits::{
+    CpuLimit, DEFAULT_PIDS_LIMIT, Limit, LimitError, LimitEvents, LimitKind, LimitSettings,
+    LimitsInfo, MAX_MEMORY_LIMIT, MAX_PIDS_LIMIT, MIN_MEMORY_LIMIT, format_size, limit_notes,
+    parse_size,
 };
 pub use output::{
     FormattedOutput, OMISSION_MARKER_EXAMPLE, OutputBuffer, OutputCapture, OutputChunk, OutputLine,

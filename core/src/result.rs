@@ -143,6 +143,9 @@ pub struct Details {
     /// past a policy rule) and their answers.
     #[serde(skip_serializing_if = "Vec::is_empty", default)]
     pub approvals: Vec<ApprovalDetails>,
+    /// The resource limits the command ran under.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub limits: Option<crate::limits::LimitsInfo>,
 }
 
 /// One question put to a person and the answer (see [`crate::Approval`]).

@@ -1,6 +1,7 @@
 //! The note that explains a sandbox denial, so that the model (and the
-//! user) can act without strace: which path or that the network is off,
-//! where writing is allowed, and which setting a user would change.
+//! user) can act without strace: which path, that the network is off or
+//! limited to allowed domains, where writing is allowed, and which setting
+//! a user would change.
 //!
 //! Pure text work on the retained output of a failed command; the caller
 //! only asks when the command failed and a sandbox is in force.
@@ -57,6 +58,28 @@ const NETWORK_FAILURES: &[&str] = &[
     "failed to connect",
 ];
 
+/// How clients report that the sandbox's proxy refused them (`curl`,
+/// git and cargo through libcurl, pip through urllib3, SOCKS clients).
+const PROXY_REFUSALS: &[&str] = &[
+    "connect tunnel failed",
+    "tunnel connection failed",
+    "from proxy after connect",
+    "proxyerror",
+    "proxy error",
+    "bashtool's proxy refused",
+    "bashtool's sandbox proxy",
+    "connection not allowed by ruleset",
+    "can't complete socks5 connection",
+    "unable to connect to proxy",
+];
+
+fn is_proxy_refusal(lower: &str) -> bool {
+    PROXY_REFUSALS.iter().any(|text| lower.contains(text))
+}
+
+/// Domains the allow-list note names at most.
+const NAMED_DOMAINS: usize = 8;
+
 /// One note for the first denial in `output_lines` that the sandbox
 /// explains, `None` when nothing in the output points at it. Only
 /// absolute paths are understood; [`explain_denial_at`] also reads the
@@ -75,8 +98,20 @@ pub fn explain_denial_at(
 ) -> Option<String> {
     for line in output_lines {
         let lower = line.to_lowercase();
-        if info.network == "off" && NETWORK_FAILURES.iter().any(|text| lower.contains(text)) {
+        let network_failure = NETWORK_FAILURES.iter().any(|text| lower.contains(text));
+        if info.network == "off" && network_failure {
             return Some(network_note());
+        }
+        if info.network == "allowlist" && (network_failure || is_proxy_refusal(&lower)) {
+            // The host may be named on a later line of the same failure
+            // (`connect: Network is unreachable`, then the path).
+            let host = output_lines.iter().find_map(|line| {
+                let lower = line.to_lowercase();
+                let failure = NETWORK_FAILURES.iter().any(|text| lower.contains(text))
+                    || is_proxy_refusal(&lower);
+                failure.then(|| named_host(line)).flatten()
+            });
+            return Some(allowlist_note(info, host.as_deref()));
         }
         if WRITE_DENIALS.iter().any(|text| lower.contains(text))
             && let Some(path) = denied_path(line, cwd)
@@ -111,6 +146,129 @@ fn network_note() -> String {
      (servers the commands start on 127.0.0.1 or ::1 are); a user who wants the command \
      to reach the network runs bashtool with `--network on` (TOML: [sandbox] network = \"on\")"
         .to_owned()
+}
+
+fn allowlist_note(info: &SandboxInfo, host: Option<&str>) -> String {
+    let mut domains = info
+        .allowed_domains
+        .iter()
+        .take(NAMED_DOMAINS)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if info.allowed_domains.len() > NAMED_DOMAINS {
+        domains.push_str(&format!(
+            " and {} more",
+            info.allowed_domains.len() - NAMED_DOMAINS
+        ));
+    }
+    let network = format!(
+        "sandbox: the network reaches only the allowed domains ({domains}), through bashtool's \
+         proxy (HTTP_PROXY, HTTPS_PROXY and ALL_PROXY point at it); other hosts, addresses, \
+         direct connections and DNS lookups fail (servers the commands start on 127.0.0.1 or \
+         ::1 are reachable)"
+    );
+    match host {
+        Some(host) if is_allowed(host, &info.allowed_domains) => format!(
+            "{network}; `{host}` is allowed, but only through the proxy: the command went \
+             around it (`--noproxy`, `NO_PROXY`, a raw socket or a tool that ignores the proxy \
+             variables); use the proxy at http://127.0.0.1:3128 (or socks5h://127.0.0.1:3128)"
+        ),
+        Some(host) => format!(
+            "{network}; a user who wants the command to reach `{host}` through the proxy runs \
+             bashtool with `--allow-domain {host}` (TOML: [sandbox] allowed_domains = \
+             [\"{host}\"])"
+        ),
+        None => format!(
+            "{network}; a user who wants the command to reach another domain runs bashtool \
+             with `--allow-domain DOMAIN` (TOML: [sandbox] allowed_domains = [\"DOMAIN\"])"
+        ),
+    }
+}
+
+/// The host a network error line names, as curl (`Failed to connect to
+/// HOST port`, `Could not resolve host: HOST`, `SOCKS5 connection to
+/// HOST.`), bash (`/dev/tcp/HOST/PORT`) and tools that print the URL
+/// (`unable to access 'https://HOST/…'`) say it; `None` when none does.
+fn named_host(line: &str) -> Option<String> {
+    let lower = line.to_lowercase();
+    let after = |marker: &str| {
+        lower
+            .find(marker)
+            .map(|start| &line[start + marker.len()..])
+    };
+    let candidates = [
+        // Python's urllib3: `HTTPSConnectionPool(host='pypi.org', port=443)`.
+        after("host='").and_then(|rest| rest.split('\'').next()),
+        after("failed to connect to ").and_then(|rest| rest.split(" port ").next()),
+        after("could not resolve host: "),
+        after("socks5 connection to "),
+        after("/dev/tcp/")
+            .or_else(|| after("/dev/udp/"))
+            .and_then(|rest| rest.split('/').next()),
+        lower.find("://").map(|start| url_host(&line[start + 3..])),
+    ];
+    candidates.into_iter().flatten().find_map(|candidate| {
+        let candidate = match candidate.find("://") {
+            Some(start) => url_host(&candidate[start + 3..]),
+            None => candidate,
+        };
+        plausible_host(candidate)
+    })
+}
+
+/// The host of what follows a URL's `://`: no user, no port, no path.
+fn url_host(rest: &str) -> &str {
+    let authority = rest
+        .split(|character: char| "/?#'\"` \t".contains(character))
+        .next()
+        .unwrap_or_default();
+    let authority = authority.rsplit('@').next().unwrap_or_default();
+    if authority.starts_with('[') {
+        authority.split_inclusive(']').next().unwrap_or_default()
+    } else {
+        authority.split(':').next().unwrap_or_default()
+    }
+}
+
+/// `candidate`'s first word as a host name or address, lowercase and
+/// without the punctuation around it; `None` when it cannot be one.
+fn plausible_host(candidate: &str) -> Option<String> {
+    let host = candidate
+        .split_whitespace()
+        .next()?
+        .trim_end_matches(['.', ',', ';', ':', ')', '\'', '"'])
+        .trim_start_matches(['(', '\'', '"'])
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_lowercase();
+    let plausible = !host.is_empty()
+        && host.len() <= 253
+        && host
+            .chars()
+            .all(|character| character.is_ascii_alphanumeric() || "-._:".contains(character))
+        && host
+            .chars()
+            .any(|character| character.is_ascii_alphanumeric());
+    plausible.then_some(host)
+}
+
+/// Whether `allowed` lets `host` through the proxy: the same name or
+/// address, or a `*.` entry it is a subdomain of.
+fn is_allowed(host: &str, allowed: &[String]) -> bool {
+    allowed.iter().any(|entry| {
+        let entry = entry
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .trim_end_matches('.')
+            .to_lowercase();
+        match entry.strip_prefix("*.") {
+            Some(parent) => host
+                .strip_suffix(parent)
+                .is_some_and(|head| head.len() > 1 && head.ends_with('.')),
+            None => entry == host,
+        }
+    })
 }
 
 fn roots_text(info: &SandboxInfo) -> String {
@@ -277,6 +435,11 @@ mod tests {
             mode: "workspace-write".to_owned(),
             network: network.to_owned(),
             writable: vec![PathBuf::from("/home/me/project"), PathBuf::from("/tmp")],
+            allowed_domains: if network == "allowlist" {
+                vec!["pypi.org".to_owned(), "*.example.com".to_owned()]
+            } else {
+                Vec::new()
+            },
         }
     }
 
@@ -424,5 +587,114 @@ mod tests {
             );
             assert_eq!(explain_denial(&[line], &info("on")), None, "{line}");
         }
+    }
+
+    #[test]
+    fn explains_refused_connections_when_the_network_is_an_allow_list() {
+        let network = "sandbox: the network reaches only the allowed domains (pypi.org, \
+                       *.example.com), through bashtool's proxy (HTTP_PROXY, HTTPS_PROXY and \
+                       ALL_PROXY point at it); other hosts, addresses, direct connections and \
+                       DNS lookups fail (servers the commands start on 127.0.0.1 or ::1 are \
+                       reachable); ";
+        let to = |host: &str| {
+            format!(
+                "{network}a user who wants the command to reach `{host}` through the proxy runs \
+                 bashtool with `--allow-domain {host}` (TOML: [sandbox] allowed_domains = \
+                 [\"{host}\"])"
+            )
+        };
+        let around = |host: &str| {
+            format!(
+                "{network}`{host}` is allowed, but only through the proxy: the command went \
+                 around it (`--noproxy`, `NO_PROXY`, a raw socket or a tool that ignores the \
+                 proxy variables); use the proxy at http://127.0.0.1:3128 (or \
+                 socks5h://127.0.0.1:3128)"
+            )
+        };
+        let unnamed = format!(
+            "{network}a user who wants the command to reach another domain runs bashtool with \
+             `--allow-domain DOMAIN` (TOML: [sandbox] allowed_domains = [\"DOMAIN\"])"
+        );
+        for (lines, expected) in [
+            (
+                vec!["curl: (56) CONNECT tunnel failed, response 403"],
+                unnamed.clone(),
+            ),
+            (
+                vec!["curl: (6) Could not resolve host: example.org"],
+                to("example.org"),
+            ),
+            (
+                vec![
+                    "curl: (7) Failed to connect to 127.0.0.1 port 8000 after 0 ms: Couldn't \
+                     connect to server",
+                ],
+                to("127.0.0.1"),
+            ),
+            (
+                vec!["curl: (7) Failed to connect to ::1 port 8000 after 0 ms: Couldn't connect"],
+                to("::1"),
+            ),
+            (
+                vec![
+                    "fatal: unable to access 'https://github.com/x/y/': CONNECT tunnel failed, \
+                     response 403",
+                ],
+                to("github.com"),
+            ),
+            (
+                vec![
+                    "WARNING: Retrying after connection broken by 'ProxyError('Cannot connect to \
+                     proxy.', OSError('Tunnel connection failed: 403 Forbidden'))'",
+                    "ERROR: HTTPSConnectionPool(host='files.example.net', port=443): Max \
+                     retries exceeded (Caused by ProxyError('Cannot connect to proxy.'))",
+                ],
+                to("files.example.net"),
+            ),
+            (
+                vec!["curl: (97) Can't complete SOCKS5 connection to evil.test. (2)"],
+                to("evil.test"),
+            ),
+            (
+                vec![
+                    "bash: connect: Network is unreachable",
+                    "bash: line 1: /dev/tcp/10.0.0.7/22: Network is unreachable",
+                ],
+                to("10.0.0.7"),
+            ),
+            (
+                vec!["error: failed to connect to http://user@[fd00::1]:8080/x"],
+                to("fd00::1"),
+            ),
+            (
+                vec!["bash: connect: Network is unreachable"],
+                unnamed.clone(),
+            ),
+            // Allowed, reached directly: the note says to use the proxy.
+            (
+                vec!["curl: (7) Failed to connect to pypi.org port 443 after 0 ms"],
+                around("pypi.org"),
+            ),
+            (
+                vec!["curl: (6) Could not resolve host: a.b.example.com"],
+                around("a.b.example.com"),
+            ),
+            // `*.example.com` is its subdomains, not itself.
+            (
+                vec!["curl: (6) Could not resolve host: example.com"],
+                to("example.com"),
+            ),
+        ] {
+            assert_eq!(
+                explain_denial(&lines, &info("allowlist")).as_deref(),
+                Some(expected.as_str()),
+                "{lines:?}"
+            );
+        }
+        assert_eq!(
+            explain_denial(&["CONNECT tunnel failed"], &info("on")),
+            None
+        );
+        assert_eq!(explain_denial(&["all good"], &info("allowlist")), None);
     }
 }

@@ -371,10 +371,14 @@ fn environment_text(environment: &EnvironmentInfo) -> String {
         } else {
             format!("Writes outside {} fail", roots.join(", "))
         };
-        let network = if sandbox.network == "off" {
-            "; the network is off (only the command's own loopback works)"
-        } else {
-            ""
+        let network = match sandbox.network.as_str() {
+            "off" => "; the network is off (only the command's own loopback works)".to_owned(),
+            "allowlist" => format!(
+                "; the network reaches only {} through a proxy that HTTP_PROXY, HTTPS_PROXY \
+                 and ALL_PROXY point at (other hosts, direct connections and DNS fail)",
+                sandbox.allowed_domains.join(", ")
+            ),
+            _ => String::new(),
         };
         text.push_str(&format!(
             "\nSandbox ({}): {writes}; .git/hooks and .git/config stay read-only{network}. A \

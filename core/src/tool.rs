@@ -295,6 +295,7 @@ impl BashTool {
             let mut details = command_details(command, &result, None, false);
             details.environment = environment_name(&environment);
             details.sandbox.clone_from(&environment.sandbox);
+            details.limits.clone_from(&environment.limits);
             return ToolResult {
                 content: vec![Content::text(background_text(job, &self.config))],
                 is_error: false,
@@ -305,6 +306,7 @@ impl BashTool {
             let mut details = command_details(command, &result, None, false);
             details.environment = environment_name(&environment);
             details.sandbox.clone_from(&environment.sandbox);
+            details.limits.clone_from(&environment.limits);
             details.job = Some(status.job.clone());
             details.state = Some(status.state.as_str().to_owned());
             details.success = true;
@@ -335,6 +337,7 @@ impl BashTool {
         let mut details = command_details(command, &result, timeout_secs, section.truncated);
         details.environment = environment_name(&environment);
         details.sandbox = environment.sandbox;
+        details.limits = environment.limits;
         ToolResult {
             content: vec![Content::text(text)],
             is_error: !result.success(),
@@ -441,6 +444,7 @@ impl BashTool {
             batch: Some(items),
             environment: environment_name(&environment),
             sandbox: environment.sandbox.clone(),
+            limits: environment.limits.clone(),
             ..Details::default()
         };
         ToolResult {

@@ -111,6 +111,14 @@ pub struct LocalConfig {
     /// arrives. Only with bash and `-c` (see `docs/warm-shells.md` for what
     /// a command can tell).
     pub warm_shells: usize,
+    /// Resource limits per command (`pids`, `memory`, `cpu`), enforced with
+    /// a cgroup per stateless call, background or interactive job, and per
+    /// session. Default: a `pids` limit of
+    /// [`bashtool_core::DEFAULT_PIDS_LIMIT`] where cgroups can be had (a
+    /// fork bomb stops there), nothing else. A limit given explicitly that
+    /// this machine cannot enforce makes every call fail with the reason
+    /// (see `docs/limits.md`).
+    pub limits: bashtool_core::LimitSettings,
 }
 
 impl Default for LocalConfig {
@@ -133,6 +141,7 @@ impl Default for LocalConfig {
             job_records: None,
             confinement: bashtool_sandbox::SandboxConfig::default().confinement(),
             warm_shells: 0,
+            limits: bashtool_core::LimitSettings::default(),
         }
     }
 }

@@ -98,5 +98,6 @@ pub fn sandbox_info(config: &LocalConfig) -> Option<SandboxInfo> {
         mode: summary.mode,
         network: summary.network,
         writable: summary.writable,
+        allowed_domains: summary.allowed_domains,
     })
 }

@@ -18,8 +18,16 @@ pub(crate) fn explain(result: &mut CommandResult, sandbox: Option<&SandboxInfo>)
     let (lines, _) = result.output.retained();
     let texts: Vec<&str> = lines.iter().map(|line| line.text.as_str()).collect();
     let cwd = result.working_directory.as_deref();
+    // The proxy's own note already named the host it refused and why; the
+    // general note on the network would only repeat it.
+    let proxy_refused = info.network == "allowlist"
+        && result
+            .notes
+            .iter()
+            .any(|note| note.contains("bashtool's proxy refused"));
     if let Some(note) = bashtool_core::explain_denial_at(&texts, info, cwd)
         && !result.notes.contains(&note)
+        && !(proxy_refused && note.starts_with("sandbox: the network"))
     {
         result.notes.push(note);
     }

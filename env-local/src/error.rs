@@ -82,6 +82,7 @@ pub(crate) fn exec_error(error: bashtool_process::Error) -> bashtool_core::ExecE
             ExecError::ShellNotFound { program }
         }
         bashtool_process::Error::Spawn { program, source } => ExecError::Spawn { program, source },
-        bashtool_process::Error::Wrapper { message } => ExecError::Other { message },
+        bashtool_process::Error::Wrapper { message }
+        | bashtool_process::Error::Cgroup { message } => ExecError::Other { message },
     }
 }

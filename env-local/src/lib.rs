@@ -78,6 +78,7 @@ mod exec;
 mod inherited_env;
 mod interactive;
 mod jobs;
+mod limits;
 mod logs;
 mod orphans;
 mod reader;
@@ -99,6 +100,7 @@ pub use interactive::{
     PROBE_INTERVAL, Snapshot, interactive_launch,
 };
 pub use jobs::{JobStore, RecordedJobs};
+pub use limits::limits_info;
 pub use logs::LogDir;
 pub use orphans::{Reaped, reap_orphans};
 pub use session::{Session, SessionConfig};

@@ -229,6 +229,7 @@ impl CommandExec for ScriptedExec {
             name: "mock".to_owned(),
             sandbox: None,
             tools: Vec::new(),
+            limits: None,
         }
     }
 }

@@ -39,6 +39,12 @@ pub struct RemoteConfig {
     /// The sandbox to ask the server for, over its own settings. `None`:
     /// the server's settings.
     pub sandbox: Option<SandboxRequest>,
+    /// The domains the commands may reach (`--allow-domain`), enforced by
+    /// the server's sandbox and proxy. Empty: the server's own setting.
+    pub allowed_domains: Vec<String>,
+    /// Resource limits per command, applied by the server (capped by its
+    /// own). Unset: the server's settings.
+    pub limits: bashtool_core::LimitSettings,
 }
 
 impl Default for RemoteConfig {
@@ -52,6 +58,8 @@ impl Default for RemoteConfig {
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             working_directory: None,
             sandbox: None,
+            allowed_domains: Vec::new(),
+            limits: bashtool_core::LimitSettings::default(),
         }
     }
 }

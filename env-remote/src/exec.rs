@@ -140,6 +140,8 @@ impl RemoteExec {
             jobs: self.inner.config.jobs,
             working_directory: self.inner.config.working_directory.clone(),
             sandbox: self.inner.config.sandbox.clone(),
+            allowed_domains: self.inner.config.allowed_domains.clone(),
+            limits: self.inner.config.limits,
         };
         let limit = self.inner.config.handshake_timeout;
         let answer = tokio::time::timeout(
@@ -175,6 +177,22 @@ impl RemoteExec {
             return Err(Error::Refused {
                 remote,
                 message: protocol::mismatch_message(protocol::PROTOCOL_VERSION, &result.protocol),
+            });
+        }
+        // A server that predates allowed domains ignores the field: its
+        // network would be wide open where the user asked for a list.
+        let limited = result
+            .environment
+            .sandbox
+            .as_ref()
+            .is_some_and(|sandbox| sandbox.network == "allowlist");
+        if !self.inner.config.allowed_domains.is_empty() && !limited {
+            return Err(Error::Refused {
+                remote,
+                message: "the client asked to limit the network to allowed domains \
+                          (--allow-domain), but the server did not report an allow-list \
+                          (a `bashtool serve` too old to know them?); nothing was run"
+                    .to_owned(),
             });
         }
         let mut environment = result.environment.clone();

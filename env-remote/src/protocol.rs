@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use base64::Engine as _;
 use bashtool_core::{
-    BackgroundJob, EnvironmentInfo, ExecError, ExecMode, JobError, JobInfo, JobInput, ReadFrom,
-    ShellState, Stream,
+    BackgroundJob, EnvironmentInfo, ExecError, ExecMode, JobError, JobInfo, JobInput,
+    LimitSettings, ReadFrom, ShellState, Stream,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -228,6 +228,18 @@ pub struct InitializeParams {
     /// server's own settings. `None`: the server's settings alone.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub sandbox: Option<SandboxRequest>,
+    /// Limit the commands' network to these domains (`--allow-domain`),
+    /// through a proxy the server runs; the server refuses when it cannot
+    /// (no sandbox, its network off, or a list of its own that does not
+    /// cover these). Empty: the server's own setting.
+    #[serde(skip_serializing_if = "Vec::is_empty", default)]
+    pub allowed_domains: Vec<String>,
+    /// Resource limits per command the client asks for (its `--limit`):
+    /// `{"pids": 64, "memory": 268435456, "cpu": 1.5}`, each may be `"off"`.
+    /// The server applies them, capped by its own `--limit`; one it cannot
+    /// enforce fails the handshake. Absent: the server's own settings.
+    #[serde(skip_serializing_if = "LimitSettings::is_unset", default)]
+    pub limits: LimitSettings,
 }
 
 /// The sandbox settings a client sends in `initialize`: plain data, in the

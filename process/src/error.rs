@@ -25,6 +25,14 @@ pub enum Error {
         /// Why, naming the setting or the kernel feature.
         message: String,
     },
+    /// A command's cgroup could not be made or a limit not enforced:
+    /// nothing runs rather than something unlimited.
+    #[error("{message}")]
+    Cgroup {
+        /// What is missing or failed, naming the cgroup file or the
+        /// controller.
+        message: String,
+    },
 }
 
 impl Error {

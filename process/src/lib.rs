@@ -42,6 +42,7 @@
 #![allow(unsafe_code)]
 #![warn(clippy::undocumented_unsafe_blocks)]
 
+mod cgroup;
 mod clone;
 mod command;
 mod containment;
@@ -62,6 +63,10 @@ mod spawner;
 mod tree;
 mod wrapper;
 
+pub use cgroup::{
+    CgroupContainment, CgroupHost, CgroupLimits, CgroupVersion, Cgroups, CommandCgroup, Controller,
+    CounterFile, Counters, Hierarchy, JoinCgroup, join_first, sweep_lingering_cgroups,
+};
 pub use command::{ChildIo, Launch, Sink};
 pub use containment::{Containment, ContainmentStrategy, SessionAndMarker};
 pub use current::{NotSingleThreaded, release_free_memory, remove_env_var};

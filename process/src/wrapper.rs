@@ -140,15 +140,17 @@ pub trait Realm: Send + Sync + fmt::Debug {
 }
 
 /// What a confinement (a sandbox) is, for reports: its mode, its network,
-/// the roots commands may write to.
+/// the roots commands may write to, the domains they may reach.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Summary {
     /// Its mode (`workspace-write`, `read-only`).
     pub mode: String,
-    /// Its network (`on`, `off`).
+    /// Its network (`on`, `off`, `allowlist`).
     pub network: String,
     /// The roots commands may write to.
     pub writable: Vec<PathBuf>,
+    /// With the network `allowlist`: the domains commands may reach.
+    pub allowed_domains: Vec<String>,
 }
 
 /// Where a new realm's processes will work, and what of the launching

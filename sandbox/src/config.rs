@@ -1,5 +1,5 @@
 //! What the user asks of the sandbox: a mode, extra writable roots, the
-//! network. Plain data with serde names shared by the CLI flags, the TOML
+//! network (on, off, or the allowed domains only). Plain data with serde names shared by the CLI flags, the TOML
 //! file and the library.
 
 use std::fmt;
@@ -8,6 +8,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use crate::domains::AllowList;
 use crate::error::Error;
 
 /// How much a command may write.
@@ -58,6 +59,33 @@ pub struct SandboxConfig {
     /// Paths kept read-only even inside a writable root, besides the
     /// workspace's `.git/hooks`, `.git/config` and bashtool's state.
     pub protected: Vec<PathBuf>,
+    /// When not empty, commands reach these domains only, through a proxy
+    /// outside the sandbox (`example.com`, `*.example.com`, an IP address,
+    /// or `registries`); `network` must then be `on` (the default). See
+    /// `docs/sandbox.md`.
+    pub allowed_domains: Vec<String>,
+}
+
+/// What the network of a sandbox is, settings combined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Network {
+    /// The host's network.
+    On,
+    /// Only a private loopback.
+    Off,
+    /// A private loopback and the proxy to the allowed domains.
+    Allowlist,
+}
+
+impl Network {
+    /// The name reports use: `on`, `off`, `allowlist`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::On => "on",
+            Self::Off => "off",
+            Self::Allowlist => "allowlist",
+        }
+    }
 }
 
 impl SandboxConfig {
@@ -77,9 +105,46 @@ impl SandboxConfig {
         }
     }
 
+    /// The network, the allowed domains taken into account.
+    pub fn effective_network(&self) -> Network {
+        match self.network {
+            NetworkMode::Off => Network::Off,
+            NetworkMode::On if self.allowed_domains.is_empty() => Network::On,
+            NetworkMode::On => Network::Allowlist,
+        }
+    }
+
+    /// The allowed domains, parsed and the preset expanded (empty when
+    /// the network is not limited to them).
+    pub fn allow_list(&self) -> Result<AllowList, Error> {
+        AllowList::parse(&self.allowed_domains)
+    }
+
     /// Checks the paths: absolute, existing, not `/` (a writable `/` is no
-    /// sandbox: say `--sandbox off` instead).
+    /// sandbox: say `--sandbox off` instead); and the allowed domains:
+    /// each a valid entry, with a sandbox and a network to limit.
     pub fn validate(&self) -> Result<(), Error> {
+        self.allow_list()?;
+        if !self.allowed_domains.is_empty() {
+            if self.network == NetworkMode::Off {
+                return Err(Error::Setting {
+                    setting: "allowed_domains",
+                    message: "the network is off, which reaches nothing at all; allowed domains \
+                              need `--network on` (the default): drop `--network off` \
+                              (network = \"off\") or the allowed domains"
+                        .to_owned(),
+                });
+            }
+            if self.mode == SandboxMode::Off {
+                return Err(Error::Setting {
+                    setting: "allowed_domains",
+                    message: "allowed domains are enforced by the sandbox, and `--sandbox off` \
+                              (mode = \"off\") runs without one; choose workspace-write or \
+                              read-only, or drop the allowed domains"
+                        .to_owned(),
+                });
+            }
+        }
         for path in &self.writable {
             check_path("writable", path)?;
             if path == Path::new("/") {
@@ -197,6 +262,48 @@ mod tests {
         assert_eq!(config.mode, SandboxMode::WorkspaceWrite);
         assert_eq!(config.network, NetworkMode::On);
         assert!(config.writable.is_empty());
+        assert_eq!(config.effective_network(), Network::On);
+    }
+
+    #[test]
+    fn allowed_domains_limit_the_network_and_need_a_sandbox_and_a_network() {
+        let config: SandboxConfig =
+            serde_json::from_str(r#"{"allowed_domains": ["registries", "example.com"]}"#)
+                .expect("valid");
+        config.validate().expect("valid");
+        assert_eq!(config.effective_network(), Network::Allowlist);
+        assert_eq!(config.effective_network().name(), "allowlist");
+        let off = SandboxConfig {
+            network: NetworkMode::Off,
+            ..config.clone()
+        };
+        assert!(
+            off.validate()
+                .expect_err("off")
+                .to_string()
+                .starts_with("sandbox setting `allowed_domains`: the network is off"),
+        );
+        let unsandboxed = SandboxConfig {
+            mode: SandboxMode::Off,
+            ..config.clone()
+        };
+        assert!(
+            unsandboxed
+                .validate()
+                .expect_err("no sandbox")
+                .to_string()
+                .contains("`--sandbox off` (mode = \"off\") runs without one")
+        );
+        let bad = SandboxConfig {
+            allowed_domains: vec!["example.com:443".to_owned()],
+            ..SandboxConfig::default()
+        };
+        assert!(
+            bad.validate()
+                .expect_err("port")
+                .to_string()
+                .contains("`example.com:443` is not an allowed domain: it has a port")
+        );
     }
 
     #[test]

@@ -6,7 +6,9 @@
 //! invisible), a mount namespace where git's code-running files are
 //! read-only, the launching program's state is hidden, and `/dev/shm` and
 //! the terminals are private, an IPC namespace, and with the network off a
-//! network namespace with only a loopback. Reads anywhere; writes only
+//! network namespace with only a loopback; with the network limited to
+//! allowed domains, that namespace and a proxy outside it (`proxy/`) that
+//! lets through only connections to those domains. Reads anywhere; writes only
 //! beneath the writable roots (Landlock); the system calls that would undo
 //! the rest denied (seccomp); root keeps only the capabilities a build
 //! uses. All of it is inherited by whatever the command starts, setsid
@@ -53,6 +55,7 @@
 mod caches;
 mod child;
 mod config;
+mod domains;
 mod error;
 mod git;
 mod git_audit;
@@ -61,6 +64,7 @@ mod mounts;
 mod namespaces;
 mod paths;
 mod probe;
+mod proxy;
 mod realm;
 mod seccomp;
 mod watch;
@@ -72,12 +76,14 @@ use std::sync::Arc;
 use bashtool_process::{Confinement, Launch, RealmRequest, Spawner, Summary, Wrapper};
 
 use child::ChildSteps;
-pub use config::{NetworkMode, SandboxConfig, SandboxMode};
+pub use config::{Network, NetworkMode, SandboxConfig, SandboxMode};
+pub use domains::{AllowList, REGISTRIES, REGISTRIES_PRESET, normalize_domain};
 pub use error::Error;
 use mounts::{Cover, Entry, Kept, MountPlan, RealmMounts, c_path};
 use paths::Layout;
 pub use paths::StatePaths;
 pub use probe::{Capabilities, probe};
+pub use proxy::PROXY_PORT;
 use realm::{Realm as RealmNamespaces, RealmSpec};
 
 /// Set in every sandboxed command's environment to the mode's name, so
@@ -97,6 +103,11 @@ pub struct Sandbox {
     /// What commands write in the workspace that the mounts could not
     /// protect in advance (workspace-write only).
     watch: Option<Arc<watch::Watcher>>,
+    /// The allowed domains (expanded), when the network is limited to them.
+    allowed: Vec<String>,
+    /// The proxy to them, and the variables that point the tools at it.
+    proxy: Option<proxy::Proxy>,
+    proxy_variables: Vec<(OsString, OsString)>,
 }
 
 /// The spawner threads: up to one per CPU (see [`pick`]).
@@ -220,9 +231,12 @@ impl Sandbox {
                     reason: "the sandbox's init runs `bash`, which is not on PATH".to_owned(),
                 }
             })?;
-        let realm = RealmNamespaces::create(&RealmSpec {
+        let network = config.effective_network();
+        let allow_list = config.allow_list()?;
+        let mut realm = RealmNamespaces::create(&RealmSpec {
             user: !root,
-            network: config.network == NetworkMode::Off,
+            network: network != Network::On,
+            proxy_port: (network == Network::Allowlist).then_some(PROXY_PORT),
             mounts: MountPlan {
                 entries,
                 covers,
@@ -232,6 +246,15 @@ impl Sandbox {
             kept,
             shell,
         })?;
+        let proxy = match realm.proxy_listener.take() {
+            Some(listener) => Some(proxy::Proxy::start(listener, allow_list.clone())?),
+            None => None,
+        };
+        let proxy_variables = if proxy.is_some() {
+            proxy::variables(&allow_list)
+        } else {
+            Vec::new()
+        };
         // Landlock's rules for the realm's own directories are made on the
         // realm's inodes, reached through its init's root.
         let mut writable = layout.landlock.clone();
@@ -284,6 +307,13 @@ impl Sandbox {
             root,
             spawners: std::sync::Mutex::default(),
             watch,
+            allowed: if proxy.is_some() {
+                allow_list.patterns()
+            } else {
+                Vec::new()
+            },
+            proxy,
+            proxy_variables,
         }))
     }
 
@@ -292,9 +322,16 @@ impl Sandbox {
     pub fn summary(&self) -> Summary {
         Summary {
             mode: self.config.mode.name().to_owned(),
-            network: self.config.network.name().to_owned(),
+            network: self.config.effective_network().name().to_owned(),
             writable: self.layout.roots.clone(),
+            allowed_domains: self.allowed.clone(),
         }
+    }
+
+    /// The domains commands may reach through the proxy (expanded), empty
+    /// unless the network is limited to them.
+    pub fn allowed_domains(&self) -> &[String] {
+        &self.allowed
     }
 
     /// The roots a command may write to.
@@ -388,11 +425,25 @@ impl Sandbox {
         }
         text.push_str(&format!(
             "network: {}\n",
-            match self.config.network {
-                NetworkMode::On => "on (the host's network)",
-                NetworkMode::Off => "off (a private loopback shared by this sandbox's commands)",
+            match self.config.effective_network() {
+                Network::On => "on (the host's network)",
+                Network::Off => "off (a private loopback shared by this sandbox's commands)",
+                Network::Allowlist =>
+                    "allowlist (a private loopback; the allowed domains only, through bashtool's \
+                     proxy outside the sandbox)",
             }
         ));
+        if self.proxy.is_some() {
+            text.push_str(&format!(
+                "  proxy: 127.0.0.1:{PROXY_PORT} inside the sandbox (HTTP CONNECT, plain HTTP, \
+                 SOCKS5 with remote DNS); HTTP_PROXY, HTTPS_PROXY, ALL_PROXY, NO_PROXY (both \
+                 cases) and npm's, yarn's, pip's and cargo's own settings point at it\n"
+            ));
+            text.push_str("  allowed domains (a loopback or private address only through an exact name or address):\n");
+            for domain in &self.allowed {
+                text.push_str(&format!("    {domain}\n"));
+            }
+        }
         text.push_str(
             "processes: a pid namespace of its own with its own /proc (bashtool and the host's \
              processes invisible); what is left when a command's tree ends is killed\n",
@@ -435,6 +486,15 @@ unsafe impl Wrapper for Sandbox {
             OsString::from(SANDBOX_VARIABLE),
             OsString::from(self.config.mode.name()),
         ));
+        if !self.proxy_variables.is_empty() {
+            launch.env.retain(|(name, _)| {
+                !self
+                    .proxy_variables
+                    .iter()
+                    .any(|(proxy_name, _)| proxy_name == name)
+            });
+            launch.env.extend(self.proxy_variables.iter().cloned());
+        }
         if self.layout.private_tmp {
             // The host's TMPDIR is read-only here: temp files go to the
             // sandbox's own /tmp.
@@ -527,6 +587,12 @@ impl bashtool_process::Realm for Sandbox {
         if let Some(watch) = &self.watch {
             notes.extend(watch.take_notes());
         }
+        // What the proxy refused since the last call ended: the commands
+        // of a sandbox share it, so a background job's refusal comes with
+        // the next call.
+        if let Some(proxy) = &self.proxy {
+            notes.extend(proxy.take_notes());
+        }
         notes
     }
 
@@ -602,10 +668,18 @@ impl Confinement for SandboxConfig {
     fn summary(&self, workspace: &Path) -> Summary {
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let layout = Layout::new(self, workspace, &StatePaths::default(), home.as_deref());
+        let network = self.effective_network();
         Summary {
             mode: self.mode.name().to_owned(),
-            network: self.network.name().to_owned(),
+            network: network.name().to_owned(),
             writable: layout.roots,
+            allowed_domains: if network == Network::Allowlist {
+                self.allow_list()
+                    .map(|list| list.patterns())
+                    .unwrap_or_default()
+            } else {
+                Vec::new()
+            },
         }
     }
 }

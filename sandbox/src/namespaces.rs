@@ -46,10 +46,10 @@ unsafe impl<F: Fn() -> std::io::Result<()>> ChildSteps for InNamespaces<'_, F> {
     }
 }
 
-/// Closes every descriptor from 3 up except `keep` (async-signal-safe:
-/// `close_range` system calls only).
+/// Closes every descriptor from 3 up except `keep` (up to three;
+/// async-signal-safe: `close_range` system calls only).
 pub fn close_all_except(keep: &[libc::c_int]) {
-    let mut sorted = [libc::c_int::MAX; 2];
+    let mut sorted = [libc::c_int::MAX; 3];
     for (slot, &fd) in sorted.iter_mut().zip(keep) {
         *slot = fd;
     }
@@ -144,4 +144,119 @@ pub fn loopback_up() -> std::io::Result<()> {
     // SAFETY: closes the socket opened above.
     unsafe { libc::close(socket) };
     if result == 0 { Ok(()) } else { Err(error) }
+}
+
+/// Makes a listening TCP socket on `127.0.0.1:port` of the current network
+/// namespace (a socket belongs to the namespace it was made in, wherever
+/// it is used later) and sends it over the unix socket `channel`; our copy
+/// closes on exec. Async-signal-safe: system calls on the stack only.
+pub fn listen_and_send(port: u16, channel: libc::c_int) -> std::io::Result<()> {
+    // SAFETY: plain system call.
+    let socket = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+    if socket < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let address = libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from_be_bytes([127, 0, 0, 1]).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    // SAFETY: bind reads a sockaddr_in of the given size from our stack.
+    check(unsafe {
+        libc::bind(
+            socket,
+            (&raw const address).cast(),
+            std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+        )
+    })?;
+    // SAFETY: plain system call.
+    check(unsafe { libc::listen(socket, 1024) })?;
+    send_descriptor(channel, socket)
+}
+
+/// Room for one `SCM_RIGHTS` message of one descriptor, aligned as a
+/// `cmsghdr` must be.
+#[repr(C, align(8))]
+struct OneDescriptor([u8; 32]);
+
+/// Sends `fd` over the unix socket `channel` (one byte of data, the
+/// descriptor as `SCM_RIGHTS`). Async-signal-safe.
+fn send_descriptor(channel: libc::c_int, fd: libc::c_int) -> std::io::Result<()> {
+    let mut byte = [0u8; 1];
+    let mut data = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    let mut control = OneDescriptor([0; 32]);
+    // SAFETY: an all-zero msghdr is valid; its pointers are set below to
+    // buffers on this stack that outlive the call.
+    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
+    message.msg_iov = &raw mut data;
+    message.msg_iovlen = 1;
+    message.msg_control = control.0.as_mut_ptr().cast();
+    // SAFETY: CMSG_SPACE only computes a size.
+    message.msg_controllen =
+        unsafe { libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) } as usize;
+    // SAFETY: the control buffer holds CMSG_SPACE(sizeof(int)) bytes
+    // (24 ≤ 32), so the first header and its data lie inside it.
+    unsafe {
+        let header = libc::CMSG_FIRSTHDR(&raw const message);
+        (*header).cmsg_level = libc::SOL_SOCKET;
+        (*header).cmsg_type = libc::SCM_RIGHTS;
+        (*header).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as usize;
+        std::ptr::write_unaligned(libc::CMSG_DATA(header).cast::<libc::c_int>(), fd);
+    }
+    // SAFETY: sendmsg reads the message built above.
+    let sent = unsafe { libc::sendmsg(channel, &raw const message, libc::MSG_NOSIGNAL) };
+    if sent == 1 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+/// Receives the descriptor [`listen_and_send`] sent, without waiting (it
+/// was sent before the sender exec'd).
+pub fn receive_descriptor(channel: &OwnedFd) -> std::io::Result<OwnedFd> {
+    use std::os::fd::FromRawFd as _;
+    let mut byte = [0u8; 1];
+    let mut data = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    let mut control = OneDescriptor([0; 32]);
+    // SAFETY: an all-zero msghdr is valid; its pointers are set below to
+    // buffers on this stack that outlive the call.
+    let mut message: libc::msghdr = unsafe { std::mem::zeroed() };
+    message.msg_iov = &raw mut data;
+    message.msg_iovlen = 1;
+    message.msg_control = control.0.as_mut_ptr().cast();
+    message.msg_controllen = control.0.len();
+    // SAFETY: recvmsg writes into the buffers described above.
+    let received = unsafe {
+        libc::recvmsg(
+            channel.as_raw_fd(),
+            &raw mut message,
+            libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC,
+        )
+    };
+    if received < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: the kernel filled the control buffer; CMSG_FIRSTHDR checks
+    // its length before pointing into it.
+    unsafe {
+        let header = libc::CMSG_FIRSTHDR(&raw const message);
+        if header.is_null()
+            || (*header).cmsg_level != libc::SOL_SOCKET
+            || (*header).cmsg_type != libc::SCM_RIGHTS
+        {
+            return Err(std::io::Error::other("no descriptor arrived"));
+        }
+        let fd = std::ptr::read_unaligned(libc::CMSG_DATA(header).cast::<libc::c_int>());
+        Ok(OwnedFd::from_raw_fd(fd))
+    }
 }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use super::landlock::abi_version;
 use super::mounts::{Cover, MountPlan};
+use super::proxy::PROXY_PORT;
 use super::realm::{Realm, RealmSpec};
 use super::seccomp::seccomp_available;
 
@@ -22,6 +23,9 @@ pub struct Capabilities {
     /// A realm could be made: pid, mount, IPC and network namespaces with
     /// a private `/proc`, `devpts` and `/dev/shm`.
     pub namespaces: bool,
+    /// The domain proxy can be had: a realm's init made a listening socket
+    /// in its network namespace and handed it over (`--allow-domain`).
+    pub proxy: bool,
     /// This process runs as root (it needs no user namespace).
     pub root: bool,
     /// `bwrap`, if installed (not used: see docs/sandbox.md).
@@ -33,7 +37,7 @@ pub fn probe() -> Capabilities {
     // SAFETY: geteuid cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
     let shell = bashtool_process::resolve_program(std::ffi::OsStr::new("bash"));
-    let try_realm = |user: bool, full: bool| {
+    let try_realm = |user: bool, full: bool, proxy: bool| {
         let Some(shell) = shell.clone() else {
             return false;
         };
@@ -50,6 +54,7 @@ pub fn probe() -> Capabilities {
         Realm::create(&RealmSpec {
             user,
             network: full,
+            proxy_port: proxy.then_some(PROXY_PORT),
             mounts: MountPlan {
                 entries: Vec::new(),
                 covers,
@@ -59,15 +64,17 @@ pub fn probe() -> Capabilities {
             kept: false,
             shell,
         })
-        .is_ok()
+        .is_ok_and(|realm| !proxy || realm.proxy_listener.is_some())
     };
-    let user_namespaces = try_realm(true, false);
-    let namespaces = try_realm(!root, true);
+    let user_namespaces = try_realm(true, false, false);
+    let namespaces = try_realm(!root, true, false);
+    let proxy = namespaces && try_realm(!root, true, true);
     Capabilities {
         landlock_abi: abi_version(),
         seccomp: seccomp_available(),
         user_namespaces,
         namespaces,
+        proxy,
         root,
         bubblewrap: find_program("bwrap"),
     }
@@ -116,6 +123,16 @@ impl fmt::Display for Capabilities {
             formatter,
             "pid, mount, IPC and network namespaces, private /proc, devpts and /dev/shm: {}",
             yes_no(self.namespaces)
+        )?;
+        writeln!(
+            formatter,
+            "domain proxy (--allow-domain): {}",
+            if self.proxy {
+                "yes (its socket on the sandbox's own 127.0.0.1:3128; the proxy runs in bashtool, \
+                 outside the sandbox)"
+            } else {
+                "no (no listening socket could be made in a sandbox's network namespace)"
+            }
         )?;
         writeln!(
             formatter,

@@ -14,7 +14,9 @@
 //!   `/tmp` in read-only mode;
 //! - its own **IPC namespace** (SysV shared memory, semaphores and message
 //!   queues of the host are out of reach);
-//! - with the network off, its own **network namespace** (a loopback only);
+//! - with the network off or limited to allowed domains, its own **network
+//!   namespace** (a loopback only; for allowed domains, with the proxy's
+//!   listening socket on it, made by the init and handed to us);
 //! - for a non-root user, its own **user namespace** mapping the user to
 //!   itself (needed to create the others).
 //!
@@ -36,7 +38,9 @@ use std::path::{Path, PathBuf};
 use bashtool_process::{ChildSteps, HelperEnd};
 
 use super::mounts::MountPlan;
-use super::namespaces::{close_all_except, loopback_up, write_file};
+use super::namespaces::{
+    close_all_except, listen_and_send, loopback_up, receive_descriptor, write_file,
+};
 use crate::error::Error;
 
 /// The init's loop. fd 3 is the hold pipe: EOF when bashtool lets go. A
@@ -53,8 +57,11 @@ const KEPT_SCRIPT: &str =
 pub struct RealmSpec {
     /// A user namespace mapping the user to itself (non-root).
     pub user: bool,
-    /// A network namespace with only a loopback (network off).
+    /// A network namespace with only a loopback (network off or limited).
     pub network: bool,
+    /// With `network`: a listening socket on this port of the namespace's
+    /// `127.0.0.1`, for the domain proxy ([`Realm::proxy_listener`]).
+    pub proxy_port: Option<u16>,
     pub mounts: MountPlan,
     /// Lives on after bashtool lets go, until no process is left inside.
     pub kept: bool,
@@ -78,6 +85,9 @@ pub struct Realm {
     pub ipc: OwnedFd,
     pub mount: OwnedFd,
     pub pid: OwnedFd,
+    /// The listening socket on the namespace's loopback that
+    /// [`RealmSpec::proxy_port`] asked for, until the proxy takes it.
+    pub proxy_listener: Option<OwnedFd>,
 }
 
 /// Failure codes the init reports on its pipe before it execs, one byte.
@@ -90,6 +100,7 @@ mod failed {
     pub const COVERS: u8 = 6;
     pub const STDIO: u8 = 7;
     pub const EXEC: u8 = 8;
+    pub const PROXY: u8 = 9;
 }
 
 /// Data the child uses, all allocated before the clone.
@@ -116,10 +127,18 @@ impl Realm {
         if spec.network {
             flags |= libc::CLONE_NEWNET;
         }
+        // The init makes the proxy's listener in the new network namespace
+        // and sends it back over this pair (a multithreaded process cannot
+        // join a namespace of a user namespace of its own to make it).
+        let channel = match spec.proxy_port {
+            Some(_) if spec.network => Some(socket_pair()?),
+            _ => None,
+        };
         let steps = InitSteps {
             spec,
             prepared: &prepared,
             hold: hold_read.as_raw_fd(),
+            channel: channel.as_ref().map(|(_, theirs)| theirs.as_raw_fd()),
         };
         let end = bashtool_process::fork_helper(flags, &steps).map_err(|error| {
             unsupported(
@@ -128,6 +147,7 @@ impl Realm {
             )
         })?;
         drop(hold_read);
+        let channel = channel.map(|(ours, _)| ours);
         let pid = match end {
             HelperEnd::Running { pid } => pid as libc::pid_t,
             HelperEnd::Returned(code) => {
@@ -172,6 +192,16 @@ impl Realm {
                 return Err(error);
             }
         };
+        let proxy_listener = match channel.as_ref().map(receive_descriptor).transpose() {
+            Ok(listener) => listener,
+            Err(source) => {
+                kill_and_reap(pid);
+                return Err(Error::Setup {
+                    step: "receiving the proxy's listening socket from the realm's init".to_owned(),
+                    source,
+                });
+            }
+        };
         Ok(Self {
             init_pid: pid as u32,
             init,
@@ -182,6 +212,7 @@ impl Realm {
             ipc,
             mount,
             pid: pid_namespace,
+            proxy_listener,
         })
     }
 
@@ -272,6 +303,8 @@ struct InitSteps<'a> {
     spec: &'a RealmSpec,
     prepared: &'a Prepared,
     hold: RawFd,
+    /// Where the proxy's listener goes, if the realm has one.
+    channel: Option<RawFd>,
 }
 
 // SAFETY: `init_child` makes only system calls (close_range, writes to
@@ -284,16 +317,23 @@ unsafe impl ChildSteps for InitSteps<'_> {
             self.prepared,
             report.as_raw_fd(),
             self.hold,
+            self.channel,
         ))
     }
 }
 
 /// The init's steps before exec; returns the failure code if one failed
 /// (on success it execs and never returns).
-fn init_child(spec: &RealmSpec, prepared: &Prepared, report: RawFd, hold: RawFd) -> u8 {
-    // Hold nothing of bashtool's but the two pipes (a copy of another
-    // realm's hold pipe would keep that realm alive).
-    close_all_except(&[report, hold]);
+fn init_child(
+    spec: &RealmSpec,
+    prepared: &Prepared,
+    report: RawFd,
+    hold: RawFd,
+    channel: Option<RawFd>,
+) -> u8 {
+    // Hold nothing of bashtool's but the two pipes and the channel (a copy
+    // of another realm's hold pipe would keep that realm alive).
+    close_all_except(&[report, hold, channel.unwrap_or(report)]);
     if spec.user {
         let maps = write_file(c"/proc/self/setgroups", b"deny")
             .and_then(|()| write_file(c"/proc/self/uid_map", &prepared.uid_map))
@@ -304,6 +344,11 @@ fn init_child(spec: &RealmSpec, prepared: &Prepared, report: RawFd, hold: RawFd)
     }
     if spec.network && loopback_up().is_err() {
         return failed::LOOPBACK;
+    }
+    if let (Some(port), Some(channel)) = (spec.proxy_port, channel)
+        && listen_and_send(port, channel).is_err()
+    {
+        return failed::PROXY;
     }
     if let Err(step) = spec.mounts.apply_in_new_namespace() {
         return match step {
@@ -375,6 +420,10 @@ fn init_failure(code: u8, spec: &RealmSpec) -> Error {
             "mounting /proc for the sandbox's pid namespace was refused (inside a container, \
              parts of the host's /proc hidden by other mounts forbid it)",
         ),
+        failed::PROXY => unsupported(
+            "a listening socket in the sandbox's network namespace",
+            "the domain proxy's socket on the sandbox's 127.0.0.1 could not be made",
+        ),
         failed::STDIO => unsupported(
             "namespaces",
             "the realm's init could not set up its descriptors",
@@ -407,6 +456,28 @@ fn pipe(what: &str) -> Result<(OwnedFd, OwnedFd), Error> {
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return Err(Error::Setup {
             step: format!("creating {what}"),
+            source: std::io::Error::last_os_error(),
+        });
+    }
+    // SAFETY: both descriptors were just created and are owned by nobody else.
+    Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
+}
+
+/// A pair of connected unix datagram sockets (close-on-exec).
+fn socket_pair() -> Result<(OwnedFd, OwnedFd), Error> {
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: `fds` has room for the two descriptors socketpair writes.
+    if unsafe {
+        libc::socketpair(
+            libc::AF_UNIX,
+            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+            0,
+            fds.as_mut_ptr(),
+        )
+    } != 0
+    {
+        return Err(Error::Setup {
+            step: "creating the channel for the proxy's socket".to_owned(),
             source: std::io::Error::last_os_error(),
         });
     }

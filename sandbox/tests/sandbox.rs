@@ -765,6 +765,7 @@ fn real_denials_get_the_note_that_explains_them() {
         mode: info.mode,
         network: info.network,
         writable: info.writable,
+        allowed_domains: info.allowed_domains,
     };
     let outside = fixture.home.join("notes.txt");
     for (script, expected) in [

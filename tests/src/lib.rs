@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 pub use tempfile::TempDir;
 
+pub mod cgroups;
 pub mod contract;
 
 pub fn temp_dir() -> TempDir {

@@ -368,8 +368,10 @@ impl bashtool_process::ContainmentStrategy for Unstoppable {
 #[tokio::test]
 async fn a_job_that_outlives_its_stop_is_reported_as_not_stopped() {
     let dir = temp_dir();
+    // Without a cgroup: `cgroup.kill` would stop it whatever the strategy.
     let exec = LocalExec::new(LocalConfig {
         containment: Arc::new(Unstoppable),
+        limits: bashtool_core::LimitSettings::parse_items(["pids=off"]).expect("valid"),
         ..test_config(dir.path())
     });
     let job = start(&exec, "sleep 300").await.background.expect("job");

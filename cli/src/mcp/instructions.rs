@@ -32,10 +32,17 @@ pub fn instructions(environment: &EnvironmentInfo, persistent: bool, interactive
                 .iter()
                 .map(|path| path.display().to_string())
                 .collect();
+            let network = if sandbox.network == "allowlist" {
+                format!(
+                    "network only to {} (through a proxy the usual *_PROXY variables name)",
+                    sandbox.allowed_domains.join(", ")
+                )
+            } else {
+                format!("network {}", sandbox.network)
+            };
             text.push_str(&format!(
-                "{}, network {}; writes outside {} fail with \"Permission denied\".",
+                "{}, {network}; writes outside {} fail with \"Permission denied\".",
                 sandbox.mode,
-                sandbox.network,
                 if writable.is_empty() {
                     "the temp space".to_owned()
                 } else {
@@ -44,6 +51,10 @@ pub fn instructions(environment: &EnvironmentInfo, persistent: bool, interactive
             ));
         }
         None => text.push_str("off (commands run with the full rights of the user)."),
+    }
+    if let Some(line) = environment.limits.as_ref().and_then(limits_line) {
+        text.push_str("\nLimits: ");
+        text.push_str(&line);
     }
     text.push_str(if persistent {
         "\nSession: one persistent shell; the working directory, exported variables, functions \
@@ -60,6 +71,28 @@ pub fn instructions(environment: &EnvironmentInfo, persistent: bool, interactive
     text
 }
 
+/// What each command may use, when something limits it.
+fn limits_line(limits: &bashtool_core::LimitsInfo) -> Option<String> {
+    let mut parts = Vec::new();
+    if let Some(pids) = limits.pids {
+        parts.push(format!("{pids} processes"));
+    }
+    if let Some(memory) = limits.memory {
+        parts.push(format!("{} of memory", bashtool_core::format_size(memory)));
+    }
+    if let Some(cpu) = limits.cpu {
+        let unit = if cpu.millis() == 1000 { "CPU" } else { "CPUs" };
+        parts.push(format!("{cpu} {unit}"));
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "each command may use at most {}; a command past a limit is stopped or slowed, and its result says which.",
+        parts.join(", ")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use bashtool_core::SandboxInfo;
@@ -74,8 +107,14 @@ mod tests {
                 mode: "workspace-write".to_owned(),
                 network: "off".to_owned(),
                 writable: vec!["/work".into(), "/tmp".into()],
+                allowed_domains: Vec::new(),
             }),
             tools: Vec::new(),
+            limits: Some(bashtool_core::LimitsInfo {
+                pids: Some(4096),
+                memory: Some(2 << 30),
+                ..bashtool_core::LimitsInfo::default()
+            }),
         };
         let text = instructions(&environment, false, false);
         let lines: Vec<&str> = text.lines().skip(1).collect();
@@ -84,8 +123,32 @@ mod tests {
             [
                 "Environment: remote: ssh devbox bashtool serve (commands run there, not on the machine of this server).",
                 "Sandbox: workspace-write, network off; writes outside /work, /tmp fail with \"Permission denied\".",
+                "Limits: each command may use at most 4096 processes, 2 GiB of memory; a command past a limit is stopped or slowed, and its result says which.",
                 "Session: none; each call runs in a fresh shell and nothing carries over.",
             ]
+        );
+    }
+
+    #[test]
+    fn names_the_allowed_domains() {
+        let environment = EnvironmentInfo {
+            name: "local".to_owned(),
+            sandbox: Some(SandboxInfo {
+                mode: "workspace-write".to_owned(),
+                network: "allowlist".to_owned(),
+                writable: vec!["/work".into()],
+                allowed_domains: vec!["pypi.org".to_owned(), "*.example.com".to_owned()],
+            }),
+            tools: Vec::new(),
+            limits: None,
+        };
+        let text = instructions(&environment, true, false);
+        assert!(
+            text.contains(
+                "\nSandbox: workspace-write, network only to pypi.org, *.example.com (through a \
+                 proxy the usual *_PROXY variables name); writes outside /work fail"
+            ),
+            "{text}"
         );
     }
 }

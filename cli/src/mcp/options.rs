@@ -128,6 +128,8 @@ Config file (TOML; every key optional):
   [environment]  exclude = [\"AWS_*\"]   keep = [\"GITHUB_TOKEN\"]   include_only = []
                  ignore_default_excludes = false   set = { CI = \"1\" }
   [sandbox]   mode = \"workspace-write\" | \"read-only\" | \"off\"   writable = [\"/dir\"]   network = \"on\" | \"off\"
+              allowed_domains = [\"registries\", \"*.example.com\"]   (the network only to these, via a proxy)
+  [limits]    pids = 4096   memory = \"2G\"   cpu = 1.5   (each may be \"off\"; per command, see --limit)
 The config file applies to run, call and check too (all but cwd, stateless,
 keep_jobs, log_level and progress_interval_ms).";
 
@@ -222,6 +224,16 @@ impl Settings {
             args.tool.local_config(&mut tool, file, cwd)?
         };
         let remote_sandbox = remote.as_ref().and_then(|_| args.tool.remote_sandbox(file));
+        let remote_allowed_domains = if remote.is_some() {
+            args.tool
+                .sandbox
+                .remote_allowed_domains(file.sandbox.as_ref())?
+        } else {
+            Vec::new()
+        };
+        if remote.is_none() {
+            crate::limits::check_enforceable(&local.limits)?;
+        }
         local.keep_jobs_on_drop = keep_jobs;
         // A long-lived server: the next call's fresh shell is started while
         // the client reads this one's answer.
@@ -259,6 +271,7 @@ impl Settings {
                 session_path,
                 keep_jobs,
                 remote_sandbox,
+                remote_allowed_domains,
             },
             progress_interval,
             log_filter: logging::filter(args.log_level.as_deref(), file.log_level.as_deref()),

@@ -11,14 +11,16 @@ use bashtool_env_local::{JobStore, LocalConfig, LocalExec, RecordedJobs, Session
 use bashtool_env_remote::protocol::{
     Capabilities, InitializeParams, InitializeResult, JobsSource, PROTOCOL_VERSION, SessionInfo,
 };
+use bashtool_sandbox::{AllowList, Network, SandboxConfig, SandboxMode};
 
 /// The server's flags that shape an environment.
 #[derive(Debug, Clone)]
 pub struct Settings {
     pub local: LocalConfig,
     /// The sandbox of `local` (flags over the file), which a client's
-    /// request (`initialize`'s `sandbox`) changes for its connection.
-    pub sandbox: bashtool_sandbox::SandboxConfig,
+    /// request (`initialize`'s `sandbox` and `allowed_domains`) changes for
+    /// its connection.
+    pub sandbox: SandboxConfig,
     /// `--session NAME`.
     pub session: Option<String>,
     /// `--keep-jobs`.
@@ -32,6 +34,43 @@ pub struct Environment {
     pub local: LocalExec,
     pub session: Option<Session>,
     pub keep_jobs: bool,
+}
+
+/// The server's sandbox with its network limited to the client's domains:
+/// only narrower than the server's own setting, never wider.
+fn with_allowed_domains(
+    server: &SandboxConfig,
+    domains: &[String],
+) -> anyhow::Result<SandboxConfig> {
+    let asked = AllowList::parse(domains)?;
+    anyhow::ensure!(
+        server.mode != SandboxMode::Off,
+        "the client asked to limit the network to allowed domains, but this server runs without a \
+         sandbox (--sandbox off), which cannot enforce them; start `bashtool serve` with a sandbox"
+    );
+    match server.effective_network() {
+        Network::On => {}
+        Network::Off => anyhow::bail!(
+            "the client asked for allowed domains, but this server's network is off \
+             (--network off), which reaches nothing; the client cannot widen it"
+        ),
+        Network::Allowlist => {
+            let own = server.allow_list()?;
+            anyhow::ensure!(
+                own.covers(&asked),
+                "the client asked for allowed domains ({}) beyond this server's own ({}); a \
+                 client can only narrow the server's list",
+                asked.patterns().join(", "),
+                own.patterns().join(", ")
+            );
+        }
+    }
+    let limited = SandboxConfig {
+        allowed_domains: domains.to_vec(),
+        ..server.clone()
+    };
+    limited.validate()?;
+    Ok(limited)
 }
 
 impl Environment {
@@ -50,8 +89,13 @@ impl Environment {
         };
         let persistent = name.is_some() || requested.is_some();
         let keep_jobs = settings.keep_jobs || params.keep_jobs;
+        // The client's limits, its own `--limit` capping them; one that
+        // cannot be enforced here fails the handshake, naming why.
+        let limits = params.limits.capped_by(settings.local.limits);
+        crate::limits::check_enforceable(&limits)?;
         let mut local_config = LocalConfig {
             keep_jobs_on_drop: keep_jobs,
+            limits,
             ..settings.local.clone()
         };
         if let Some(directory) = &params.working_directory {
@@ -63,12 +107,21 @@ impl Environment {
             );
             local_config.working_directory = directory;
         }
+        // The client's sandbox flags first, then its allowed domains, which
+        // can only narrow what that sandbox lets through.
+        let mut sandbox = None;
         if let Some(request) = &params.sandbox {
-            let sandbox = crate::sandbox::with_request(
+            sandbox = Some(crate::sandbox::with_request(
                 &settings.sandbox,
                 request,
                 &local_config.working_directory,
-            )?;
+            )?);
+        }
+        if !params.allowed_domains.is_empty() {
+            let base = sandbox.as_ref().unwrap_or(&settings.sandbox);
+            sandbox = Some(with_allowed_domains(base, &params.allowed_domains)?);
+        }
+        if let Some(sandbox) = sandbox {
             local_config.confinement = sandbox.confinement();
         }
         let (exec, local, session): (Arc<dyn CommandExec>, LocalExec, Option<Session>) =

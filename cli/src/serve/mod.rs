@@ -82,8 +82,8 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         crate::session::snapshot_path(name)?;
     }
     let settings = Settings {
-        local,
         sandbox: args.tool.sandbox_config(&file)?,
+        local,
         session: args.tool.session.clone(),
         keep_jobs: args.keep_jobs,
     };

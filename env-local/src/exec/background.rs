@@ -46,12 +46,18 @@ impl LocalExec {
             program: config.shell.display().to_string(),
             source,
         };
+        // Its own cgroup (not one kept for calls: the job may outlive this
+        // process), made before the copier, which removes it at the end.
+        let cgroup = self.inner.limits.for_job()?;
+        let cgroup_dirs = cgroup
+            .as_ref()
+            .map_or_else(Vec::new, |cgroup| cgroup.cgroup().dirs());
         let (pipe_read, pipe_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
             .map_err(|errno| spawn_error(errno.into()))?;
         // A bigger pipe: a burst of output waits less on the copier. Best
         // effort (the system caps what an unprivileged process may ask).
         let _ = nix::fcntl::fcntl(&pipe_write, nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_SIZE));
-        let copier = match copier::start(&output, pipe_read) {
+        let copier = match copier::start(&output, pipe_read, &cgroup_dirs) {
             Ok(copier) => copier,
             Err(error) => {
                 self.inner.logs.discard(&output_file);
@@ -78,15 +84,19 @@ impl LocalExec {
             &marker,
         );
         let second = pipe_write.try_clone().map_err(&spawn_error)?;
-        let wrappers: Vec<_> = config
+        let mut wrappers: Vec<_> = config
             .wrappers
             .iter()
             .filter(|wrapper| !config.keep_jobs_on_drop || wrapper.applies_to_detached_jobs())
             .cloned()
             .collect();
+        let limit_checks = cgroup.as_ref().map_or_else(Vec::new, |cgroup| {
+            wrappers = cgroup.wrappers(&wrappers);
+            cgroup.job_checks()
+        });
         let spawned = spawn::launch(
             Launch {
-                argv: supervised_argv(&config.shell, command, script.as_deref()),
+                argv: supervised_argv(&config.shell, command, script.as_deref(), &limit_checks),
                 env,
                 cwd: cwd.clone(),
             },
@@ -114,10 +124,13 @@ impl LocalExec {
             }
         };
         let pid = spawned.root.pid();
-        let tree =
+        let mut tree =
             config
                 .containment
                 .contain(pid, &marker, crate::realm::adopter(&config.wrappers));
+        if let Some(cgroup) = &cgroup {
+            tree = cgroup.contain(tree, pid);
+        }
         let (id, note) = self
             .inner
             .jobs
@@ -129,6 +142,7 @@ impl LocalExec {
                 working_directory: Some(cwd.display().to_string()),
                 copier: Some(copier),
                 output_head: Some(self.inner.logs.layout().head),
+                cgroup,
             })
             .await;
         Ok(CommandResult {

@@ -30,7 +30,8 @@ impl LocalExec {
             Ok((path, file)) => (Some(path), Some(file)),
             Err(_) => (None, None),
         };
-        let mut job = InteractiveJob::start(
+        let cgroup = self.inner.limits.for_job()?;
+        let mut job = InteractiveJob::start_in(
             launch,
             &config.wrappers,
             marker,
@@ -40,6 +41,7 @@ impl LocalExec {
                 log_file: file,
                 ..InteractiveOptions::default()
             },
+            cgroup,
         )?;
         let yield_at = tokio::time::Instant::now() + options.yield_after.unwrap_or(DEFAULT_YIELD);
         let (snapshot, cancelled) = tokio::select! {
@@ -56,6 +58,9 @@ impl LocalExec {
                 bashtool_core::format_bytes(snapshot.dropped)
             ));
         }
+        // What the realm has to say (a connection its proxy refused, a git
+        // file moved aside), as after any call.
+        notes.extend(crate::realm::after_call(&config.wrappers));
         let running = !matches!(snapshot.state, crate::interactive::JobState::Exited(_));
         let (state, exit_code, signal) = port_state(&snapshot.state);
         let timed_out =

@@ -54,6 +54,9 @@ struct Inner {
     environment: EnvironmentInfo,
     /// Why the sandbox asked for cannot be enforced: every call fails.
     sandbox_error: Option<String>,
+    /// The cgroups of its commands (and why limits asked for cannot be
+    /// had: every call fails then too).
+    limits: crate::limits::Limits,
     /// SIGKILLs scheduled for leftovers that ignored SIGTERM; shutdown waits
     /// for them, so a short-lived process (`bashtool call`) cannot exit
     /// before they land.
@@ -154,12 +157,14 @@ impl LocalExec {
         let logs = Arc::new(config.log_dir_handle());
         let store = config.job_records.clone().map(JobStore::new);
         let jobs = JobTable::new(config.kill_grace, config.keep_jobs_on_drop, store);
+        let limits = crate::limits::Limits::prepare(&config.limits);
         let environment = EnvironmentInfo {
             name: "local".to_owned(),
             sandbox,
             tools: crate::tools::available_tools(),
+            limits: limits.info(),
         };
-        let warm = if sandbox_error.is_none() {
+        let warm = if sandbox_error.is_none() && limits.error().is_none() {
             warm::WarmShells::for_config(&config)
         } else {
             None
@@ -173,6 +178,7 @@ impl LocalExec {
                 environment,
                 escalations: std::sync::Mutex::new(Vec::new()),
                 sandbox_error,
+                limits,
                 warm,
                 calls_running: AtomicUsize::new(0),
             }),
@@ -199,7 +205,9 @@ impl LocalExec {
             if let Some(inner) = inner.upgrade()
                 && let Some(warm) = &inner.warm
             {
-                warm.fill(&inner.config, || inner.may_start_warm_shell());
+                warm.fill(&inner.config, &inner.limits, || {
+                    inner.may_start_warm_shell()
+                });
             }
         });
     }
@@ -207,6 +215,11 @@ impl LocalExec {
     /// The settings it was made with.
     pub fn config(&self) -> &LocalConfig {
         &self.inner.config
+    }
+
+    /// The cgroups of its commands.
+    pub(crate) fn limits(&self) -> &crate::limits::Limits {
+        &self.inner.limits
     }
 
     /// Its background jobs.
@@ -258,20 +271,31 @@ impl LocalExec {
             }
             _ => None,
         };
-        let (spawned, marker) = if let Some(started) = warm {
-            (started.spawned, started.marker)
+        let (spawned, marker, cgroup) = if let Some(started) = warm {
+            (started.spawned, started.marker, started.cgroup)
         } else {
             let marker = RunMarker::new();
-            let request = SpawnRequest::from_config(config, command, &cwd, &options.env, &marker);
-            (spawn::spawn(&request)?, marker)
+            let cgroup = self.inner.limits.for_call()?;
+            let wrappers = cgroup
+                .as_ref()
+                .map(|cgroup| cgroup.wrappers(&config.wrappers));
+            let mut request =
+                SpawnRequest::from_config(config, command, &cwd, &options.env, &marker);
+            if let Some(wrappers) = &wrappers {
+                request.wrappers = wrappers;
+            }
+            (spawn::spawn(&request)?, marker, cgroup)
         };
         // The next call's shell starts while this one runs.
         self.fill_warm_shells();
-        let tree = config.containment.contain(
+        let mut tree = config.containment.contain(
             spawned.root.pid(),
             &marker,
             crate::realm::adopter(&config.wrappers),
         );
+        if let Some(cgroup) = &cgroup {
+            tree = cgroup.contain(tree, spawned.root.pid());
+        }
         let mut guard = KillOnDrop {
             tree: Arc::clone(&tree),
             root: Some(spawned.root),
@@ -330,8 +354,12 @@ impl LocalExec {
             if leftovers.survivors.is_empty() {
                 root.try_reap();
             } else {
-                let handle =
-                    escalate_later(root, tree, leftovers.survivors.clone(), config.kill_grace);
+                let handle = escalate_later(
+                    root,
+                    Arc::clone(&tree),
+                    leftovers.survivors.clone(),
+                    config.kill_grace,
+                );
                 let mut escalations = self
                     .inner
                     .escalations
@@ -349,6 +377,17 @@ impl LocalExec {
                 "the command stopped itself (SIGSTOP or a terminal stop signal); a stopped command can never go on here, so its process tree was stopped"
                     .to_owned(),
             );
+        }
+        // The call's hold on its cgroup ends here: an empty one is kept for
+        // the next call.
+        drop(tree);
+        if let Some(cgroup) = cgroup {
+            // 137: a shell's report of a child killed by SIGKILL.
+            let killed = matches!(
+                status,
+                ExitStatus::Signal(Signal::SIGKILL) | ExitStatus::Code(137)
+            );
+            notes.extend(cgroup.notes(killed));
         }
         notes.extend(crate::realm::after_call(&config.wrappers));
         let log_file = finish_log(&self.inner.logs, &log, &output, &mut notes);
@@ -399,9 +438,14 @@ impl CommandExec for LocalExec {
         command: &str,
         options: SpawnOptions,
     ) -> Result<CommandResult, ExecError> {
-        if let Some(message) = &self.inner.sandbox_error {
+        if let Some(message) = self
+            .inner
+            .sandbox_error
+            .as_deref()
+            .or_else(|| self.inner.limits.error())
+        {
             return Err(ExecError::Other {
-                message: message.clone(),
+                message: message.to_owned(),
             });
         }
         let mut result = match options.mode {

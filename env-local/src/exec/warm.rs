@@ -87,6 +87,8 @@ struct Spare {
     marker: RunMarker,
     /// The working directory it was started in: device and inode.
     directory: (u64, u64),
+    /// Its cgroup (its limits), joined when it started.
+    cgroup: Option<crate::limits::CallCgroup>,
 }
 
 impl Drop for Spare {
@@ -105,6 +107,7 @@ impl Drop for Spare {
 pub(crate) struct Started {
     pub spawned: Spawned,
     pub marker: RunMarker,
+    pub cgroup: Option<crate::limits::CallCgroup>,
 }
 
 impl WarmShells {
@@ -177,7 +180,12 @@ impl WarmShells {
             drop(sender);
             let spawned = spare.spawned.take()?;
             let marker = spare.marker.clone();
-            return Some(Started { spawned, marker });
+            let cgroup = spare.cgroup.take();
+            return Some(Started {
+                spawned,
+                marker,
+                cgroup,
+            });
         }
     }
 
@@ -195,15 +203,25 @@ impl WarmShells {
     /// Starts shells until the pool is full, asking `may_start` before
     /// each (the calls running may have changed meanwhile). Errors are left
     /// to the calls, which then start their own shell and report them.
-    pub(crate) fn fill(&self, config: &LocalConfig, may_start: impl Fn() -> bool) {
+    pub(crate) fn fill(
+        &self,
+        config: &LocalConfig,
+        limits: &crate::limits::Limits,
+        may_start: impl Fn() -> bool,
+    ) {
         if self.filling.swap(true, Ordering::AcqRel) {
             return;
         }
-        self.fill_alone(config, may_start);
+        self.fill_alone(config, limits, may_start);
         self.filling.store(false, Ordering::Release);
     }
 
-    fn fill_alone(&self, config: &LocalConfig, may_start: impl Fn() -> bool) {
+    fn fill_alone(
+        &self,
+        config: &LocalConfig,
+        limits: &crate::limits::Limits,
+        may_start: impl Fn() -> bool,
+    ) {
         loop {
             if self.closed.load(Ordering::Acquire) || !may_start() {
                 return;
@@ -216,7 +234,7 @@ impl WarmShells {
             if count >= self.capacity {
                 return;
             }
-            let Ok(spare) = start_spare(config) else {
+            let Ok(spare) = start_spare(config, limits) else {
                 return;
             };
             let mut spares = self.spares.lock().unwrap_or_else(PoisonError::into_inner);
@@ -252,7 +270,10 @@ fn quote(text: &[u8]) -> Vec<u8> {
     quoted
 }
 
-fn start_spare(config: &LocalConfig) -> Result<Spare, bashtool_core::ExecError> {
+fn start_spare(
+    config: &LocalConfig,
+    limits: &crate::limits::Limits,
+) -> Result<Spare, bashtool_core::ExecError> {
     use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
     let spawn_error = |source: std::io::Error| bashtool_core::ExecError::Spawn {
         program: config.shell.display().to_string(),
@@ -280,9 +301,15 @@ fn start_spare(config: &LocalConfig) -> Result<Spare, bashtool_core::ExecError> 
     argv.push(OsString::from_vec(script));
     let (read_end, write_end) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
         .map_err(|error| spawn_error(error.into()))?;
+    // Its call's cgroup, joined now: the limits hold from the start.
+    let cgroup = limits.for_call()?;
+    let wrappers = cgroup.as_ref().map_or_else(
+        || config.wrappers.clone(),
+        |cgroup| cgroup.wrappers(&config.wrappers),
+    );
     let spawned = spawn::launch(
         Launch { argv, env, cwd },
-        &config.wrappers,
+        &wrappers,
         ChildIo {
             stdin_pipe: false,
             stdout: Sink::Pipe,
@@ -297,6 +324,7 @@ fn start_spare(config: &LocalConfig) -> Result<Spare, bashtool_core::ExecError> 
         command: Some(write_end),
         marker,
         directory: (metadata.dev(), metadata.ino()),
+        cgroup,
     })
 }
 

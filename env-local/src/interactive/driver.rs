@@ -103,6 +103,9 @@ pub(super) struct Driver {
     pub deadline: Option<Instant>,
     pub stop: CancellationToken,
     pub grace: Duration,
+    /// The job's cgroup: what is left in it after the tree was stopped is
+    /// killed, and it is released when the job ends.
+    pub cgroup: Option<crate::limits::CallCgroup>,
 }
 
 pub(super) async fn drive(driver: Driver) {
@@ -136,8 +139,20 @@ pub(super) async fn drive(driver: Driver) {
     // already sent SIGHUP to the foreground group when the session leader
     // exited). The root is still unreaped, so its group id is still ours.
     let leftovers = driver.tree.terminate(driver.grace, true).await;
+    if let Some(cgroup) = &driver.cgroup {
+        cgroup.kill_rest();
+    }
     drain(&driver, &mut buffer).await;
     let status = driver.child.reap();
+    // A limit the job reached: said at the end of its transcript (what the
+    // jobs tool and the first call show, and the log), as a background
+    // job's output says it.
+    let killed = status.signal_name().as_deref() == Some("SIGKILL");
+    let limit_notes = driver
+        .cgroup
+        .as_ref()
+        .map(|cgroup| cgroup.notes(killed))
+        .unwrap_or_default();
     let exit = JobExit {
         code: match status {
             ExitStatus::Code(code) => Some(code),
@@ -150,6 +165,12 @@ pub(super) async fn drive(driver: Driver) {
     };
     let mut terminal = driver.shared.lock();
     let terminal = &mut *terminal;
+    for note in limit_notes {
+        terminal.window.push(
+            format!("\r\n[{note}]\r\n").as_bytes(),
+            terminal.log.as_mut(),
+        );
+    }
     terminal.window.finish(terminal.log.as_mut());
     terminal.exit = Some(exit);
     drop(std::mem::take(&mut terminal.log));

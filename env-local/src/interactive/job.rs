@@ -88,6 +88,20 @@ impl InteractiveJob {
         marker: RunMarker,
         options: InteractiveOptions,
     ) -> Result<Self, ExecError> {
+        Self::start_in(launch, wrappers, marker, options, None)
+    }
+
+    /// [`Self::start`] in `cgroup` (the job's limits): stopped with the
+    /// tree, released when the job ends.
+    pub(crate) fn start_in(
+        launch: Launch,
+        wrappers: &[Arc<dyn Wrapper>],
+        marker: RunMarker,
+        options: InteractiveOptions,
+        cgroup: Option<crate::limits::CallCgroup>,
+    ) -> Result<Self, ExecError> {
+        let limited = cgroup.as_ref().map(|cgroup| cgroup.wrappers(wrappers));
+        let wrappers = limited.as_deref().unwrap_or(wrappers);
         let program = launch
             .argv
             .first()
@@ -139,6 +153,7 @@ impl InteractiveJob {
             deadline: options.timeout.map(|timeout| Instant::now() + timeout),
             stop: stop.clone(),
             grace: options.kill_grace,
+            cgroup,
         }));
         Ok(Self {
             shared,

@@ -39,7 +39,9 @@ use bashtool_process::{ChildIo, RootProcess, Sink};
 
 /// `$1` the output file, `$2` its cap, `$3` and `$4` the bytes kept from
 /// the start and the end, `$5` the marker's text after the count, `$6` the
-/// lock file; stdin the job's output.
+/// lock file, then the directories of the job's cgroup (removed when the
+/// output ends, if the job's processes are gone by then); stdin the job's
+/// output.
 const COPIER: &str = r#"out=$1 cap=$2 head=$3 tail=$4 rest=$5 lock=$6
 umask 077
 size=0 omitted=0 marker= sep= done=
@@ -85,6 +87,18 @@ else
   cat >/dev/null 2>&1 || while IFS= read -r _; do :; done
 fi
 rm -f -- "$lock"
+# The job's cgroup: its last writer (the supervisor) may still be exiting,
+# so a few tries; a process the job left running keeps it, and then the
+# process that started the job, or the next bashtool, removes it later.
+shift 6
+tries=10
+while [ $# -gt 0 ] && [ $tries -gt 0 ]; do
+  left=
+  for dir do rmdir -- "$dir" 2>/dev/null || { [ -d "$dir" ] && left="$left x"; }; done
+  [ -z "$left" ] && break
+  tries=$((tries - 1))
+  sleep 0.1
+done
 "#;
 
 /// The marker's text after the count of dropped bytes. The count comes
@@ -138,14 +152,18 @@ pub(crate) const MAX_MARKER: usize = 512;
 
 /// Starts the copier of `output`, reading the job's output from `pipe`.
 /// Its handle must be kept until it exits (it is our child to reap).
-pub(crate) fn start(output: &JobOutputFile, pipe: OwnedFd) -> Result<RootProcess, ExecError> {
+pub(crate) fn start(
+    output: &JobOutputFile,
+    pipe: OwnedFd,
+    cgroup_dirs: &[std::path::PathBuf],
+) -> Result<RootProcess, ExecError> {
     let layout = output.layout;
     let spawn_error = |source: std::io::Error| ExecError::Spawn {
         program: "sh".to_owned(),
         source,
     };
     let lock = OwnedFd::from(output.lock.try_clone().map_err(spawn_error)?);
-    let argv: Vec<OsString> = vec![
+    let mut argv: Vec<OsString> = vec![
         "sh".into(),
         "-c".into(),
         COPIER.into(),
@@ -157,6 +175,7 @@ pub(crate) fn start(output: &JobOutputFile, pipe: OwnedFd) -> Result<RootProcess
         marker_rest(layout).into(),
         output_lock_path(&output.path).into(),
     ];
+    argv.extend(cgroup_dirs.iter().map(|dir| dir.as_os_str().to_owned()));
     let path =
         std::env::var_os("PATH").unwrap_or_else(|| OsString::from("/usr/local/bin:/usr/bin:/bin"));
     let env = vec![

@@ -15,6 +15,7 @@ pub use interactive::InteractiveJobs;
 pub(crate) use interactive::{detection_note, port_state};
 pub use recorded::RecordedJobs;
 pub use records::JobStore;
+pub(crate) use supervisor::LimitCheck;
 pub use supervisor::supervised_argv;
 pub use table::JobTable;
 pub(crate) use table::{StartedJob, new_job_id, not_stopped};

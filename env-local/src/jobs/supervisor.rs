@@ -16,7 +16,10 @@ use std::ffi::OsString;
 use std::path::Path;
 
 /// The supervisor script. `$0` is the shell, `$1` the command (or, with `$2`
-/// set, a `.` of the script file `$2`, which it removes at the end). The
+/// set, a `.` of the script file `$2`, which it removes at the end); after
+/// them, in threes, the counters of the job's limits: a file of its
+/// cgroup, the key whose value counts what the limit refused or killed,
+/// and the note to print (with `%s` for the count) when it is not 0. The
 /// supervisor's own stderr is `/dev/null` (the command's goes to the file
 /// through fd 3), so bash's "Terminated" notice about a killed command does
 /// not land in the job's output.
@@ -29,6 +32,16 @@ if [ -n "$__bt_pending" ]; then __bt_status=$__bt_pending
 elif [ -n "$2" ]; then "$0" -c "$1" "$2" 2>&3 3>&-; __bt_status=$?
 else "$0" -c "$1" 2>&3 3>&-; __bt_status=$?; fi
 [ -z "$2" ] || rm -f -- "$2"
+shift 2
+while [ $# -ge 3 ]; do
+  __bt_count=0
+  while read -r __bt_key __bt_value; do
+    [ "$__bt_key" = "$2" ] && __bt_count=$__bt_value
+  done < "$1"
+  case $__bt_count in ''|*[!0-9]*) __bt_count=0 ;; esac
+  [ "$__bt_count" -eq 0 ] || printf "\n[$3]\n" "$__bt_count"
+  shift 3
+done
 # Signal names without a subshell: a fork here would slow the record down
 # exactly when the machine is busiest.
 case $__bt_status in
@@ -54,7 +67,12 @@ pub const FINAL_LINE_PREFIX: &str = "[background job ";
 /// it, as for long foreground commands. The supervisor is a POSIX `sh`, not
 /// the configured shell: bash would read `BASH_ENV` itself (a session hands
 /// its state to a background job that way) and keep it from the command.
-pub fn supervised_argv(shell: &Path, command: &str, script_file: Option<&Path>) -> Vec<OsString> {
+pub fn supervised_argv(
+    shell: &Path,
+    command: &str,
+    script_file: Option<&Path>,
+    limit_checks: &[LimitCheck],
+) -> Vec<OsString> {
     let mut argv = vec![
         OsString::from("sh"),
         OsString::from("-c"),
@@ -68,7 +86,25 @@ pub fn supervised_argv(shell: &Path, command: &str, script_file: Option<&Path>) 
         argv.push(OsString::from(command));
         argv.push(OsString::new());
     }
+    for check in limit_checks {
+        argv.push(check.file.as_os_str().to_owned());
+        argv.push(OsString::from(check.key));
+        argv.push(OsString::from(&check.note));
+    }
     argv
+}
+
+/// A counter the supervisor reads when the job ends: in `file`, the value
+/// of `key`; when it is not 0, it prints `note` with `%s` replaced by it
+/// (a `printf` format: no other `%` or `\\`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitCheck {
+    /// A counter file of the job's cgroup.
+    pub file: std::path::PathBuf,
+    /// The counter in it.
+    pub key: &'static str,
+    /// The note, `%s` where the count goes.
+    pub note: String,
 }
 
 /// How a job ended, from the last line of its output file: `(exit code,
@@ -86,6 +122,40 @@ pub fn parse_final_line(tail: &str) -> Option<(Option<i32>, Option<String>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_supervisor_notes_a_limit_the_job_reached_before_its_status() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let events = dir.path().join("pids.events");
+        std::fs::write(&events, "max 7\n").expect("write");
+        let quiet = dir.path().join("memory.events");
+        std::fs::write(&quiet, "low 0\noom_kill 0\n").expect("write");
+        let out = dir.path().join("out");
+        let checks = [
+            LimitCheck {
+                file: events,
+                key: "max",
+                note: "background job reached its limit of 64 processes (pids): %s forks failed"
+                    .to_owned(),
+            },
+            LimitCheck {
+                file: quiet,
+                key: "oom_kill",
+                note: "never printed".to_owned(),
+            },
+        ];
+        let argv = supervised_argv(Path::new("bash"), "exit 3", None, &checks);
+        let status = std::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdout(std::fs::File::create(&out).expect("create"))
+            .status()
+            .expect("run");
+        assert_eq!(status.code(), Some(3));
+        assert_eq!(
+            std::fs::read_to_string(&out).expect("read"),
+            "\n[background job reached its limit of 64 processes (pids): 7 forks failed]\n\n[background job exited with code 3]\n"
+        );
+    }
 
     #[test]
     fn reads_the_ending_from_the_last_line() {
@@ -114,7 +184,7 @@ mod tests {
             ),
         ] {
             let out = dir.path().join("out");
-            let argv = supervised_argv(Path::new("bash"), command, None);
+            let argv = supervised_argv(Path::new("bash"), command, None, &[]);
             let status = std::process::Command::new(&argv[0])
                 .args(&argv[1..])
                 .stdout(std::fs::File::create(&out).expect("create"))

@@ -110,6 +110,9 @@ pub(crate) struct StartedJob {
     pub copier: Option<RootProcess>,
     /// Where the marker of a capped output would start.
     pub output_head: Option<u64>,
+    /// The job's cgroup (its limits): removed once the job ended and its
+    /// processes are gone.
+    pub cgroup: Option<crate::limits::CallCgroup>,
 }
 
 /// A new job id: opaque, short, and unique across processes and time (the
@@ -193,6 +196,7 @@ impl JobTable {
             started.copier,
             self.kill_grace,
             guard,
+            started.cgroup,
         ));
         let mut note = None;
         if let (Some(store), Some(record)) = (&self.store, record) {
@@ -399,6 +403,7 @@ async fn watch_job(
     copier: Option<RootProcess>,
     grace: Duration,
     mut guard: StopOnDrop,
+    cgroup: Option<crate::limits::CallCgroup>,
 ) {
     tokio::select! {
         () = root.exited() => {}
@@ -440,6 +445,8 @@ async fn watch_job(
     *job.ended.lock().unwrap_or_else(PoisonError::into_inner) = Some(Instant::now());
     guard.armed = false;
     job.ending.send_replace(ending);
+    // Removed now if the job left nothing running, else once it is empty.
+    drop(cgroup);
 }
 
 fn append_final_line(path: &Path, line: &str) {

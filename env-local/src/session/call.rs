@@ -91,6 +91,7 @@ impl Session {
             marker: marker.clone(),
             adopter,
             armed: true,
+            cgroup: inner.cgroup.as_ref(),
         };
         let mut ending = send_and_wait(&mut shell, id, &prepared, &mut pipes, options).await;
         if matches!(ending, Ending::ShellExited(_))
@@ -162,6 +163,9 @@ impl Session {
                 // only sure stop is the shell's whole tree. Its EXIT trap
                 // (run on SIGTERM) saves the state it reached.
                 procs::stop_shell_tree(shell.pid, &marker, adopter, grace).await;
+                if let Some(cgroup) = &inner.cgroup {
+                    cgroup.kill_rest();
+                }
                 shell.wait().await;
                 pipes.drain(output);
                 notes.push(
@@ -172,6 +176,10 @@ impl Session {
         }
         pipes.finish(output);
         let output = output.finish();
+        if let Some(cgroup) = &inner.cgroup {
+            let killed = signal.as_deref() == Some("SIGKILL") || exit_code == Some(137);
+            notes.extend(cgroup.notes(killed));
+        }
         notes.extend(crate::realm::after_call(&inner.config.local.wrappers));
         notes.extend(log.truncation_note());
         state.pipes = Some(pipes);

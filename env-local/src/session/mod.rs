@@ -131,6 +131,10 @@ struct Inner {
     /// Runs `mode: "background"` calls, and holds their job table.
     background: LocalExec,
     logs: Arc<LogDir>,
+    /// The cgroup of the session's shell (its limits, shared by its calls,
+    /// which the shell runs itself), if commands get one. Declared after
+    /// `state`, so that the shell is killed before the cgroup is released.
+    cgroup: Option<crate::limits::CallCgroup>,
 }
 
 struct State {
@@ -180,6 +184,7 @@ impl Session {
             None,
         );
         let logs = Arc::new(config.local.log_dir_handle());
+        let cgroup = background.limits().for_job()?;
         let restores_a_file = config.snapshot_path.is_some();
         Ok(Self {
             inner: Arc::new(Inner {
@@ -199,6 +204,7 @@ impl Session {
                 }),
                 background,
                 logs,
+                cgroup,
             }),
         })
     }
@@ -327,6 +333,10 @@ impl Session {
             restore.as_ref().map(|(path, _)| path.as_path()),
             sequence,
         );
+        let limited = inner
+            .cgroup
+            .as_ref()
+            .map(|cgroup| cgroup.wrappers(&config.wrappers));
         let shell = Shell::start(ShellSpec {
             program: &config.shell,
             cwd: &cwd,
@@ -339,7 +349,7 @@ impl Session {
                 .collect(),
             startup,
             dir: &inner.dir.path,
-            wrappers: &config.wrappers,
+            wrappers: limited.as_deref().unwrap_or(&config.wrappers),
         })
         .await?;
         let restarted = state.had_shell;

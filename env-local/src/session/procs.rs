@@ -94,19 +94,24 @@ pub(crate) fn kill_tree_now(shell_pid: u32) {
 /// Stops a call's whole tree, setsid escapees included, if the call is
 /// dropped before it ended (its future cancelled): the shell's own `Drop`
 /// knows only its session, not the call's marker.
-pub(crate) struct KillCallOnDrop {
+pub(crate) struct KillCallOnDrop<'a> {
     pub shell_pid: u32,
     pub marker: RunMarker,
     pub adopter: Option<u32>,
     pub armed: bool,
+    /// The session's cgroup: what the tracker cannot see is in it.
+    pub cgroup: Option<&'a crate::limits::CallCgroup>,
 }
 
-impl Drop for KillCallOnDrop {
+impl Drop for KillCallOnDrop<'_> {
     fn drop(&mut self) {
         if self.armed {
             ProcessTree::new(self.shell_pid, Some(self.marker.clone()))
                 .with_adopter(self.adopter)
                 .kill_now(true);
+            if let Some(cgroup) = self.cgroup {
+                cgroup.kill_rest();
+            }
         }
     }
 }

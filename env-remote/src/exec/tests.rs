@@ -248,3 +248,28 @@ async fn another_major_version_is_refused_naming_both() {
         "the remote environment `test pipe` refused the connection: protocol mismatch: the client speaks bashtool-serve/1 and the server speaks bashtool-serve/2; install the same bashtool version on both sides"
     );
 }
+
+#[tokio::test]
+async fn a_server_that_ignores_the_allowed_domains_is_refused() {
+    let (sender, mut servers) = mpsc::unbounded_channel();
+    let transport = Pipes {
+        servers: StdMutex::new(sender),
+    };
+    let config = RemoteConfig {
+        allowed_domains: vec!["pypi.org".to_owned()],
+        ..RemoteConfig::default()
+    };
+    let exec = RemoteExec::new(Arc::new(transport), config);
+    let connect = exec.connect();
+    // An older server: no allow-list in what it reports (no sandbox).
+    let serve = async {
+        let mut server = FakeServer::new(servers.recv().await.expect("a link"));
+        server.handshake("bashtool-serve/1").await;
+        server
+    };
+    let (outcome, _server) = tokio::join!(connect, serve);
+    assert_eq!(
+        outcome.expect_err("refused").to_string(),
+        "the remote environment `test pipe` refused the connection: the client asked to limit the network to allowed domains (--allow-domain), but the server did not report an allow-list (a `bashtool serve` too old to know them?); nothing was run"
+    );
+}
