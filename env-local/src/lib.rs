@@ -81,6 +81,7 @@ mod logs;
 mod orphans;
 mod reader;
 mod realm;
+mod redact_filter;
 mod session;
 mod spawn;
 mod state_dir;
@@ -100,6 +101,7 @@ pub use interactive::{
 pub use jobs::{JobStore, RecordedJobs};
 pub use logs::LogDir;
 pub use orphans::{Reaped, reap_orphans};
+pub use redact_filter::run_redact_filter;
 pub use session::{Session, SessionConfig};
 pub use state_dir::{default_state_dir, ensure_private_dir};
 pub use tools::available_tools;
