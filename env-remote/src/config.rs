@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use bashtool_core::RedactSettings;
+
 use crate::protocol::{JobsSource, SessionRequest};
 
 /// Default time for the handshake (an ssh login included).
@@ -36,6 +38,10 @@ pub struct RemoteConfig {
     /// Where commands run by default, on the server's side. `None`: the
     /// server's own `--cwd`.
     pub working_directory: Option<PathBuf>,
+    /// How the server masks secrets in what it sends and keeps (it alone
+    /// knows its variables' values): sent in `initialize`. `None`: the
+    /// server's own settings (its flags).
+    pub redact: Option<RedactSettings>,
 }
 
 impl Default for RemoteConfig {
@@ -48,6 +54,7 @@ impl Default for RemoteConfig {
             remote_kill_grace: DEFAULT_REMOTE_KILL_GRACE,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             working_directory: None,
+            redact: None,
         }
     }
 }

@@ -139,6 +139,7 @@ impl RemoteExec {
             keep_jobs: self.inner.config.keep_jobs,
             jobs: self.inner.config.jobs,
             working_directory: self.inner.config.working_directory.clone(),
+            redact: self.inner.config.redact.clone(),
         };
         let limit = self.inner.config.handshake_timeout;
         let answer = tokio::time::timeout(
@@ -390,6 +391,8 @@ impl CommandExec for RemoteExec {
 }
 
 fn into_command_result(answer: SpawnResult, options: &SpawnOptions) -> CommandResult {
+    // Masked over there before the bytes came: counted for the note here.
+    options.output.add_redacted(answer.redacted);
     CommandResult {
         exit_code: answer.exit_code,
         signal: answer.signal,

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use base64::Engine as _;
 use bashtool_core::{
     BackgroundJob, EnvironmentInfo, ExecError, ExecMode, JobError, JobInfo, JobInput, ReadFrom,
-    ShellState, Stream,
+    RedactSettings, ShellState, Stream,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -223,6 +223,14 @@ pub struct InitializeParams {
     /// `None`: the server's `--cwd` (or its current directory).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub working_directory: Option<PathBuf>,
+    /// How the server masks secrets (`{"mode": "on"|"off", "env":
+    /// [PATTERN, …]}`): the values of its own variables that its
+    /// environment policy or `env` name, and the credential shapes, in
+    /// what it sends (output, job reads) and keeps (logs, job outputs).
+    /// Masking happens over there because only the server knows its
+    /// variables. `None`: the server's own flags decide.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub redact: Option<RedactSettings>,
 }
 
 /// What the server can do.
@@ -383,6 +391,13 @@ pub struct SpawnResult {
     pub shell: Option<ShellState>,
     /// Where it ran.
     pub working_directory: Option<PathBuf>,
+    /// How many secrets the server masked in the output it sent.
+    #[serde(skip_serializing_if = "is_zero", default)]
+    pub redacted: u64,
+}
+
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 /// `cancel` params.
