@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use bashtool_core::{EnvPolicy, Shortening, ToolConfig};
+use bashtool_core::{EnvPolicy, RedactSettings, Shortening, ToolConfig};
 use bashtool_env_local::LocalConfig;
 use bashtool_sandbox::SandboxConfig;
 use serde::Deserialize;
@@ -73,6 +73,10 @@ use serde::Deserialize;
 /// mode = "workspace-write"   # or "read-only", "off"
 /// writable = ["/home/me/.cache/foo"]
 /// network = "on"             # or "off"
+///
+/// [redact]                   # secrets masked in output
+/// mode = "on"                # or "off"
+/// env = ["DATABASE_URL"]     # also mask these variables' values
 /// ```
 #[derive(Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -103,6 +107,9 @@ pub struct FileConfig {
     pub environment: EnvPolicy,
     /// The OS sandbox; flags (`--sandbox`, `--writable`, `--network`) win.
     pub sandbox: Option<SandboxConfig>,
+    /// Secrets masked in output; flags (`--redact`, `--redact-env`) win.
+    #[serde(default)]
+    pub redact: RedactSettings,
 }
 
 #[derive(Debug, Default, Deserialize, PartialEq)]
@@ -427,6 +434,24 @@ mod tests {
             .apply_to_local(&mut LocalConfig::default())
             .expect_err("bad name");
         assert!(error.to_string().contains("not a valid variable name"));
+    }
+
+    #[test]
+    fn parses_the_redact_section() {
+        let config = FileConfig::parse("[redact]\nmode = \"off\"\nenv = [\"DATABASE_URL\"]\n")
+            .expect("valid");
+        assert_eq!(config.redact.mode, bashtool_core::RedactMode::Off);
+        assert_eq!(config.redact.env, ["DATABASE_URL"]);
+        let error = FileConfig::parse("[redact]\nmode = \"maybe\"\n").expect_err("bad mode");
+        assert!(
+            error.to_string().contains("unknown variant `maybe`"),
+            "{error}"
+        );
+        let error = FileConfig::parse("[redact]\nenvs = []\n").expect_err("typo");
+        assert!(
+            error.to_string().contains("unknown field `envs`"),
+            "{error}"
+        );
     }
 
     #[test]

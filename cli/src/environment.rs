@@ -113,6 +113,14 @@ pub fn for_invocation(tool: &ToolArgs, remote: &RemoteArgs) -> anyhow::Result<(T
     // `--cwd` names a directory over there, so it is not checked here.
     let mut config = tool.tool_config(&file, tool.cwd.clone())?;
     config.persistent_session = tool.session.is_some();
+    // Masked over there with that side's variables (the settings travel in
+    // `initialize`), and here with this side's.
+    let redact = tool.redact_settings(&file)?;
+    config.redactor = crate::redact::redactor(
+        &redact,
+        &tool.env_policy(&file),
+        &std::collections::BTreeMap::new(),
+    );
     let mut remote_config = RemoteConfig {
         session: tool
             .session
@@ -122,6 +130,7 @@ pub fn for_invocation(tool: &ToolArgs, remote: &RemoteArgs) -> anyhow::Result<(T
         // As locally: a background job outlives this process, and `bashtool
         // jobs --remote` finds it in the records over there.
         keep_jobs: true,
+        redact: Some(redact),
         ..RemoteConfig::default()
     };
     if let Some(grace) = tool.kill_grace {
@@ -183,6 +192,9 @@ pub struct ServerEnvironment {
     pub session_path: Option<PathBuf>,
     /// `--keep-jobs`: background jobs outlive the server.
     pub keep_jobs: bool,
+    /// `--redact`, `--redact-env` and `[redact]`: with `remote`, sent to
+    /// the server, which masks with its own variables.
+    pub redact: bashtool_core::RedactSettings,
 }
 
 impl ServerEnvironment {
@@ -199,6 +211,7 @@ impl ServerEnvironment {
             keep_jobs: self.keep_jobs,
             remote_kill_grace: self.local.kill_grace,
             working_directory: tool.working_directory.clone(),
+            redact: Some(self.redact.clone()),
             ..RemoteConfig::default()
         };
         let remote = RemoteExec::command(line, config);

@@ -35,6 +35,7 @@ mod jobs;
 mod logging;
 mod mcp;
 mod options;
+mod redact;
 mod run;
 mod sandbox;
 mod schema;
@@ -95,6 +96,12 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // A background job's output filter (see `redact`): before any parsing,
+    // it is not a command a person runs.
+    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new(redact::FILTER_ARGUMENT))
+    {
+        return redact::run_filter();
+    }
     let cli = Cli::parse();
     let name = match &cli.command {
         Command::Run(_) => "run",

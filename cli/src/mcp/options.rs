@@ -126,6 +126,7 @@ Config file (TOML; every key optional):
   [environment]  exclude = [\"AWS_*\"]   keep = [\"GITHUB_TOKEN\"]   include_only = []
                  ignore_default_excludes = false   set = { CI = \"1\" }
   [sandbox]   mode = \"workspace-write\" | \"read-only\" | \"off\"   writable = [\"/dir\"]   network = \"on\" | \"off\"
+  [redact]    mode = \"on\" | \"off\"   env = [\"DATABASE_URL\"]
 The config file applies to run, call and check too (all but cwd, stateless,
 keep_jobs, log_level and progress_interval_ms).";
 
@@ -228,6 +229,15 @@ impl Settings {
         if let Some(directory) = &args.log_dir {
             local.log_dir = Some(current_dir_join(directory)?);
         }
+        let redact = args.tool.redact_settings(file)?;
+        if remote.is_some() {
+            // Masked here with this side's variables, and over there with
+            // that side's (the settings travel in `initialize`).
+            tool.redactor =
+                crate::redact::redactor(&redact, &args.tool.env_policy(file), &local.env);
+        } else {
+            tool.redactor = crate::redact::apply(&redact, &mut local);
+        }
         if let Some(directory) = &local.log_dir {
             std::fs::create_dir_all(directory)
                 .with_context(|| format!("creating the log directory {}", directory.display()))?;
@@ -247,6 +257,7 @@ impl Settings {
                 session_name: args.tool.session.clone(),
                 session_path,
                 keep_jobs,
+                redact,
             },
             progress_interval,
             log_filter: logging::filter(args.log_level.as_deref(), file.log_level.as_deref()),
