@@ -396,6 +396,8 @@ pub struct SpawnResult {
     pub redacted: u64,
 }
 
+// serde's `skip_serializing_if` passes a reference.
+#[allow(clippy::trivially_copy_pass_by_ref)]
 fn is_zero(count: &u64) -> bool {
     *count == 0
 }

@@ -85,7 +85,7 @@ impl fmt::Debug for Redactor {
             .field("variables", &names)
             .field("literals", &self.literals.len())
             .field("engine", &self.engine)
-            .finish()
+            .finish_non_exhaustive()
     }
 }
 

@@ -497,7 +497,7 @@ fn jwt(text: &Text<'_>, start: usize) -> Verdict {
     // JSON too, so it starts with `eyJ`.
     let mut at = header_end;
     let mut parts = [(start, header_end); 3];
-    for part in 1..3 {
+    for (part, span) in parts.iter_mut().enumerate().skip(1) {
         match bytes.get(at) {
             None => return text.at_end(|| Verdict::No),
             Some(b'.') => at += 1,
@@ -514,7 +514,7 @@ fn jwt(text: &Text<'_>, start: usize) -> Verdict {
             }
         }
         let end = run_end(bytes, at, limit(at), is_url_safe);
-        parts[part] = (at, end);
+        *span = (at, end);
         at = end;
     }
     if at == bytes.len() && at - start < MAX_JWT {

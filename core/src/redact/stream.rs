@@ -188,7 +188,7 @@ impl RedactStream {
     /// Scans `bytes`, which start where the undecided part does.
     fn scan(&mut self, bytes: &[u8], last: bool) -> usize {
         self.replacements.clear();
-        let decided = self.redactor.scan(
+        self.redactor.scan(
             &Text {
                 bytes,
                 before: self.before,
@@ -196,8 +196,7 @@ impl RedactStream {
             },
             &mut self.replacements,
             &mut self.cache,
-        );
-        decided
+        )
     }
 }
 
