@@ -7,7 +7,10 @@
 //! `END` line) is held back and looked at again with the next piece; the
 //! rest is passed on at once. What is held is bounded: at most the longest
 //! literal on the last line, or what a shape's check reads (a block of 64
-//! KiB at most). The result does not depend on where the stream was cut.
+//! KiB at most), and half as much again of what came since it was last
+//! looked at (a large held part is scanned again only once that much more
+//! came, so a block written a byte at a time costs linear time, not
+//! quadratic). The result does not depend on where the stream was cut.
 //!
 //! Nothing is copied in the common case: a piece with no secret is passed
 //! on as it came. Held bytes are decided together with the start of the
@@ -25,6 +28,10 @@ use super::verdict::Text;
 /// taken only when a check needs it). Tiny in tests, so that the property
 /// tests go through every path.
 const WINDOW: usize = if cfg!(test) { 16 } else { 8 * 1024 };
+/// Held bytes from this size on are looked at again only once the bytes
+/// that came since are half as many (see `push_inner`). Tiny in
+/// tests, for the same reason.
+const RESCAN_FLOOR: usize = if cfg!(test) { 24 } else { 1024 };
 
 /// A decided part of the output: a range of the input, as it came, or
 /// text built with masks in it.
@@ -45,6 +52,8 @@ pub struct RedactStream {
     work: Vec<u8>,
     /// Masked text being built.
     out: Vec<u8>,
+    /// How many of `pending` the last scan saw.
+    scanned: usize,
     /// The byte before `pending` (a newline at the start).
     before: u8,
     replacements: Vec<Replacement>,
@@ -58,6 +67,7 @@ impl RedactStream {
         Self {
             redactor,
             pending: Vec::new(),
+            scanned: 0,
             work: Vec::new(),
             out: Vec::new(),
             before: b'\n',
@@ -117,6 +127,16 @@ impl RedactStream {
     }
 
     fn push_inner(&mut self, input: &[u8], last: bool, emit: &mut dyn FnMut(Piece<'_>)) {
+        // Held bytes are scanned again from their start. A large held part
+        // (a private key block written a few bytes at a time) is looked at
+        // again only once the bytes that came since are half its size, so
+        // each byte is scanned a bounded number of times and the cost stays
+        // linear however the output is cut.
+        let unscanned = self.pending.len() - self.scanned + input.len();
+        if !last && self.scanned >= RESCAN_FLOOR && unscanned * 2 < self.scanned {
+            self.pending.extend_from_slice(input);
+            return;
+        }
         let mut from = 0;
         if !self.pending.is_empty() || last {
             let held = self.pending.len();
@@ -134,6 +154,7 @@ impl RedactStream {
                 take = input.len();
             };
             self.pending.clear();
+            self.scanned = 0;
             if decided > 0 {
                 self.before = work[decided - 1];
             }
@@ -145,6 +166,7 @@ impl RedactStream {
                     from = decided - held;
                 } else {
                     self.pending.extend_from_slice(&work[decided..]);
+                    self.scanned = self.pending.len();
                     self.work = work;
                     return;
                 }
@@ -169,6 +191,7 @@ impl RedactStream {
             self.emit_built(rest, decided, emit);
         }
         self.pending.extend_from_slice(&rest[decided..]);
+        self.scanned = self.pending.len();
     }
 
     /// Hands `bytes[..decided]` with the scan's replacements to `emit`.

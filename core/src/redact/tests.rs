@@ -484,6 +484,24 @@ fn nothing_is_held_back_without_a_reason() {
     assert_eq!(pushed(&mut stream, b" done\n"), b"ghp_abc done\n");
 }
 
+#[test]
+fn a_stream_written_a_byte_at_a_time_is_masked_as_the_whole() {
+    let redactor = Arc::new(Redactor::new([("API_TOKEN", "tok-0123456789abcdef")]));
+    let text = format!(
+        "a {GHP} b\n{}\ntok-0123456789abcdef {JWT}\n-----BEGIN PRIVATE KEY-----\nMIIB\nend tok-01234567",
+        pem("RSA PRIVATE KEY")
+    );
+    let bytes: Vec<&[u8]> = text.as_bytes().chunks(1).collect();
+    let (out, count) = streamed(&redactor, &bytes);
+    let (whole, whole_count) = redactor.redact_counted(&text);
+    assert_eq!(String::from_utf8_lossy(&out), whole);
+    assert_eq!(count, whole_count as u64);
+    assert_eq!(
+        whole,
+        "a [redacted: GitHub token] b\n[redacted: private key]\n[redacted: API_TOKEN] [redacted: JWT]\n[redacted: private key]\nMIIB\nend [redacted: API_TOKEN]"
+    );
+}
+
 /// Texts that mix secrets, near misses and ordinary text.
 fn sample() -> impl Strategy<Value = String> {
     let pieces = prop_oneof![
