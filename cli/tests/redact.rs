@@ -86,6 +86,39 @@ fn the_model_and_the_log_see_the_file_masked_and_the_notes_say_how_many() {
 }
 
 #[test]
+fn a_persistent_session_masks_as_well() {
+    let dir = workspace();
+    let (result, output) = call(
+        dir.path(),
+        &["--session", "redact-test"],
+        &json!({"command": "cat secrets.txt"}),
+    );
+    assert!(output.status.success(), "{output:?}");
+    assert_eq!(result["details"]["notes"], json!([NOTE]));
+    let text = model_text(&result);
+    assert!(
+        text.starts_with(&format!("stdout:\n{MASKED}[{NOTE}]\n")),
+        "{text}"
+    );
+}
+
+#[test]
+fn drop_env_patterns_name_the_variables_whose_values_are_masked() {
+    let dir = workspace();
+    std::fs::write(dir.path().join("conn.txt"), "conn-string-value\n").expect("write");
+    let mut command = bashtool(dir.path());
+    command
+        .env("CONNECTION", "conn-string-value")
+        .args(["call", "--drop-env", "CONN*"]);
+    let input = json!({"command": "cat conn.txt; echo \"[$CONNECTION]\""});
+    let (result, _) = call_json(command, &input.to_string());
+    assert_eq!(
+        model_text(&result),
+        "stdout:\n[redacted: CONNECTION]\n[]\n[1 secret was masked in this output as [redacted: …]]\nexit code 0"
+    );
+}
+
+#[test]
 fn redact_off_passes_the_output_on_as_written() {
     let dir = workspace();
     let (result, output) = call(
