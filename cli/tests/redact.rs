@@ -316,7 +316,7 @@ impl ClientHandler for Client {
 }
 
 async fn mcp_call(
-    client: &rmcp::service::RunningService<RoleClient, Client>,
+    client: &McpClient,
     arguments: Value,
 ) -> rmcp::service::RequestHandle<RoleClient> {
     let Value::Object(arguments) = arguments else {
@@ -332,27 +332,42 @@ async fn mcp_call(
         .expect("request sent")
 }
 
+type McpClient = rmcp::service::RunningService<RoleClient, Client>;
+
+/// `bashtool mcp` in `dir` with `flags`, the secret in its environment.
+async fn start_mcp(
+    dir: &Path,
+    flags: &[&str],
+) -> (
+    McpClient,
+    mpsc::UnboundedReceiver<ProgressNotificationParam>,
+) {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_bashtool"));
+    command
+        .arg("mcp")
+        .arg("--cwd")
+        .arg(dir)
+        .args(flags)
+        .env("XDG_CONFIG_HOME", dir)
+        .env("BASHTOOL_STATE_DIR", dir.join("state"))
+        .env_remove("BASHTOOL_CONFIG")
+        .env_remove("RUST_LOG")
+        .env(VARIABLE, VALUE);
+    let transport = TokioChildProcess::new(command).expect("spawn bashtool mcp");
+    let (sender, progress) = mpsc::unbounded_channel();
+    let client = tokio::time::timeout(DEADLINE, Client { progress: sender }.serve(transport))
+        .await
+        .expect("initialize in time")
+        .expect("initialize");
+    (client, progress)
+}
+
 /// Through `bashtool mcp`: progress notifications while the command runs,
 /// and an interactive program's answer and transcript.
 #[tokio::test]
 async fn progress_and_the_interactive_transcript_are_masked() {
     let dir = workspace();
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_bashtool"));
-    command
-        .arg("mcp")
-        .arg("--cwd")
-        .arg(dir.path())
-        .env("XDG_CONFIG_HOME", dir.path())
-        .env("BASHTOOL_STATE_DIR", dir.path().join("state"))
-        .env_remove("BASHTOOL_CONFIG")
-        .env_remove("RUST_LOG")
-        .env(VARIABLE, VALUE);
-    let transport = TokioChildProcess::new(command).expect("spawn bashtool mcp");
-    let (sender, mut progress) = mpsc::unbounded_channel();
-    let client = tokio::time::timeout(DEADLINE, Client { progress: sender }.serve(transport))
-        .await
-        .expect("initialize in time")
-        .expect("initialize");
+    let (client, mut progress) = start_mcp(dir.path(), &[]).await;
 
     // Progress: the notifications (each a window of the latest lines) up
     // to the marker, none with the value.
@@ -398,6 +413,39 @@ async fn progress_and_the_interactive_transcript_are_masked() {
     // when it ends): the file's lines, masked.
     let written = wait_until(DEADLINE, || {
         std::fs::read_to_string(&transcript).is_ok_and(|text| text == MASKED)
+    })
+    .await;
+    assert!(
+        written,
+        "the transcript holds {:?}",
+        std::fs::read_to_string(&transcript)
+    );
+    client.cancel().await.expect("closed");
+}
+
+/// Under `--redact off` the interactive answer and transcript hold the
+/// file as printed.
+#[tokio::test]
+async fn redact_off_leaves_the_interactive_transcript_as_printed() {
+    let dir = workspace();
+    let (client, _progress) = start_mcp(dir.path(), &["--redact", "off"]).await;
+    let result = answer(
+        mcp_call(
+            &client,
+            json!({"command": "cat secrets.txt; read -p 'more? ' answer", "mode": "interactive"}),
+        )
+        .await,
+    )
+    .await;
+    let shown = text(&result);
+    assert!(
+        shown.starts_with(&format!("stdout:\n{}more? \n[job ", file_text())),
+        "{shown}"
+    );
+    let details = result.structured_content.expect("details");
+    let transcript = details["log_file"].as_str().expect("transcript").to_owned();
+    let written = wait_until(DEADLINE, || {
+        std::fs::read_to_string(&transcript).is_ok_and(|text| text == file_text())
     })
     .await;
     assert!(
