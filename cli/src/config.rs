@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context as _;
-use bashtool_core::{EnvPolicy, Shortening, ToolConfig};
+use bashtool_core::{EnvPolicy, RedactSettings, Shortening, ToolConfig};
 use bashtool_env_local::LocalConfig;
 use bashtool_sandbox::SandboxConfig;
 use serde::Deserialize;
@@ -79,6 +79,10 @@ use serde::Deserialize;
 /// pids = 4096                # or "off" (the default: 4096 where cgroups can be had)
 /// memory = "2G"              # or a number of bytes, or "off"
 /// cpu = 1.5                  # CPUs, or "off"
+///
+/// [redact]                   # secrets masked in output
+/// mode = "on"                # or "off"
+/// env = ["DATABASE_URL"]     # also mask these variables' values
 /// ```
 #[derive(Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -112,6 +116,9 @@ pub struct FileConfig {
     pub sandbox: Option<SandboxConfig>,
     /// Resource limits per command; `--limit` wins.
     pub limits: Option<bashtool_core::LimitSettings>,
+    /// Secrets masked in output; flags (`--redact`, `--redact-env`) win.
+    #[serde(default)]
+    pub redact: RedactSettings,
 }
 
 #[derive(Debug, Default, Deserialize, PartialEq)]
@@ -459,6 +466,24 @@ mod tests {
         let error = FileConfig::parse("[limits]\ndisk = \"1G\"\n").expect_err("unknown");
         assert!(
             error.to_string().contains("unknown field `disk`"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn parses_the_redact_section() {
+        let config = FileConfig::parse("[redact]\nmode = \"off\"\nenv = [\"DATABASE_URL\"]\n")
+            .expect("valid");
+        assert_eq!(config.redact.mode, bashtool_core::RedactMode::Off);
+        assert_eq!(config.redact.env, ["DATABASE_URL"]);
+        let error = FileConfig::parse("[redact]\nmode = \"maybe\"\n").expect_err("bad mode");
+        assert!(
+            error.to_string().contains("unknown variant `maybe`"),
+            "{error}"
+        );
+        let error = FileConfig::parse("[redact]\nenvs = []\n").expect_err("typo");
+        assert!(
+            error.to_string().contains("unknown field `envs`"),
             "{error}"
         );
     }

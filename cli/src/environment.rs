@@ -188,6 +188,14 @@ pub fn for_invocation(tool: &ToolArgs, remote: &RemoteArgs) -> anyhow::Result<(T
     // `--cwd` names a directory over there, so it is not checked here.
     let mut config = tool.tool_config(&file, tool.cwd.clone())?;
     config.persistent_session = tool.session.is_some();
+    // Masked over there with that side's variables (the settings travel in
+    // `initialize`), and here with this side's.
+    let redact = tool.redact_settings(&file)?;
+    config.redactor = crate::redact::redactor(
+        &redact,
+        &tool.env_policy(&file),
+        &std::collections::BTreeMap::new(),
+    );
     let mut remote_config = RemoteConfig {
         session: tool
             .session
@@ -202,6 +210,7 @@ pub fn for_invocation(tool: &ToolArgs, remote: &RemoteArgs) -> anyhow::Result<(T
         allowed_domains: tool.sandbox.remote_allowed_domains(file.sandbox.as_ref())?,
         // Enforced over there: `serve` applies them.
         limits: tool.limit_settings(&file)?,
+        redact: Some(redact),
         ..RemoteConfig::default()
     };
     if let Some(grace) = tool.kill_grace {
@@ -269,6 +278,9 @@ pub struct ServerEnvironment {
     /// With `remote`: the domains its commands may reach
     /// (`--allow-domain`), empty for the server's own setting.
     pub remote_allowed_domains: Vec<String>,
+    /// `--redact`, `--redact-env` and `[redact]`: with `remote`, sent to
+    /// the server, which masks with its own variables.
+    pub redact: bashtool_core::RedactSettings,
 }
 
 impl ServerEnvironment {
@@ -320,6 +332,7 @@ impl ServerEnvironment {
             sandbox: self.remote_sandbox.clone(),
             allowed_domains: self.remote_allowed_domains.clone(),
             limits: self.local.limits,
+            redact: Some(self.redact.clone()),
             ..RemoteConfig::default()
         };
         Some(RemoteExec::command(line, config))

@@ -118,7 +118,10 @@ pub fn run(args: &JobsArgs) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let mut config = ToolConfig::default();
+    let mut config = ToolConfig {
+        redactor: default_redactor(),
+        ..ToolConfig::default()
+    };
     config.fields.interactive = true;
     let tool = JobsTool::new(config, Arc::new(jobs));
     let result = runtime.block_on(tool.call(&input));
@@ -134,13 +137,29 @@ fn remote_jobs(args: &JobsArgs, line: &str) -> anyhow::Result<ExitCode> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
-    let tool = JobsTool::new(ToolConfig::default(), Arc::new(remote.clone()));
+    let config = ToolConfig {
+        redactor: default_redactor(),
+        ..ToolConfig::default()
+    };
+    let tool = JobsTool::new(config, Arc::new(remote.clone()));
     let result = runtime.block_on(async {
         let result = tool.call(&input).await;
         remote.shutdown(crate::environment::CLOSE_MARGIN).await;
         result
     });
     print_result(args, &result)
+}
+
+/// What a reader of job outputs masks: the shapes and this process's
+/// variables that the default policy withholds (the files are masked as
+/// they are written by the processes that started the jobs; this catches
+/// what reached them otherwise).
+fn default_redactor() -> Option<Arc<bashtool_core::Redactor>> {
+    crate::redact::redactor(
+        &bashtool_core::RedactSettings::default(),
+        &bashtool_core::EnvPolicy::default(),
+        &std::collections::BTreeMap::new(),
+    )
 }
 
 /// The `bash_jobs` input for the action; `None` for prune, which is not a tool action.

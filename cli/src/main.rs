@@ -37,6 +37,7 @@ mod limits;
 mod logging;
 mod mcp;
 mod options;
+mod redact;
 mod run;
 mod sandbox;
 mod schema;
@@ -97,6 +98,12 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // A background job's output filter (see `redact`): before any parsing,
+    // it is not a command a person runs.
+    if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new(redact::FILTER_ARGUMENT))
+    {
+        return redact::run_filter();
+    }
     let cli = Cli::parse();
     let name = match &cli.command {
         Command::Run(_) => "run",

@@ -44,6 +44,8 @@ pub struct ToolArgs {
     pub sandbox: crate::sandbox::SandboxArgs,
     #[command(flatten)]
     pub limits: crate::limits::LimitArgs,
+    #[command(flatten)]
+    pub redact: crate::redact::RedactArgs,
 }
 
 impl ToolArgs {
@@ -80,9 +82,28 @@ impl ToolArgs {
     pub fn local_settings(&self, file: &FileConfig) -> anyhow::Result<(ToolConfig, LocalConfig)> {
         let directory = self.working_directory()?;
         let mut tool = self.tool_config(file, Some(directory.clone()))?;
-        let local = self.local_config(&mut tool, file, directory)?;
+        let mut local = self.local_config(&mut tool, file, directory)?;
         crate::limits::check_enforceable(&local.limits)?;
+        tool.redactor = crate::redact::apply(&self.redact_settings(file)?, &mut local);
         Ok((tool, local))
+    }
+
+    /// `--redact` and `--redact-env` over the file's `[redact]`, checked.
+    pub fn redact_settings(
+        &self,
+        file: &FileConfig,
+    ) -> anyhow::Result<bashtool_core::RedactSettings> {
+        self.redact.settings(&file.redact)
+    }
+
+    /// The environment policy of the file and the flags, for a client
+    /// whose commands run elsewhere: which of its own variables hold
+    /// secrets.
+    pub fn env_policy(&self, file: &FileConfig) -> bashtool_core::EnvPolicy {
+        let mut policy = file.environment.clone();
+        policy.keep.extend(self.keep_env.iter().cloned());
+        policy.exclude.extend(self.drop_env.iter().cloned());
+        policy
     }
 
     /// The tool's settings: defaults, then the file, then the flags. The

@@ -214,7 +214,11 @@ fn inherited_secrets_are_withheld_from_commands() {
     );
     assert_eq!(
         result["content"][0]["text"],
-        json!("stdout:\nCALL_TOKEN=given\nGITHUB_TOKEN=ghp-secret\nexit code 0")
+        // Kept for commands, still masked for the model (issue 33).
+        json!(
+            "stdout:\nCALL_TOKEN=given\nGITHUB_TOKEN=[redacted: GITHUB_TOKEN]\n\
+             [1 secret was masked in this output as [redacted: …]]\nexit code 0"
+        )
     );
 }
 

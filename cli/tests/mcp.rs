@@ -199,6 +199,12 @@ async fn tools_list_shows_the_core_spec_with_an_output_schema() {
         working_directory: Some(server.dir.path().to_path_buf()),
         persistent_session: true,
         jobs_tool: true,
+        // Secrets are masked by default (the description says so).
+        redactor: Some(std::sync::Arc::new(bashtool_core::Redactor::new(Vec::<(
+            String,
+            String,
+        )>::new(
+        )))),
         ..ToolConfig::default()
     };
     config.fields.interactive = true;
@@ -1051,7 +1057,9 @@ async fn the_clients_secrets_do_not_reach_commands() {
     assert_eq!(
         text(&result),
         format!(
-            "stdout:\nGITHUB_TOKEN=ghp-secret\nVISIBLE_VAR=seen\nexit code 0\n[cwd: {}]",
+            // Kept for commands, still masked for the model (issue 33).
+            "stdout:\nGITHUB_TOKEN=[redacted: GITHUB_TOKEN]\nVISIBLE_VAR=seen\n\
+             [1 secret was masked in this output as [redacted: …]]\nexit code 0\n[cwd: {}]",
             kept.dir.path().display()
         )
     );

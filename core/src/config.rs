@@ -2,9 +2,11 @@
 //! defaults and limits, and the output budget. The spec is generated from it.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::policy::PolicyConfig;
+use crate::redact::Redactor;
 
 /// The output budget: 2000 tokens for the agent.
 pub const MAX_OUTPUT_TOKENS: usize = 2000;
@@ -153,6 +155,12 @@ pub struct ToolConfig {
     /// Interactive mode: how long a call waits for a program that neither
     /// exits nor waits for input before it returns (the program runs on).
     pub interactive_yield: Duration,
+    /// Masks secrets in everything the tools return and the environment
+    /// writes (output, progress, logs, job outputs, transcripts); `None`:
+    /// output is passed on as written. Off by default in the library: it
+    /// needs the values, which the embedder has (see
+    /// [`crate::RedactSettings::redactor`]); the CLI turns it on.
+    pub redactor: Option<Arc<Redactor>>,
 }
 
 impl Default for ToolConfig {
@@ -172,6 +180,7 @@ impl Default for ToolConfig {
             policy: PolicyConfig::default(),
             jobs_tool: false,
             interactive_yield: Duration::from_secs(10),
+            redactor: None,
         }
     }
 }

@@ -66,6 +66,17 @@ impl EnvPolicy {
         !self.ignore_default_excludes || !self.exclude.is_empty() || !self.include_only.is_empty()
     }
 
+    /// Whether a variable named `name` holds a secret by this policy's
+    /// drop patterns (`exclude`, and the defaults unless ignored): its
+    /// value is masked in output even where `keep` passes it on, since
+    /// `keep` lets commands use a secret, not the model read it.
+    /// `include_only` does not count: it narrows what commands see without
+    /// saying that the rest is secret.
+    pub fn marks_secret(&self, name: &str) -> bool {
+        matches_any(&self.exclude, name)
+            || (!self.ignore_default_excludes && matches_any(&DEFAULT_EXCLUDES, name))
+    }
+
     /// The names in `names` this policy drops.
     pub fn dropped<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
         names
@@ -75,7 +86,7 @@ impl EnvPolicy {
     }
 }
 
-fn matches_any<S: AsRef<str>>(patterns: &[S], name: &str) -> bool {
+pub(crate) fn matches_any<S: AsRef<str>>(patterns: &[S], name: &str) -> bool {
     patterns
         .iter()
         .any(|pattern| glob_matches(pattern.as_ref(), name))
@@ -194,6 +205,24 @@ mod tests {
         };
         assert!(all.inherits("ANTHROPIC_API_KEY"));
         assert!(!all.drops_any());
+    }
+
+    #[test]
+    fn secrets_are_named_by_the_drop_patterns_even_when_kept() {
+        let policy = EnvPolicy {
+            keep: vec!["GITHUB_TOKEN".into()],
+            exclude: vec!["AWS_*".into()],
+            include_only: vec!["PATH".into()],
+            ..EnvPolicy::default()
+        };
+        assert!(policy.marks_secret("GITHUB_TOKEN"));
+        assert!(policy.marks_secret("AWS_REGION"));
+        assert!(!policy.marks_secret("HOME"));
+        let all = EnvPolicy {
+            ignore_default_excludes: true,
+            ..EnvPolicy::default()
+        };
+        assert!(!all.marks_secret("GITHUB_TOKEN"));
     }
 
     #[test]

@@ -42,9 +42,17 @@ pub enum ExecError {
     },
 }
 
-/// Errors of the tool registry.
+/// Errors of the tool registry and of the settings core checks.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// A pattern of variable names to mask cannot name a variable.
+    #[error(
+        "{pattern:?} is not a pattern of variable names: use letters, digits, _ and the wildcards * and ?"
+    )]
+    InvalidRedactPattern {
+        /// The pattern given.
+        pattern: String,
+    },
     /// No tool has this name.
     #[error("unknown tool `{name}`; known tools: {known}")]
     UnknownTool {

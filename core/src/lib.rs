@@ -40,6 +40,7 @@ mod jobs;
 mod limits;
 mod output;
 mod policy;
+mod redact;
 mod registry;
 mod report;
 mod result;
@@ -89,6 +90,7 @@ pub use policy::{
     DEFAULT_DENY_PATTERNS, GIT_ADD_MESSAGE, GIT_PUSH_FORCE_MESSAGE, PolicyConfig,
     RM_CRITICAL_MESSAGE, Rule, Violation, check as check_policy,
 };
+pub use redact::{MIN_SECRET_CHARS, RedactMode, RedactSettings, RedactStream, Redactor};
 pub use registry::{CreateToolContext, TOOL_NAMES, Tool, create_tool, tool_specs};
 pub use report::CappedLog;
 pub use result::{ApprovalDetails, BatchItemDetails, Content, Details, ToolResult};

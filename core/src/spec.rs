@@ -78,6 +78,13 @@ pub fn description(config: &ToolConfig) -> String {
              passwords) are withheld from commands; if a command needs one, ask the user.\n",
         );
     }
+    if config.redactor.is_some() {
+        text.push_str(
+            "- Secrets in the output (tokens, keys, passwords in URLs, private keys, the values of \
+             secret variables) are shown as [redacted: NAME]; only what you see is masked, not what \
+             commands read or write.\n",
+        );
+    }
     let default_timeout = human_duration(config.default_timeout.as_secs());
     if fields.mode {
         text.push_str(&format!(

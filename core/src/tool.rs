@@ -267,7 +267,8 @@ impl BashTool {
             timeout: input.effective_timeout(&self.config),
             env: input.environment.clone(),
             cancel: context.cancel.clone(),
-            output: OutputCapture::new(&self.config.output, context.on_output.clone()),
+            output: OutputCapture::new(&self.config.output, context.on_output.clone())
+                .redacting(self.config.redactor.clone()),
             mode: match input.mode {
                 Mode::Background => ExecMode::Background,
                 Mode::Interactive => ExecMode::Interactive,
@@ -286,10 +287,17 @@ impl BashTool {
     ) -> ToolResult {
         let options = self.spawn_options(input, &context);
         let timeout_secs = options.timeout.map(|timeout| timeout.as_secs());
-        let result = match exec.spawn(command, options).await {
+        let mut result = match exec.spawn(command, options).await {
             Ok(result) => result,
             Err(error) => return exec_error_result(command, &error),
         };
+        note_redactions(&mut result);
+        // A screen is rendered from the terminal's own state: masked here.
+        if let (Some(redactor), Some(status)) = (&self.config.redactor, &mut result.interactive)
+            && let Some(screen) = &status.screen
+        {
+            status.screen = Some(redactor.redact(screen).into_owned());
+        }
         let environment = exec.environment();
         if let Some(job) = &result.background {
             let mut details = command_details(command, &result, None, false);
@@ -365,8 +373,17 @@ impl BashTool {
                 outcomes.push(Outcome::Skipped);
                 continue;
             }
-            outcomes.push(match exec.spawn(command, options.clone()).await {
-                Ok(result) => Outcome::Ran(result),
+            // Each command its own capture (a clone would share one).
+            let options = SpawnOptions {
+                output: OutputCapture::new(&self.config.output, context.on_output.clone())
+                    .redacting(self.config.redactor.clone()),
+                ..options.clone()
+            };
+            outcomes.push(match exec.spawn(command, options).await {
+                Ok(mut result) => {
+                    note_redactions(&mut result);
+                    Outcome::Ran(result)
+                }
                 Err(error) => Outcome::Failed(error),
             });
         }
@@ -452,6 +469,19 @@ impl BashTool {
             is_error: any_failed,
             details,
         }
+    }
+}
+
+/// Tells the model how many secrets its output had masked.
+fn note_redactions(result: &mut crate::exec::CommandResult) {
+    match result.output.redacted() {
+        0 => {}
+        1 => result
+            .notes
+            .push("1 secret was masked in this output as [redacted: …]".to_owned()),
+        count => result.notes.push(format!(
+            "{count} secrets were masked in this output as [redacted: …]"
+        )),
     }
 }
 

@@ -66,9 +66,14 @@ impl CallLog {
     /// Attaches a log that is created lazily in `logs` to `output`.
     pub(crate) fn open(logs: &Arc<LogDir>, output: &OutputCapture, command: &str) -> Self {
         let handle = Arc::new(Mutex::new(None));
+        // The file's name is made of the command: masked, like its header.
+        let name = match output.redactor() {
+            Some(redactor) => redactor.redact(command).chars().take(NAME_CHARS).collect(),
+            None => command.chars().take(NAME_CHARS).collect(),
+        };
         let writer = LazyLog {
             logs: Arc::clone(logs),
-            name: command.chars().take(NAME_CHARS).collect(),
+            name,
             header: None,
             writer: None,
             handle: Arc::clone(&handle),

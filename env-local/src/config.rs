@@ -1,6 +1,7 @@
 //! Configuration of [`crate::LocalExec`].
 
 use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -88,6 +89,16 @@ pub struct LocalConfig {
     pub max_log_file_bytes: u64,
     /// Background jobs keep running when the `LocalExec` is dropped.
     pub keep_jobs_on_drop: bool,
+    /// The program (argv) that masks a background job's output on its way
+    /// to the output file, when the call's capture masks secrets
+    /// ([`bashtool_core::OutputCapture::redacting`]): it reads one line
+    /// ([`bashtool_core::Redactor::to_wire`]), then the job's output on
+    /// stdin, and writes it masked to stdout; [`crate::run_redact_filter`]
+    /// is such a program's main. It runs beside the job's copier and, like
+    /// it, outlives this process. `None` (the default): the file holds the
+    /// output as written, and only what the jobs port reads is masked (by
+    /// `bashtool_core::JobsTool`). The CLI sets it to itself.
+    pub redact_filter: Option<Vec<OsString>>,
     /// Steps applied to every process this environment starts (limits, a
     /// parent-death signal), in order; see [`bashtool_process::Wrapper`].
     /// The sandbox comes from [`LocalConfig::confinement`] and applies last.
@@ -136,6 +147,7 @@ impl Default for LocalConfig {
             max_log_bytes: DEFAULT_MAX_LOG_BYTES,
             max_log_file_bytes: DEFAULT_MAX_LOG_FILE_BYTES,
             keep_jobs_on_drop: false,
+            redact_filter: None,
             wrappers: Vec::new(),
             containment: Arc::new(SessionAndMarker),
             job_records: None,

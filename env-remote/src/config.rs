@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use bashtool_core::RedactSettings;
+
 use crate::protocol::{JobsSource, SandboxRequest, SessionRequest};
 
 /// Default time for the handshake (an ssh login included).
@@ -45,6 +47,10 @@ pub struct RemoteConfig {
     /// Resource limits per command, applied by the server (capped by its
     /// own). Unset: the server's settings.
     pub limits: bashtool_core::LimitSettings,
+    /// How the server masks secrets in what it sends and keeps (it alone
+    /// knows its variables' values): sent in `initialize`. `None`: the
+    /// server's own settings (its flags).
+    pub redact: Option<RedactSettings>,
 }
 
 impl Default for RemoteConfig {
@@ -60,6 +66,7 @@ impl Default for RemoteConfig {
             sandbox: None,
             allowed_domains: Vec::new(),
             limits: bashtool_core::LimitSettings::default(),
+            redact: None,
         }
     }
 }

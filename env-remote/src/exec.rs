@@ -142,6 +142,7 @@ impl RemoteExec {
             sandbox: self.inner.config.sandbox.clone(),
             allowed_domains: self.inner.config.allowed_domains.clone(),
             limits: self.inner.config.limits,
+            redact: self.inner.config.redact.clone(),
         };
         let limit = self.inner.config.handshake_timeout;
         let answer = tokio::time::timeout(
@@ -410,6 +411,8 @@ impl CommandExec for RemoteExec {
 }
 
 fn into_command_result(answer: SpawnResult, options: &SpawnOptions) -> CommandResult {
+    // Masked over there before the bytes came: counted for the note here.
+    options.output.add_redacted(answer.redacted);
     CommandResult {
         exit_code: answer.exit_code,
         signal: answer.signal,

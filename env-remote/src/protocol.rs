@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use base64::Engine as _;
 use bashtool_core::{
     BackgroundJob, EnvironmentInfo, ExecError, ExecMode, JobError, JobInfo, JobInput,
-    LimitSettings, ReadFrom, ShellState, Stream,
+    LimitSettings, ReadFrom, RedactSettings, ShellState, Stream,
 };
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -240,6 +240,14 @@ pub struct InitializeParams {
     /// enforce fails the handshake. Absent: the server's own settings.
     #[serde(skip_serializing_if = "LimitSettings::is_unset", default)]
     pub limits: LimitSettings,
+    /// How the server masks secrets (`{"mode": "on"|"off", "env":
+    /// [PATTERN, …]}`): the values of its own variables that its
+    /// environment policy or `env` name, and the credential shapes, in
+    /// what it sends (output, job reads) and keeps (logs, job outputs).
+    /// Masking happens over there because only the server knows its
+    /// variables. `None`: the server's own flags decide.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub redact: Option<RedactSettings>,
 }
 
 /// The sandbox settings a client sends in `initialize`: plain data, in the
@@ -430,6 +438,15 @@ pub struct SpawnResult {
     pub shell: Option<ShellState>,
     /// Where it ran.
     pub working_directory: Option<PathBuf>,
+    /// How many secrets the server masked in the output it sent.
+    #[serde(skip_serializing_if = "is_zero", default)]
+    pub redacted: u64,
+}
+
+// serde's `skip_serializing_if` passes a reference.
+#[allow(clippy::trivially_copy_pass_by_ref)]
+fn is_zero(count: &u64) -> bool {
+    *count == 0
 }
 
 /// `cancel` params.

@@ -130,6 +130,7 @@ Config file (TOML; every key optional):
   [sandbox]   mode = \"workspace-write\" | \"read-only\" | \"off\"   writable = [\"/dir\"]   network = \"on\" | \"off\"
               allowed_domains = [\"registries\", \"*.example.com\"]   (the network only to these, via a proxy)
   [limits]    pids = 4096   memory = \"2G\"   cpu = 1.5   (each may be \"off\"; per command, see --limit)
+  [redact]    mode = \"on\" | \"off\"   env = [\"DATABASE_URL\"]
 The config file applies to run, call and check too (all but cwd, stateless,
 keep_jobs, log_level and progress_interval_ms).";
 
@@ -251,6 +252,15 @@ impl Settings {
         if let Some(directory) = &args.log_dir {
             local.log_dir = Some(current_dir_join(directory)?);
         }
+        let redact = args.tool.redact_settings(file)?;
+        if remote.is_some() {
+            // Masked here with this side's variables, and over there with
+            // that side's (the settings travel in `initialize`).
+            tool.redactor =
+                crate::redact::redactor(&redact, &args.tool.env_policy(file), &local.env);
+        } else {
+            tool.redactor = crate::redact::apply(&redact, &mut local);
+        }
         if let Some(directory) = &local.log_dir {
             std::fs::create_dir_all(directory)
                 .with_context(|| format!("creating the log directory {}", directory.display()))?;
@@ -272,6 +282,7 @@ impl Settings {
                 keep_jobs,
                 remote_sandbox,
                 remote_allowed_domains,
+                redact,
             },
             progress_interval,
             log_filter: logging::filter(args.log_level.as_deref(), file.log_level.as_deref()),

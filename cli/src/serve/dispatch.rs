@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bashtool_core::{CommandResult, OutputCapture, SpawnOptions, Stream};
+use bashtool_core::{CommandResult, JobOutput, OutputCapture, SpawnOptions, Stream};
 use bashtool_env_remote::protocol::{
     self, JobParams, ListResult, ReadParams, RpcError, SpawnParams, SpawnResult, WaitParams,
     WriteParams, code, method,
@@ -60,7 +60,10 @@ pub async fn answer(
                 .jobs
                 .read(&params.job, params.from.into(), params.max_bytes)
                 .await;
-            json(&output.map_err(|error| RpcError::from(&error))?)
+            json(&masked(
+                environment,
+                output.map_err(|error| RpcError::from(&error))?,
+            ))
         }
         method::JOBS_WAIT => {
             let params: WaitParams = params(&request)?;
@@ -83,7 +86,10 @@ pub async fn answer(
                 .jobs
                 .write(&params.job, params.input, yield_after)
                 .await;
-            json(&output.map_err(|error| RpcError::from(&error))?)
+            json(&masked(
+                environment,
+                output.map_err(|error| RpcError::from(&error))?,
+            ))
         }
         method::JOBS_STOP_ALL => {
             environment.jobs.stop_all().await;
@@ -98,6 +104,19 @@ pub async fn answer(
     }
 }
 
+/// A job's output window with this side's secrets masked: its file is
+/// masked as it is written, and this catches what reached it otherwise.
+/// The cursors stay those of the file.
+fn masked(environment: &Environment, mut output: JobOutput) -> JobOutput {
+    if let Some(redactor) = &environment.redactor {
+        output.text = redactor.redact(&output.text).into_owned();
+        if let Some(screen) = &output.screen {
+            output.screen = Some(redactor.redact(screen).into_owned());
+        }
+    }
+    output
+}
+
 async fn spawn(
     environment: &Environment,
     outbox: &Outbox,
@@ -105,9 +124,11 @@ async fn spawn(
 ) -> Result<Value, RpcError> {
     let params: SpawnParams = params(request)?;
     // The server's capture writes the full log (env-local attaches it) and
-    // keeps small windows of its own; the raw bytes go to the client,
-    // whose capture makes what the model sees.
-    let capture = OutputCapture::default();
+    // keeps small windows of its own; the bytes go to the client, whose
+    // capture makes what the model sees.
+    // With secrets masked, the tap gets the masked text (see
+    // `OutputCapture::set_raw_tap`): nothing secret leaves this side.
+    let capture = OutputCapture::default().redacting(environment.redactor.clone());
     let tap_outbox = outbox.clone();
     let id = request.number;
     capture.set_raw_tap(Arc::new(move |stream: Stream, bytes: &[u8]| {
@@ -130,6 +151,7 @@ async fn spawn(
 
 fn spawn_result(result: CommandResult) -> SpawnResult {
     SpawnResult {
+        redacted: result.output.redacted(),
         exit_code: result.exit_code,
         signal: result.signal,
         duration_ms: u64::try_from(result.duration.as_millis()).unwrap_or(u64::MAX),

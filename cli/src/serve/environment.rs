@@ -6,7 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use bashtool_core::{CommandExec, Jobs};
+use bashtool_core::{CommandExec, Jobs, RedactSettings, Redactor};
 use bashtool_env_local::{JobStore, LocalConfig, LocalExec, RecordedJobs, Session, SessionConfig};
 use bashtool_env_remote::protocol::{
     Capabilities, InitializeParams, InitializeResult, JobsSource, PROTOCOL_VERSION, SessionInfo,
@@ -25,6 +25,9 @@ pub struct Settings {
     pub session: Option<String>,
     /// `--keep-jobs`.
     pub keep_jobs: bool,
+    /// `--redact`, `--redact-env`, `[redact]`: what a client that does not
+    /// say gets.
+    pub redact: RedactSettings,
 }
 
 /// The environment of one connection.
@@ -34,6 +37,9 @@ pub struct Environment {
     pub local: LocalExec,
     pub session: Option<Session>,
     pub keep_jobs: bool,
+    /// Masks secrets in what this connection sends and keeps: this side's
+    /// variables' values and the shapes (the client cannot know them).
+    pub redactor: Option<Arc<Redactor>>,
 }
 
 /// The server's sandbox with its network limited to the client's domains:
@@ -124,6 +130,13 @@ impl Environment {
         if let Some(sandbox) = sandbox {
             local_config.confinement = sandbox.confinement();
         }
+        // The client's settings, else this server's; the values are ours.
+        let redact = params
+            .redact
+            .clone()
+            .unwrap_or_else(|| settings.redact.clone());
+        redact.validate()?;
+        let redactor = crate::redact::apply(&redact, &mut local_config);
         let (exec, local, session): (Arc<dyn CommandExec>, LocalExec, Option<Session>) =
             if persistent {
                 let snapshot_path = name
@@ -183,6 +196,7 @@ impl Environment {
                 local,
                 session,
                 keep_jobs,
+                redactor,
             },
             result,
         ))

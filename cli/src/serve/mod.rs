@@ -86,6 +86,7 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
         local,
         session: args.tool.session.clone(),
         keep_jobs: args.keep_jobs,
+        redact: args.tool.redact_settings(&file)?,
     };
     // Usage errors above still reach the real stderr; from here on it is
     // the log's.

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use crate::config::ToolConfig;
-use crate::jobs::port::{JobError, JobInput, Jobs, ReadFrom};
+use crate::jobs::port::{JobError, JobInput, JobOutput, Jobs, ReadFrom};
 use crate::jobs::render::{info_line, list_text, output_text, wait_text};
 use crate::result::{Content, Details, ToolResult};
 use crate::spec::ToolSpec;
@@ -170,10 +170,11 @@ impl JobsTool {
         let budget = self.config.output.budget_chars();
         match self.jobs.read(id, from, budget).await {
             Ok(output) => {
+                let output = self.masked(output);
                 let text = output_text(&output, self.config.output.max_line_chars);
                 let mut details = job_details(&output.job, Some(&output));
                 details.truncated = output.skipped > 0 || output.more;
-                success(text, details)
+                with_masked_note(success(text, details), &output)
             }
             Err(error) => job_error(&error),
         }
@@ -222,12 +223,57 @@ impl JobsTool {
             .await
         {
             Ok(output) => {
+                let output = self.masked(output);
                 let text = output_text(&output, self.config.output.max_line_chars);
-                success(text, job_details(&output.job, Some(&output)))
+                with_masked_note(
+                    success(text, job_details(&output.job, Some(&output))),
+                    &output,
+                )
             }
             Err(error) => job_error(&error),
         }
     }
+}
+
+impl JobsTool {
+    /// `output` with its text and screen masked, when the tool masks
+    /// secrets: a job's output file is masked as it is written where the
+    /// environment can, and this catches what reached it otherwise.
+    fn masked(&self, mut output: JobOutput) -> JobOutput {
+        if let Some(redactor) = &self.config.redactor {
+            output.text = redactor.redact(&output.text).into_owned();
+            if let Some(screen) = &output.screen {
+                output.screen = Some(redactor.redact(screen).into_owned());
+            }
+        }
+        output
+    }
+}
+
+/// How a mask starts (see [`crate::Redactor`]).
+const MASK_START: &str = "[redacted: ";
+
+/// Says in the text and the notes how many masked secrets the output
+/// shows (masked now or when the job's output was written).
+fn with_masked_note(mut result: ToolResult, output: &JobOutput) -> ToolResult {
+    let count = output.text.matches(MASK_START).count()
+        + output
+            .screen
+            .as_deref()
+            .map_or(0, |screen| screen.matches(MASK_START).count());
+    let note = match count {
+        0 => return result,
+        1 => "1 secret is masked in this output as [redacted: …]".to_owned(),
+        count => format!("{count} secrets are masked in this output as [redacted: …]"),
+    };
+    if let Some(Content::Text { text }) = result.content.first_mut() {
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!("[{note}]"));
+    }
+    result.details.notes.push(note);
+    result
 }
 
 /// The `bash_jobs` definition for `config`.

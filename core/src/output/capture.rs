@@ -5,6 +5,10 @@
 //! attached, and passes the cleaned text to the live sink. So every adapter
 //! gets the same cleaning and the same budget, and none holds an
 //! `OutputConfig` of its own.
+//!
+//! With a [`Redactor`] ([`OutputCapture::redacting`]), secrets are masked
+//! right after cleaning, before anything else sees the text: the buffer
+//! (so the model and the log), the live sink (progress) and the tap.
 
 use std::io::Write;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
@@ -14,6 +18,7 @@ use crate::output::buffer::OutputBuffer;
 use crate::output::chunk::{OutputChunk, OutputSink, Stream};
 use crate::output::clean::StreamCleaner;
 use crate::output::lines::OutputLine;
+use crate::redact::{RedactStream, Redactor};
 
 /// Where one command's output goes. Cheap to clone: clones feed the same
 /// capture (an environment may read stdout and stderr on two tasks).
@@ -29,10 +34,20 @@ struct CaptureState {
     scratch: String,
     sink: Option<OutputSink>,
     raw_tap: Option<RawTap>,
+    /// Each stream's masking, when secrets are masked.
+    redaction: Option<Redaction>,
+}
+
+struct Redaction {
+    streams: [RedactStream; 2],
+    /// Masked elsewhere (the far side of a remote environment).
+    elsewhere: u64,
 }
 
 /// Sees every raw byte pushed into a capture, before cleaning, in arrival
-/// order (a server that forwards the bytes to a remote client).
+/// order (a server that forwards the bytes to a remote client); when the
+/// capture masks secrets, the cleaned and masked text instead, so that no
+/// secret leaves through it.
 pub type RawTap = Arc<dyn Fn(Stream, &[u8]) + Send + Sync>;
 
 impl std::fmt::Debug for OutputCapture {
@@ -67,7 +82,40 @@ impl OutputCapture {
                 scratch: String::new(),
                 sink,
                 raw_tap: None,
+                redaction: None,
             })),
+        }
+    }
+
+    /// Masks secrets with `redactor` from now on (before the first byte),
+    /// or not when `None`.
+    #[must_use]
+    pub fn redacting(self, redactor: Option<Arc<Redactor>>) -> Self {
+        self.lock().redaction = redactor.map(|redactor| Redaction {
+            streams: [
+                RedactStream::new(Arc::clone(&redactor)),
+                RedactStream::new(redactor),
+            ],
+            elsewhere: 0,
+        });
+        self
+    }
+
+    /// The redactor this capture masks with, if any: an environment masks
+    /// what it keeps beside the capture with it too (a background job's
+    /// output file, an interactive job's transcript).
+    pub fn redactor(&self) -> Option<Arc<Redactor>> {
+        self.lock()
+            .redaction
+            .as_ref()
+            .map(|redaction| Arc::clone(redaction.streams[0].redactor()))
+    }
+
+    /// Counts `count` secrets masked before the bytes reached this capture
+    /// (by a remote environment's server), for the result's note.
+    pub fn add_redacted(&self, count: u64) {
+        if let Some(redaction) = &mut self.lock().redaction {
+            redaction.elsewhere += count;
         }
     }
 
@@ -81,7 +129,12 @@ impl OutputCapture {
     /// every line with a `stdout:`/`stderr:` header where the stream
     /// changes. Attach it before the first byte arrives.
     pub fn attach_log(&self, log: Box<dyn Write + Send>, command: &str) {
-        self.lock().buffer.set_log(log, command);
+        let mut state = self.lock();
+        let command = match &state.redaction {
+            Some(redaction) => redaction.streams[0].redactor().redact(command).into_owned(),
+            None => command.to_owned(),
+        };
+        state.buffer.set_log(log, &command);
     }
 
     /// Hands every raw byte pushed from now on to `tap` as well, unchanged,
@@ -97,20 +150,23 @@ impl OutputCapture {
     pub fn push(&self, stream: Stream, bytes: &[u8]) {
         let mut guard = self.lock();
         let state = &mut *guard;
-        if let Some(tap) = &state.raw_tap {
-            tap(stream, bytes);
-        }
-        let text = state.cleaners[index(stream)].clean(bytes, &mut state.scratch);
-        if text.is_empty() {
+        let Some(redaction) = &mut state.redaction else {
+            if let Some(tap) = &state.raw_tap {
+                tap(stream, bytes);
+            }
+            let text = state.cleaners[index(stream)].clean(bytes, &mut state.scratch);
+            deliver(&mut state.buffer, state.sink.as_ref(), None, stream, text);
             return;
-        }
-        state.buffer.push(stream, text);
-        if let Some(sink) = &state.sink {
-            sink(&OutputChunk {
-                stream,
-                text: text.to_owned(),
-            });
-        }
+        };
+        let text = state.cleaners[index(stream)].clean(bytes, &mut state.scratch);
+        let (buffer, sink, tap) = (
+            &mut state.buffer,
+            state.sink.as_ref(),
+            state.raw_tap.as_ref(),
+        );
+        redaction.streams[index(stream)].push_str(text, |masked| {
+            deliver(buffer, sink, tap, stream, masked);
+        });
     }
 
     /// Takes text that is already clean (an environment that cleaned on its
@@ -125,13 +181,19 @@ impl OutputCapture {
         let state = &mut *guard;
         state.scratch.clear();
         state.cleaners[index(stream)].finish(&mut state.scratch);
-        if state.scratch.is_empty() {
-            return;
-        }
-        let text = std::mem::take(&mut state.scratch);
-        state.buffer.push(stream, &text);
-        if let Some(sink) = &state.sink {
-            sink(&OutputChunk { stream, text });
+        let text = state.scratch.as_str();
+        let (buffer, sink, tap) = (
+            &mut state.buffer,
+            state.sink.as_ref(),
+            state.raw_tap.as_ref(),
+        );
+        match &mut state.redaction {
+            Some(redaction) => {
+                let masking = &mut redaction.streams[index(stream)];
+                masking.push_str(text, |masked| deliver(buffer, sink, tap, stream, masked));
+                masking.finish_str(|masked| deliver(buffer, sink, tap, stream, masked));
+            }
+            None => deliver(buffer, sink, None, stream, text),
         }
     }
 
@@ -144,6 +206,15 @@ impl OutputCapture {
         let config = state.buffer.config().clone();
         let mut buffer = std::mem::replace(&mut state.buffer, OutputBuffer::new(&config));
         buffer.finish();
+        if let Some(redaction) = &mut state.redaction {
+            let count = redaction.elsewhere
+                + redaction
+                    .streams
+                    .iter()
+                    .map(RedactStream::masked)
+                    .sum::<u64>();
+            buffer.set_redacted(count);
+        }
         buffer
     }
 
@@ -159,6 +230,30 @@ impl OutputCapture {
     pub fn totals(&self) -> (u64, u64) {
         let state = self.lock();
         (state.buffer.total_bytes(), state.buffer.total_lines())
+    }
+}
+
+/// Hands cleaned (and masked) text on: to the buffer, the live sink and,
+/// when given, the tap.
+fn deliver(
+    buffer: &mut OutputBuffer,
+    sink: Option<&OutputSink>,
+    tap: Option<&RawTap>,
+    stream: Stream,
+    text: &str,
+) {
+    if text.is_empty() {
+        return;
+    }
+    if let Some(tap) = tap {
+        tap(stream, text.as_bytes());
+    }
+    buffer.push(stream, text);
+    if let Some(sink) = sink {
+        sink(&OutputChunk {
+            stream,
+            text: text.to_owned(),
+        });
     }
 }
 

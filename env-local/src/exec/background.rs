@@ -2,6 +2,8 @@
 
 use std::time::{Duration, Instant};
 
+use std::os::fd::OwnedFd;
+
 use bashtool_core::{BackgroundJob, CommandResult, ExecError, SpawnOptions};
 
 use super::LocalExec;
@@ -9,7 +11,7 @@ use crate::jobs::{StartedJob, copier, supervised_argv};
 use crate::spawn;
 use bashtool_process::Launch;
 use bashtool_process::RunMarker;
-use bashtool_process::{ChildIo, Sink};
+use bashtool_process::{ChildIo, RootProcess, Sink};
 
 /// The size asked for the pipe between a job and its copier.
 const PIPE_SIZE: i32 = 1024 * 1024;
@@ -17,6 +19,60 @@ const PIPE_SIZE: i32 = 1024 * 1024;
 const COPIER_END: Duration = Duration::from_secs(1);
 
 impl LocalExec {
+    /// Where the copier reads the job's output from: the job's pipe, or,
+    /// when `options` mask secrets and a filter program is configured, the
+    /// output of a masking filter started on that pipe, to which the
+    /// secrets line is written now, before anything of the job.
+    fn start_filter(
+        &self,
+        options: &SpawnOptions,
+        job_output: OwnedFd,
+        job_input: &OwnedFd,
+    ) -> Result<(OwnedFd, Option<RootProcess>), ExecError> {
+        let (Some(redactor), Some(program)) =
+            (options.output.redactor(), &self.inner.config.redact_filter)
+        else {
+            return Ok((job_output, None));
+        };
+        let program_name = program
+            .first()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let spawn_error = |source: std::io::Error| ExecError::Spawn {
+            program: program_name.clone(),
+            source,
+        };
+        let wire = redactor.to_wire();
+        if wire.len() as u64 >= crate::redact_filter::MAX_WIRE {
+            return Err(ExecError::Other {
+                message: "the secrets to mask are too large to hand to the background job's output filter; mask fewer variables (--redact-env, --drop-env)".to_owned(),
+            });
+        }
+        let (filtered_read, filtered_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+            .map_err(|errno| spawn_error(errno.into()))?;
+        let spawned = spawn::launch(
+            Launch {
+                argv: program.clone(),
+                env: Vec::new(),
+                cwd: std::path::PathBuf::from("/"),
+            },
+            &[],
+            ChildIo {
+                stdin_pipe: false,
+                stdout: Sink::Fd(filtered_write),
+                stderr: Sink::Null,
+                extra: vec![(job_output, 0)],
+                terminal: None,
+            },
+            None,
+        )?;
+        // The pipe holds at least 64 KiB, and the filter reads this first:
+        // a write that does not fit waits for it, never for the job.
+        let mut input = std::fs::File::from(job_input.try_clone().map_err(&spawn_error)?);
+        std::io::Write::write_all(&mut input, wire.as_bytes()).map_err(&spawn_error)?;
+        Ok((filtered_read, Some(spawned.root)))
+    }
+
     /// Starts a detached job under its supervisor (see
     /// [`crate::supervised_argv`]), its output through a pipe to its copier
     /// (see `jobs::copier`), which writes a new file in the log directory
@@ -30,10 +86,16 @@ impl LocalExec {
         let started = Instant::now();
         let config = &self.inner.config;
         let cwd = spawn::resolve_cwd(&config.working_directory, options.cwd.as_deref())?;
+        // What is written down of the command (the file's name, the job's
+        // record) is masked too.
+        let recorded = options.output.redactor().map_or_else(
+            || command.to_owned(),
+            |redactor| redactor.redact(command).into_owned(),
+        );
         let output = self
             .inner
             .logs
-            .create_background_output(command)
+            .create_background_output(&recorded)
             .map_err(|error| ExecError::Other {
                 message: format!(
                     "could not create an output file for the background job in {}: {error}",
@@ -57,7 +119,16 @@ impl LocalExec {
         // A bigger pipe: a burst of output waits less on the copier. Best
         // effort (the system caps what an unprivileged process may ask).
         let _ = nix::fcntl::fcntl(&pipe_write, nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_SIZE));
-        let copier = match copier::start(&output, pipe_read, &cgroup_dirs) {
+        // With secrets masked, a filter sits between the job and its copier
+        // (see `redact_filter`): the file never holds a secret.
+        let (copier_input, filter) = match self.start_filter(options, pipe_read, &pipe_write) {
+            Ok(started) => started,
+            Err(error) => {
+                self.inner.logs.discard(&output_file);
+                return Err(error);
+            }
+        };
+        let copier = match copier::start(&output, copier_input, &cgroup_dirs) {
             Ok(copier) => copier,
             Err(error) => {
                 self.inner.logs.discard(&output_file);
@@ -113,7 +184,11 @@ impl LocalExec {
         let spawned = match spawned {
             Ok(spawned) => spawned,
             Err(error) => {
-                // The pipe's last writer is gone: the copier ends at once.
+                // The pipe's last writer is gone: the filter and the copier
+                // end at once.
+                if let Some(filter) = &filter {
+                    let _ = tokio::time::timeout(COPIER_END, filter.exited()).await;
+                }
                 let _ = tokio::time::timeout(COPIER_END, copier.exited()).await;
                 drop(copier);
                 self.inner.logs.discard(&output_file);
@@ -137,10 +212,11 @@ impl LocalExec {
             .add(StartedJob {
                 root: spawned.root,
                 tree,
-                command: command.to_owned(),
+                command: recorded,
                 output_file: output_file.clone(),
                 working_directory: Some(cwd.display().to_string()),
                 copier: Some(copier),
+                filter,
                 output_head: Some(self.inner.logs.layout().head),
                 cgroup,
             })

@@ -26,7 +26,14 @@ impl LocalExec {
         let cwd = spawn::resolve_cwd(&config.working_directory, options.cwd.as_deref())?;
         let marker = RunMarker::new();
         let launch = interactive_launch(config, command, &cwd, &options.env, &marker);
-        let (log_file, file) = match self.inner.logs.create_job_output(command) {
+        let redactor = options.output.redactor();
+        // What is written down of the command (the transcript's name, the
+        // job's entry) is masked too.
+        let recorded = redactor.as_ref().map_or_else(
+            || command.to_owned(),
+            |redactor| redactor.redact(command).into_owned(),
+        );
+        let (log_file, file) = match self.inner.logs.create_job_output(&recorded) {
             Ok((path, file)) => (Some(path), Some(file)),
             Err(_) => (None, None),
         };
@@ -39,6 +46,7 @@ impl LocalExec {
                 timeout: options.timeout,
                 kill_grace: config.kill_grace,
                 log_file: file,
+                redactor,
                 ..InteractiveOptions::default()
             },
             cgroup,
@@ -51,6 +59,8 @@ impl LocalExec {
         options
             .output
             .push_text(bashtool_core::Stream::Stdout, &snapshot.text);
+        // Masked in the transcript already: counted there.
+        options.output.add_redacted(job.masked());
         let mut notes = Vec::new();
         if snapshot.dropped > 0 {
             notes.push(format!(
@@ -75,7 +85,7 @@ impl LocalExec {
             };
             self.inner
                 .interactive
-                .add(id, job, command, log_file.clone());
+                .add(id, job, &recorded, log_file.clone());
             Some(status)
         } else {
             None

@@ -133,7 +133,7 @@ impl InteractiveJob {
         let (changes, receiver) = watch::channel(0);
         let shared = Arc::new(Shared {
             terminal: Mutex::new(Terminal {
-                window: TextWindow::new(options.text_capacity),
+                window: TextWindow::new(options.text_capacity, options.redactor),
                 screen: ScreenTracker::new(size),
                 log: options
                     .log_file
@@ -309,6 +309,11 @@ impl InteractiveJob {
         self.shared.lock().window.read(cursor, max_bytes)
     }
 
+    /// How many secrets were masked in its output so far.
+    pub fn masked(&self) -> u64 {
+        self.shared.lock().window.masked()
+    }
+
     /// The screen as a person would see it now.
     pub fn screen(&self) -> String {
         self.shared.lock().screen.render()
@@ -368,6 +373,10 @@ impl InteractiveJob {
             .as_ref()
             .is_some_and(|live| live.master.get_ref().modes().hides_input());
         let mut terminal = self.shared.lock();
+        if state == JobState::AwaitingInput {
+            let terminal = &mut *terminal;
+            terminal.window.settle(terminal.log.as_mut());
+        }
         let read = terminal.window.read(self.cursor, usize::MAX);
         let screen = terminal.screen.take_view();
         drop(terminal);

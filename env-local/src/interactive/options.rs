@@ -1,6 +1,9 @@
 //! How an interactive job is run.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use bashtool_core::Redactor;
 
 use super::transcript::DEFAULT_TEXT_CAPACITY;
 use crate::config::{DEFAULT_KILL_GRACE, DEFAULT_MAX_LOG_BYTES};
@@ -33,6 +36,9 @@ pub struct InteractiveOptions {
     pub probe_interval: Duration,
     /// Silence that counts as waiting when the kernel cannot be asked.
     pub silence_fallback: Duration,
+    /// Masks secrets in the text and the log file (and the screen, when
+    /// core renders it). `None`: kept as printed.
+    pub redactor: Option<Arc<Redactor>>,
 }
 
 impl Default for InteractiveOptions {
@@ -46,6 +52,7 @@ impl Default for InteractiveOptions {
             text_capacity: DEFAULT_TEXT_CAPACITY,
             probe_interval: PROBE_INTERVAL,
             silence_fallback: DEFAULT_SILENCE_FALLBACK,
+            redactor: None,
         }
     }
 }

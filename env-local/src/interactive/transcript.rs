@@ -7,10 +7,14 @@
 //! bar shows its last state. Input is never written here: what was typed
 //! appears only as far as the terminal echoed it, so text typed with echo
 //! off is in neither.
+//!
+//! With a redactor, secrets are masked right after cleaning, before either
+//! keeps the text: the transcript on disk never holds one.
 
 use std::io::Write as _;
+use std::sync::Arc;
 
-use bashtool_core::{StreamCleaner, collapse_carriage_returns};
+use bashtool_core::{RedactStream, Redactor, StreamCleaner, collapse_carriage_returns};
 
 /// Default bytes of cleaned text a job keeps in memory for reads.
 pub const DEFAULT_TEXT_CAPACITY: usize = 1024 * 1024;
@@ -38,27 +42,42 @@ pub(crate) struct TextWindow {
     /// Stream offset of `text[0]`.
     start: u64,
     capacity: usize,
+    redaction: Option<RedactStream>,
 }
 
 impl TextWindow {
-    pub fn new(capacity: usize) -> Self {
+    pub fn new(capacity: usize, redactor: Option<Arc<Redactor>>) -> Self {
         Self {
             cleaner: StreamCleaner::new(),
             scratch: String::new(),
             text: String::new(),
             start: 0,
             capacity: capacity.max(1024),
+            redaction: redactor.map(RedactStream::new),
         }
     }
 
-    /// Cleans and appends the next bytes of output, also to `log`.
-    pub fn push(&mut self, bytes: &[u8], log: Option<&mut LogSink>) {
+    /// Cleans (and masks) the next bytes of output, appends them, also to
+    /// `log`.
+    pub fn push(&mut self, bytes: &[u8], mut log: Option<&mut LogSink>) {
         let bytes = column_one_as_carriage_return(bytes);
         let cleaned = self.cleaner.clean(&bytes, &mut self.scratch);
-        if let Some(log) = log {
-            log.push(cleaned);
+        let text = &mut self.text;
+        let mut keep = |masked: &str| {
+            if let Some(log) = log.as_deref_mut() {
+                log.push(masked);
+            }
+            text.push_str(masked);
+        };
+        match &mut self.redaction {
+            Some(redaction) => redaction.push_str(cleaned, keep),
+            None => keep(cleaned),
         }
-        self.text.push_str(cleaned);
+        self.trim();
+    }
+
+    /// Drops the oldest text beyond the capacity.
+    fn trim(&mut self) {
         if self.text.len() > self.capacity {
             // Drop the oldest quarter at once, not a few bytes per read.
             let mut cut = self.text.len() - self.capacity * 3 / 4;
@@ -70,15 +89,54 @@ impl TextWindow {
         }
     }
 
-    /// Flushes a character cut at the very end of the output.
-    pub fn finish(&mut self, log: Option<&mut LogSink>) {
+    /// Decides what the masking holds back for the next bytes (the start of
+    /// what may be a secret): the program waits for input, so its prompt
+    /// must show. Of a secret's value cut there, 8 or more characters are
+    /// masked.
+    pub fn settle(&mut self, mut log: Option<&mut LogSink>) {
+        let text = &mut self.text;
+        if let Some(redaction) = self
+            .redaction
+            .as_mut()
+            .filter(|redaction| redaction.is_holding())
+        {
+            redaction.finish_str(|masked| {
+                if let Some(log) = log.as_deref_mut() {
+                    log.push(masked);
+                }
+                text.push_str(masked);
+            });
+            self.trim();
+        }
+    }
+
+    /// Flushes a character cut at the very end of the output, and what the
+    /// masking held.
+    pub fn finish(&mut self, mut log: Option<&mut LogSink>) {
         let mut tail = String::new();
         self.cleaner.finish(&mut tail);
-        self.text.push_str(&tail);
+        let text = &mut self.text;
+        let mut keep = |masked: &str| {
+            if let Some(log) = log.as_deref_mut() {
+                log.push(masked);
+            }
+            text.push_str(masked);
+        };
+        match &mut self.redaction {
+            Some(redaction) => {
+                redaction.push_str(&tail, &mut keep);
+                redaction.finish_str(&mut keep);
+            }
+            None => keep(&tail),
+        }
         if let Some(log) = log {
-            log.push(&tail);
             log.finish();
         }
+    }
+
+    /// How many secrets were masked so far.
+    pub fn masked(&self) -> u64 {
+        self.redaction.as_ref().map_or(0, RedactStream::masked)
     }
 
     /// The stream offset after the last byte.
@@ -207,7 +265,7 @@ mod tests {
 
     #[test]
     fn reads_by_cursor_and_never_skips() {
-        let mut window = TextWindow::new(DEFAULT_TEXT_CAPACITY);
+        let mut window = TextWindow::new(DEFAULT_TEXT_CAPACITY, None);
         window.push(b"Continue? ", None);
         let first = window.read(0, usize::MAX);
         assert_eq!(first.text, "Continue? ");
@@ -225,7 +283,7 @@ mod tests {
 
     #[test]
     fn a_move_to_column_one_redraws_the_line() {
-        let mut window = TextWindow::new(DEFAULT_TEXT_CAPACITY);
+        let mut window = TextWindow::new(DEFAULT_TEXT_CAPACITY, None);
         window.push(b"\x1b[1G> 6\x1b[1G\x1b[0J> 6*7\r\n42\r\n\x1b[G> ", None);
         assert_eq!(window.read(0, usize::MAX).text, "> 6*7\n42\n> ");
     }
@@ -233,7 +291,7 @@ mod tests {
     #[test]
     fn node_echoes_enter_as_two_carriage_returns() {
         // Bytes Node's REPL printed for `1+2` Enter.
-        let mut window = TextWindow::new(DEFAULT_TEXT_CAPACITY);
+        let mut window = TextWindow::new(DEFAULT_TEXT_CAPACITY, None);
         window.push(b"\x1b[1G\x1b[0J> \x1b[3G", None);
         window.push(
             b"1+2\r\r\n\x1b[33m3\x1b[39m\r\n\x1b[1G\x1b[0J> \x1b[3G",
@@ -244,7 +302,7 @@ mod tests {
 
     #[test]
     fn keeps_a_bounded_window_and_says_what_was_dropped() {
-        let mut window = TextWindow::new(1024);
+        let mut window = TextWindow::new(1024, None);
         for _ in 0..100 {
             window.push(&[b'x'; 100], None);
         }
@@ -253,6 +311,27 @@ mod tests {
         assert_eq!(read.next, 10_000);
         assert_eq!(read.dropped + read.text.len() as u64, 10_000);
         assert!(read.dropped > 0);
+    }
+
+    #[test]
+    fn secrets_are_masked_in_the_window_and_the_log_even_when_cut() {
+        let file = tempfile::NamedTempFile::new().expect("temp file");
+        let mut sink = LogSink::new(file.reopen().expect("reopen"), 1 << 20);
+        let redactor = Arc::new(Redactor::new([("API_TOKEN", "tok-0123456789abcdef")]));
+        let mut window = TextWindow::new(DEFAULT_TEXT_CAPACITY, Some(redactor));
+        window.push(b"token: tok-0123", Some(&mut sink));
+        window.push(b"456789abcdef\r\npaste ", Some(&mut sink));
+        window.push(b"key: tok-0123456", Some(&mut sink));
+        // The program waits: what was held shows (the cut value masked).
+        window.settle(Some(&mut sink));
+        window.finish(Some(&mut sink));
+        let expected = "token: [redacted: API_TOKEN]\npaste key: [redacted: API_TOKEN]";
+        assert_eq!(window.read(0, usize::MAX).text, expected);
+        assert_eq!(window.masked(), 2);
+        assert_eq!(
+            std::fs::read_to_string(file.path()).expect("read"),
+            expected
+        );
     }
 
     #[test]

@@ -108,6 +108,8 @@ pub(crate) struct StartedJob {
     pub working_directory: Option<String>,
     /// The process that copies the job's output into its file, if one does.
     pub copier: Option<RootProcess>,
+    /// The process that masks the output before the copier, if one does.
+    pub filter: Option<RootProcess>,
     /// Where the marker of a capped output would start.
     pub output_head: Option<u64>,
     /// The job's cgroup (its limits): removed once the job ended and its
@@ -193,7 +195,7 @@ impl JobTable {
         tokio::spawn(watch_job(
             Arc::clone(&job),
             started.root,
-            started.copier,
+            [started.filter, started.copier],
             self.kill_grace,
             guard,
             started.cgroup,
@@ -400,7 +402,7 @@ impl Drop for StopOnDrop {
 async fn watch_job(
     job: Arc<Job>,
     mut root: RootProcess,
-    copier: Option<RootProcess>,
+    copiers: [Option<RootProcess>; 2],
     grace: Duration,
     mut guard: StopOnDrop,
     cgroup: Option<crate::limits::CallCgroup>,
@@ -415,8 +417,9 @@ async fn watch_job(
     root.exited().await;
     let mut ending = Ending::from_exit(root.status());
     root.try_reap();
-    if let Some(copier) = copier {
-        // The supervisor's status line is the last thing in the pipe.
+    // The supervisor's status line is the last thing in the pipe: through
+    // the filter, if any, then the copier.
+    for copier in copiers.into_iter().flatten() {
         let _ = tokio::time::timeout(COPIER_DRAIN, copier.exited()).await;
         // Reaped now, or by its handle's drop once it exits.
         drop(copier);

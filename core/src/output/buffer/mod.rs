@@ -54,6 +54,8 @@ pub struct OutputBuffer {
     /// Allocations of dropped tail lines, reused for new lines.
     spare_texts: Vec<String>,
     salient: crate::output::salient::SalientTracker,
+    /// Secrets masked in the output before it reached the buffer.
+    redacted: u64,
 }
 
 impl std::fmt::Debug for OutputBuffer {
@@ -106,6 +108,7 @@ impl OutputBuffer {
             finished: false,
             spare_texts: Vec::new(),
             salient: crate::output::salient::SalientTracker::new(config),
+            redacted: 0,
         }
     }
 
@@ -322,6 +325,16 @@ impl OutputBuffer {
     pub fn partial_line(&self, stream: Stream) -> Option<String> {
         let pending = &self.pending[stream_index(stream)];
         (!pending.is_empty()).then(|| format!("{}{}", pending.head, pending.tail))
+    }
+
+    /// How many secrets were masked in this output (see
+    /// [`crate::OutputCapture::redacting`]).
+    pub fn redacted(&self) -> u64 {
+        self.redacted
+    }
+
+    pub(crate) fn set_redacted(&mut self, count: u64) {
+        self.redacted = count;
     }
 
     /// Why the log stopped, when writing it failed.
