@@ -127,12 +127,13 @@ fn bad_domains_are_refused_before_anything_runs() {
             .stderr(Stdio::piped())
             .spawn()
             .expect("spawn");
-        child
+        // The process may refuse the flag and exit before the input is
+        // written (a broken pipe then): what counts is that nothing ran.
+        let _ = child
             .stdin
             .take()
             .expect("stdin")
-            .write_all(br#"{"command": "touch ran"}"#)
-            .expect("write");
+            .write_all(br#"{"command": "touch ran"}"#);
         let output = child.wait_with_output().expect("exits");
         assert_eq!(
             output.status.code(),
