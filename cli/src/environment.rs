@@ -199,6 +199,9 @@ impl ServerEnvironment {
             keep_jobs: self.keep_jobs,
             remote_kill_grace: self.local.kill_grace,
             working_directory: tool.working_directory.clone(),
+            // `--stateless`: the server keeps a shell started ahead of the
+            // next call, as a local `mcp --stateless` does.
+            warm_shells: self.local.warm_shells,
             ..RemoteConfig::default()
         };
         let remote = RemoteExec::command(line, config);

@@ -36,6 +36,10 @@ pub struct RemoteConfig {
     /// Where commands run by default, on the server's side. `None`: the
     /// server's own `--cwd`.
     pub working_directory: Option<PathBuf>,
+    /// Shells the server keeps started ahead of stateless calls (see
+    /// `LocalConfig::warm_shells` of `bashtool-env-local`): for a client
+    /// that makes many calls on one connection. Ignored with a session.
+    pub warm_shells: usize,
 }
 
 impl Default for RemoteConfig {
@@ -48,6 +52,7 @@ impl Default for RemoteConfig {
             remote_kill_grace: DEFAULT_REMOTE_KILL_GRACE,
             handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
             working_directory: None,
+            warm_shells: 0,
         }
     }
 }

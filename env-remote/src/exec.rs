@@ -139,6 +139,7 @@ impl RemoteExec {
             keep_jobs: self.inner.config.keep_jobs,
             jobs: self.inner.config.jobs,
             working_directory: self.inner.config.working_directory.clone(),
+            warm_shells: self.inner.config.warm_shells,
         };
         let limit = self.inner.config.handshake_timeout;
         let answer = tokio::time::timeout(

@@ -223,6 +223,24 @@ pub struct InitializeParams {
     /// `None`: the server's `--cwd` (or its current directory).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub working_directory: Option<PathBuf>,
+    /// Shells the server keeps started ahead of stateless calls (warm
+    /// shells, `docs/warm-shells.md`), for a client that makes many calls
+    /// (`mcp --stateless`); 0 (the default) for one that makes one. The
+    /// server caps it at [`MAX_WARM_SHELLS`] and ignores it for a session.
+    #[serde(skip_serializing_if = "is_zero", default)]
+    pub warm_shells: usize,
+}
+
+/// The most warm shells a server keeps for one connection, whatever the
+/// client asks.
+pub const MAX_WARM_SHELLS: usize = 4;
+
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
+fn is_zero(value: &usize) -> bool {
+    *value == 0
 }
 
 /// What the server can do.

@@ -9,7 +9,8 @@ use std::time::Duration;
 use bashtool_core::{CommandExec, Jobs};
 use bashtool_env_local::{JobStore, LocalConfig, LocalExec, RecordedJobs, Session, SessionConfig};
 use bashtool_env_remote::protocol::{
-    Capabilities, InitializeParams, InitializeResult, JobsSource, PROTOCOL_VERSION, SessionInfo,
+    Capabilities, InitializeParams, InitializeResult, JobsSource, MAX_WARM_SHELLS,
+    PROTOCOL_VERSION, SessionInfo,
 };
 
 /// The server's flags that shape an environment.
@@ -75,6 +76,9 @@ impl Environment {
                 let local = session.background().clone();
                 (Arc::new(session.clone()), local, Some(session))
             } else {
+                // A client that makes many calls asks for shells started
+                // ahead of them, as `mcp --stateless` has locally.
+                local_config.warm_shells = params.warm_shells.min(MAX_WARM_SHELLS);
                 let local = LocalExec::new(local_config);
                 (Arc::new(local.clone()), local, None)
             };
