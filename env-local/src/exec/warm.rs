@@ -69,7 +69,7 @@ const LENGTH_DIGITS: usize = 10;
 /// How long a call that finds no shell waiting waits for one a fill is
 /// starting: a launch takes well under a millisecond; past this, something
 /// holds it up and the call starts its own.
-const FILL_WAIT: std::time::Duration = std::time::Duration::from_millis(20);
+const FILL_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
 
 /// The pool of warm shells of one environment.
 #[derive(Debug)]
