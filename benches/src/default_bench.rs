@@ -56,7 +56,8 @@ fn signed(seconds: f64) -> String {
 pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
     let binary = bashtool_binary()?;
     let default = McpServer::start(&spec("default", &[])?).await?;
-    let off = McpServer::start(&spec("--sandbox off", &["--sandbox".into(), "off".into()])?).await?;
+    let off =
+        McpServer::start(&spec("--sandbox off", &["--sandbox".into(), "off".into()])?).await?;
     let remote_line = format!("exec {} serve", binary.display());
     let remote = McpServer::start(&spec("--remote", &["--remote".into(), remote_line])?).await?;
     let servers = [&default, &off, &remote];
@@ -101,7 +102,11 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
         .fold((f64::INFINITY, f64::NEG_INFINITY), |(low, high), value| {
             (low.min(*value), high.max(*value))
         });
-    let what = |rest: &str| format!("stateless MCP call of `true` through `bashtool mcp --stateless` (rmcp client, stdio), {rest}");
+    let what = |rest: &str| {
+        format!(
+            "stateless MCP call of `true` through `bashtool mcp --stateless` (rmcp client, stdio), {rest}"
+        )
+    };
     Ok(vec![
         Row {
             number: "12",
@@ -118,7 +123,9 @@ pub async fn run(effort: Effort) -> anyhow::Result<Vec<Row>> {
         },
         Row {
             number: "12",
-            what: what("`--remote` to a local `bashtool serve` over a pipe (default sandbox there)"),
+            what: what(
+                "`--remote` to a local `bashtool serve` over a pipe (default sandbox there)",
+            ),
             ours: spread(&over_pipe),
             baseline: format!("the default local server, in turns: {}", spread(&sandboxed)),
             ratio: format!(

@@ -176,8 +176,7 @@ impl McpServer {
     pub async fn run_command(&self, command: &str) -> anyhow::Result<()> {
         let mut arguments = Map::new();
         arguments.insert("command".into(), json!(command));
-        let params =
-            CallToolRequestParams::new(self.call.tool.clone()).with_arguments(arguments);
+        let params = CallToolRequestParams::new(self.call.tool.clone()).with_arguments(arguments);
         let result = tokio::time::timeout(DEADLINE, self.client.peer().call_tool(params))
             .await
             .context("no answer in time")??;

@@ -408,7 +408,10 @@ async fn a_warm_shell_in_the_sandbox_is_confined_as_a_fresh_one() {
         .tempdir_in(home)
         .expect("a directory outside the workspace");
     let warm = exec_with(dir.path(), 1);
-    assert!(warm.environment_info().sandbox.is_some(), "the sandbox is on");
+    assert!(
+        warm.environment_info().sandbox.is_some(),
+        "the sandbox is on"
+    );
     let probe = |target: &Path| {
         format!(
             "grep -E '^(NoNewPrivs|Seccomp|CapInh|CapPrm|CapEff|CapBnd|CapAmb):' /proc/self/status; \
@@ -428,7 +431,11 @@ async fn a_warm_shell_in_the_sandbox_is_confined_as_a_fresh_one() {
         )
         .await
         .expect("runs");
-    assert_eq!(waiting_shells(dir.path()), waiting, "the fresh call took the warm shell");
+    assert_eq!(
+        waiting_shells(dir.path()),
+        waiting,
+        "the fresh call took the warm shell"
+    );
     let fresh_output = text(&fresh);
     let (warm_output, _) = run_warm(&warm, dir.path(), &probe(&warm_target)).await;
     for (target, output) in [(&fresh_target, &fresh_output), (&warm_target, &warm_output)] {
