@@ -1,12 +1,13 @@
 //! `bashtool-bench`: the benchmark suite. Every figure is a ratio against a
 //! baseline measured in the same run, with absolute numbers for context.
 //!
-//! `benches/run [--quick] [--only 1,3b,7]` installs the MCP servers item 7
+//! `benches/run [--quick] [--only 1,3b,7,12]` installs the MCP servers item 7
 //! compares against, builds `bashtool` and this suite with the `dist` profile, and prints
 //! the table.
 
 mod clients;
 mod cpu;
+mod default_bench;
 mod effort;
 mod external_client;
 mod format_bench;
@@ -99,6 +100,9 @@ fn main() -> ExitCode {
         }
         if wanted("11") {
             rows.extend(http_bench::run(effort).await?);
+        }
+        if wanted("12") {
+            rows.extend(default_bench::run(effort).await?);
         }
         anyhow::Ok(rows)
     };

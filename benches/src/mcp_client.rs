@@ -171,6 +171,26 @@ impl McpServer {
         self.call.run(self.client.peer()).await
     }
 
+    /// One `tools/call` of the shell tool with `command` (a server of
+    /// ours: the argument is a shell string); an error answer is an error.
+    pub async fn run_command(&self, command: &str) -> anyhow::Result<()> {
+        let mut arguments = Map::new();
+        arguments.insert("command".into(), json!(command));
+        let params = CallToolRequestParams::new(self.call.tool.clone()).with_arguments(arguments);
+        let result = tokio::time::timeout(DEADLINE, self.client.peer().call_tool(params))
+            .await
+            .context("no answer in time")??;
+        if result.is_error == Some(true) {
+            let text: String = result
+                .content
+                .iter()
+                .filter_map(|content| content.as_text().map(|text| text.text.as_str()))
+                .collect();
+            bail!("`{command}` failed: {text}");
+        }
+        Ok(())
+    }
+
     /// Closes stdin (servers exit on EOF); the transport kills what is left.
     pub async fn stop(self) {
         let _ = tokio::time::timeout(DEADLINE, self.client.cancel()).await;

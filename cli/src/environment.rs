@@ -333,6 +333,9 @@ impl ServerEnvironment {
             allowed_domains: self.remote_allowed_domains.clone(),
             limits: self.local.limits,
             redact: Some(self.redact.clone()),
+            // `--stateless`: the server keeps a shell started ahead of the
+            // next call, as a local `mcp --stateless` does.
+            warm_shells: self.local.warm_shells,
             ..RemoteConfig::default()
         };
         Some(RemoteExec::command(line, config))

@@ -29,6 +29,12 @@ struct Serve {
 
 impl Serve {
     async fn start(flags: &[&str]) -> Self {
+        Self::start_with(flags, json!({})).await
+    }
+
+    /// Starts the server with `flags` and `initialize` params beyond the
+    /// protocol and the client's name.
+    async fn start_with(flags: &[&str], extra: Value) -> Self {
         let dir = tempfile::tempdir().expect("temp dir");
         let mut child = Command::new(env!("CARGO_BIN_EXE_bashtool"))
             .arg("serve")
@@ -51,11 +57,13 @@ impl Serve {
             dir,
         };
         serve
-            .request(
-                1,
-                "initialize",
-                json!({"protocol": "bashtool-serve/1", "client": "test"}),
-            )
+            .request(1, "initialize", {
+                let mut params = json!({"protocol": "bashtool-serve/1", "client": "test"});
+                if let (Some(params), Some(extra)) = (params.as_object_mut(), extra.as_object()) {
+                    params.extend(extra.clone());
+                }
+                params
+            })
             .await;
         let answer = serve.answer(1).await;
         assert_eq!(answer["result"]["protocol"], "bashtool-serve/1", "{answer}");
@@ -313,4 +321,84 @@ async fn a_line_over_32_mib_is_answered_with_an_error_without_being_kept_and_the
     assert!(peak < 100 * 1024, "peak resident memory {peak} KiB");
     drop(serve.stdin.take());
     serve.wait_exit().await;
+}
+
+/// Children of `server` that are bash waiting for a command on fd 3 (warm
+/// shells), read from `/proc` by the test.
+fn waiting_shells(server: u32) -> Vec<u32> {
+    bashtool_process::all_processes()
+        .into_iter()
+        .filter(|info| info.parent == server && !info.zombie)
+        .filter(|info| {
+            std::fs::read(format!("/proc/{}/cmdline", info.pid)).is_ok_and(|cmdline| {
+                cmdline
+                    .windows(b"-u 3 BASH_EXECUTION_STRING".len())
+                    .any(|window| window == b"-u 3 BASH_EXECUTION_STRING")
+            })
+        })
+        // A shell that took its command closed fd 3.
+        .filter(|info| std::fs::symlink_metadata(format!("/proc/{}/fd/3", info.pid)).is_ok())
+        .map(|info| info.pid)
+        .collect()
+}
+
+/// A stateless connection keeps the warm shells its client asks for
+/// (`warm_shells`, what `mcp --stateless --remote` sends), at most 4, in
+/// the default sandbox; a call takes one; without the field, none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stateless_connection_keeps_the_warm_shells_it_asks_for_up_to_four() {
+    let mut serve = Serve::start_with(&[], json!({"warm_shells": 1})).await;
+    let server = serve.child.id().expect("pid");
+    let mut waiting = Vec::new();
+    assert!(
+        bashtool_tests::wait_until(Duration::from_secs(10), || {
+            waiting = waiting_shells(server);
+            !waiting.is_empty()
+        })
+        .await,
+        "no warm shell waits"
+    );
+    assert_eq!(waiting.len(), 1, "{waiting:?}");
+    serve
+        .request(2, "spawn", json!({"command": "echo \"$BASHTOOL_SANDBOX\""}))
+        .await;
+    let answer = serve.answer(2).await;
+    assert_eq!(answer["result"]["exit_code"], 0, "{answer}");
+    assert_eq!(
+        String::from_utf8_lossy(serve.seen.get(&2).map_or(&[][..], Vec::as_slice)).trim(),
+        "workspace-write"
+    );
+    assert!(
+        !pid_alive(waiting[0]),
+        "the call did not take the waiting shell"
+    );
+    drop(serve.stdin.take());
+    serve.wait_exit().await;
+
+    let serve = Serve::start_with(&[], json!({"warm_shells": 100})).await;
+    let server = serve.child.id().expect("pid");
+    assert!(
+        bashtool_tests::wait_until(Duration::from_secs(10), || waiting_shells(server).len()
+            >= 4)
+        .await,
+        "fewer than 4 warm shells: {:?}",
+        waiting_shells(server)
+    );
+    // A fill starts its shells within milliseconds; a second is ample.
+    assert!(
+        !bashtool_tests::wait_until(Duration::from_secs(1), || waiting_shells(server).len() > 4)
+            .await,
+        "more than 4 warm shells: {:?}",
+        waiting_shells(server)
+    );
+
+    let serve = Serve::start(&[]).await;
+    let server = serve.child.id().expect("pid");
+    assert!(
+        !bashtool_tests::wait_until(Duration::from_secs(1), || !waiting_shells(server)
+            .is_empty())
+        .await,
+        "a warm shell nobody asked for: {:?}",
+        waiting_shells(server)
+    );
 }

@@ -51,6 +51,10 @@ pub struct RemoteConfig {
     /// knows its variables' values): sent in `initialize`. `None`: the
     /// server's own settings (its flags).
     pub redact: Option<RedactSettings>,
+    /// Shells the server keeps started ahead of stateless calls (see
+    /// `LocalConfig::warm_shells` of `bashtool-env-local`): for a client
+    /// that makes many calls on one connection. Ignored with a session.
+    pub warm_shells: usize,
 }
 
 impl Default for RemoteConfig {
@@ -67,6 +71,7 @@ impl Default for RemoteConfig {
             allowed_domains: Vec::new(),
             limits: bashtool_core::LimitSettings::default(),
             redact: None,
+            warm_shells: 0,
         }
     }
 }

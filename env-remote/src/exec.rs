@@ -143,6 +143,7 @@ impl RemoteExec {
             allowed_domains: self.inner.config.allowed_domains.clone(),
             limits: self.inner.config.limits,
             redact: self.inner.config.redact.clone(),
+            warm_shells: self.inner.config.warm_shells,
         };
         let limit = self.inner.config.handshake_timeout;
         let answer = tokio::time::timeout(

@@ -248,6 +248,12 @@ pub struct InitializeParams {
     /// variables. `None`: the server's own flags decide.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub redact: Option<RedactSettings>,
+    /// Shells the server keeps started ahead of stateless calls (warm
+    /// shells, `docs/warm-shells.md`), for a client that makes many calls
+    /// (`mcp --stateless`); 0 (the default) for one that makes one. The
+    /// server caps it at [`MAX_WARM_SHELLS`] and ignores it for a session.
+    #[serde(skip_serializing_if = "no_warm_shells", default)]
+    pub warm_shells: usize,
 }
 
 /// The sandbox settings a client sends in `initialize`: plain data, in the
@@ -278,6 +284,18 @@ impl SandboxRequest {
     pub fn is_empty(&self) -> bool {
         self == &Self::default()
     }
+}
+
+/// The most warm shells a server keeps for one connection, whatever the
+/// client asks.
+pub const MAX_WARM_SHELLS: usize = 4;
+
+#[expect(
+    clippy::trivially_copy_pass_by_ref,
+    reason = "serde's skip_serializing_if passes a reference"
+)]
+fn no_warm_shells(value: &usize) -> bool {
+    *value == 0
 }
 
 /// What the server can do.

@@ -260,11 +260,10 @@ async fn a_warm_shell_that_times_out_is_stopped_with_its_children() {
     warm.shutdown().await;
 }
 
-/// With another call running, no shell is started ahead (the CPU is what
-/// limits concurrent calls, and starting ahead only adds work); once the
-/// last call ends, one is again.
+/// No shell is started while calls run (its start-up would take the CPU
+/// the calls and their answers need); once the last call ends, one is.
 #[tokio::test]
-async fn no_shell_is_started_ahead_while_another_call_runs() {
+async fn a_shell_is_started_when_the_last_call_ends_not_while_calls_run() {
     let dir = temp_dir();
     let warm = exec_with(dir.path(), 1);
     let first = a_waiting_shell(dir.path()).await;
@@ -278,34 +277,31 @@ async fn no_shell_is_started_ahead_while_another_call_runs() {
         let command = until_released.clone();
         tokio::spawn(async move { run(&warm, &command).await })
     };
-    // Alone, the first call takes the waiting shell and has the next one
-    // started.
+    // The first call takes the waiting shell ...
     let alone = call(&warm);
-    let mut second = Vec::new();
     assert!(
-        wait_until(Duration::from_secs(10), || {
-            second = waiting_shells(dir.path());
-            !second.is_empty() && !second.contains(&first[0])
-        })
+        wait_until(Duration::from_secs(10), || !waiting_shells(dir.path())
+            .contains(&first[0]))
         .await,
-        "no shell was started ahead of the next call; children: {:?}",
-        children_for_diagnosis()
+        "the call did not take the waiting shell"
     );
-    // The second call, with the first still running, takes that one (or,
-    // had it not been handed to the pool yet, starts its own) ...
-    let beside = call(&warm);
-    // ... and no shell is started behind it (a fill starts within
+    // ... and none is started while it runs (a fill starts within
     // milliseconds; a second is ample).
-    let others = || {
-        waiting_shells(dir.path())
-            .into_iter()
-            .filter(|pid| !second.contains(pid))
-            .collect::<Vec<u32>>()
-    };
     assert!(
-        !wait_until(Duration::from_secs(1), || !others().is_empty()).await,
-        "a shell was started ahead while two calls ran: {:?}",
-        others()
+        !wait_until(Duration::from_secs(1), || !waiting_shells(dir.path())
+            .is_empty())
+        .await,
+        "a shell was started while a call ran: {:?}",
+        waiting_shells(dir.path())
+    );
+    // The second call starts its own, and none is started behind it.
+    let beside = call(&warm);
+    assert!(
+        !wait_until(Duration::from_secs(1), || !waiting_shells(dir.path())
+            .is_empty())
+        .await,
+        "a shell was started while two calls ran: {:?}",
+        waiting_shells(dir.path())
     );
     std::fs::write(&release, "").expect("release");
     for running in [alone, beside] {
@@ -352,8 +348,13 @@ async fn a_call_ending_after_shutdown_starts_no_shell() {
         );
         tokio::spawn(async move { run(&warm, &command).await })
     };
-    // The call took the waiting shell and, alone, had the next started.
-    a_waiting_shell(dir.path()).await;
+    // The call took the waiting shell; none is started while it runs.
+    assert!(
+        wait_until(Duration::from_secs(10), || waiting_shells(dir.path())
+            .is_empty())
+        .await,
+        "the call did not take the waiting shell"
+    );
     warm.shutdown().await;
     assert!(
         wait_until(Duration::from_secs(5), || waiting_shells(dir.path())
@@ -371,4 +372,79 @@ async fn a_call_ending_after_shutdown_starts_no_shell() {
         "a shell was started after the shutdown: {:?}",
         waiting_shells(dir.path())
     );
+}
+
+/// Calls made one right after the other each get a warm shell: a call that
+/// finds none waiting takes the one the previous call's end is starting.
+/// Whether a shell was warm is read by the command from `/proc/$$/cmdline`
+/// (a warm shell's is the reading script).
+#[tokio::test]
+async fn back_to_back_calls_each_take_a_warm_shell() {
+    let dir = temp_dir();
+    let warm = exec_with(dir.path(), 1);
+    a_waiting_shell(dir.path()).await;
+    for _ in 0..5 {
+        let result = run(
+            &warm,
+            "if grep -q -a -- '-u 3 BASH_EXECUTION_STRING' /proc/$$/cmdline; then echo warm; else echo fresh; fi",
+        )
+        .await;
+        assert_eq!(text(&result), "warm");
+    }
+    warm.shutdown().await;
+}
+
+/// A warm shell in the sandbox is confined exactly as a fresh one: the
+/// same namespaces (the sandbox's realm), capabilities, `no_new_privs`,
+/// seccomp, and a write outside the writable roots refused (checked by
+/// the test on the file system).
+#[tokio::test]
+async fn a_warm_shell_in_the_sandbox_is_confined_as_a_fresh_one() {
+    let dir = temp_dir();
+    // Outside every writable root: not under /tmp, nor the workspace.
+    let home = std::env::var_os("HOME").map_or_else(std::env::temp_dir, std::path::PathBuf::from);
+    let outside = tempfile::Builder::new()
+        .prefix("bashtool-warm-outside")
+        .tempdir_in(home)
+        .expect("a directory outside the workspace");
+    let warm = exec_with(dir.path(), 1);
+    assert!(
+        warm.environment_info().sandbox.is_some(),
+        "the sandbox is on"
+    );
+    let probe = |target: &Path| {
+        format!(
+            "grep -E '^(NoNewPrivs|Seccomp|CapInh|CapPrm|CapEff|CapBnd|CapAmb):' /proc/self/status; \
+             for ns in ipc mnt net pid uts cgroup; do readlink /proc/self/ns/$ns; done; \
+             echo \"sandbox=$BASHTOOL_SANDBOX\"; touch '{}' 2>/dev/null; echo \"touch=$?\"",
+            target.display()
+        )
+    };
+    let (fresh_target, warm_target) = (outside.path().join("fresh"), outside.path().join("warm"));
+    // A call with a variable of its own starts a fresh shell, in the same
+    // sandbox (the same realm) as the warm one, which goes on waiting.
+    let waiting = a_waiting_shell(dir.path()).await;
+    let fresh = warm
+        .spawn(
+            &probe(&fresh_target),
+            SpawnOptions::default().env("A_FRESH_SHELL", "1"),
+        )
+        .await
+        .expect("runs");
+    assert_eq!(
+        waiting_shells(dir.path()),
+        waiting,
+        "the fresh call took the warm shell"
+    );
+    let fresh_output = text(&fresh);
+    let (warm_output, _) = run_warm(&warm, dir.path(), &probe(&warm_target)).await;
+    for (target, output) in [(&fresh_target, &fresh_output), (&warm_target, &warm_output)] {
+        assert!(!target.exists(), "wrote outside the workspace: {output}");
+        assert!(output.contains("NoNewPrivs:\t1"), "{output}");
+        assert!(output.contains("Seccomp:\t2"), "{output}");
+        assert!(output.contains("sandbox=workspace-write"), "{output}");
+        assert!(output.ends_with("touch=1"), "{output}");
+    }
+    assert_eq!(warm_output, fresh_output);
+    warm.shutdown().await;
 }

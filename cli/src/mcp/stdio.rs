@@ -189,6 +189,16 @@ pub fn input() -> Input {
         .unwrap_or_else(|| Box::new(tokio::io::stdin()))
 }
 
+/// A reader of `file` (`bashtool serve` keeps its stdin on a private
+/// descriptor): through the event loop where it is a pipe or a stream
+/// socket, else through the blocking pool.
+pub fn reader_of(file: std::fs::File) -> Input {
+    match reader_for(file.as_fd()) {
+        Ok(Some(reader)) => reader,
+        _ => Box::new(tokio::fs::File::from_std(file)),
+    }
+}
+
 /// The server's stdout.
 pub fn output() -> Output {
     writer_for(io::stdout().as_fd())

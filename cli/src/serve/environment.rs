@@ -9,7 +9,8 @@ use std::time::Duration;
 use bashtool_core::{CommandExec, Jobs, RedactSettings, Redactor};
 use bashtool_env_local::{JobStore, LocalConfig, LocalExec, RecordedJobs, Session, SessionConfig};
 use bashtool_env_remote::protocol::{
-    Capabilities, InitializeParams, InitializeResult, JobsSource, PROTOCOL_VERSION, SessionInfo,
+    Capabilities, InitializeParams, InitializeResult, JobsSource, MAX_WARM_SHELLS,
+    PROTOCOL_VERSION, SessionInfo,
 };
 use bashtool_sandbox::{AllowList, Network, SandboxConfig, SandboxMode};
 
@@ -152,6 +153,9 @@ impl Environment {
                 let local = session.background().clone();
                 (Arc::new(session.clone()), local, Some(session))
             } else {
+                // A client that makes many calls asks for shells started
+                // ahead of them, as `mcp --stateless` has locally.
+                local_config.warm_shells = params.warm_shells.min(MAX_WARM_SHELLS);
                 let local = LocalExec::new(local_config);
                 // A sandbox the kernel cannot enforce refuses the handshake,
                 // saying why, as a session's does.

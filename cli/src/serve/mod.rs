@@ -196,7 +196,10 @@ async fn serve(
         tasks: TaskTracker::new(),
     };
     let mut signals = StopSignals::install()?;
-    let mut lines = BufReader::new(tokio::fs::File::from_std(input));
+    // Through the event loop where stdin is a pipe or a socket (what ssh,
+    // docker exec and a local pipe give): the blocking pool would hand
+    // every request from one of its threads to a worker.
+    let mut lines = BufReader::new(stdio::reader_of(input));
     let mut line = Vec::new();
     // Every branch but the read ends the loop, so a read cut short by
     // another branch is never resumed: `read_line` need not be cancel safe.

@@ -69,7 +69,7 @@ struct Inner {
 }
 
 /// Counts a foreground call as running while it lives; the last call to
-/// end fills the warm shells again.
+/// end fills the warm shells again (the only refill after a start).
 struct RunningCall<'a> {
     exec: &'a LocalExec,
 }
@@ -187,21 +187,30 @@ impl LocalExec {
         exec
     }
 
-    /// Starts warm shells until the pool is full, in a task of the current
-    /// runtime (none outside one: the first call starts its own shell), if
-    /// at most one call runs: with more in flight, the CPU is what limits
-    /// them, and a warm shell's start is only extra work for it.
+    /// Starts warm shells until the pool is full, on a blocking thread of
+    /// the current runtime (none outside one: the first call starts its own
+    /// shell), if at most one call runs: with more in flight, the CPU is
+    /// what limits them, and a warm shell's start is only extra work for it.
+    ///
+    /// A launch blocks until the shell has exec'd (with the sandbox, on its
+    /// spawner thread): on an async worker it held that worker, and the
+    /// answer of the call that had just ended waited behind it.
     fn fill_warm_shells(&self) {
-        let has_room = self.inner.warm.as_ref().is_some_and(|warm| warm.has_room());
-        if !has_room || !self.inner.may_start_warm_shell() {
+        let Some(warm) = &self.inner.warm else {
+            return;
+        };
+        if !warm.has_room() || !self.inner.may_start_warm_shell() {
             return;
         }
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
+        if !warm.claim_fill() {
+            return;
+        }
         // A weak reference: an environment dropped meanwhile starts none.
         let inner = Arc::downgrade(&self.inner);
-        runtime.spawn(async move {
+        runtime.spawn_blocking(move || {
             if let Some(inner) = inner.upgrade()
                 && let Some(warm) = &inner.warm
             {
@@ -286,8 +295,9 @@ impl LocalExec {
             }
             (spawn::spawn(&request)?, marker, cgroup)
         };
-        // The next call's shell starts while this one runs.
-        self.fill_warm_shells();
+        // The next call's shell starts when this one has ended (the
+        // `RunningCall` guard): started while it runs, its start-up took
+        // the CPU the call and its answer needed.
         let mut tree = config.containment.contain(
             spawned.root.pid(),
             &marker,

@@ -66,13 +66,21 @@ const BOOTSTRAP: &str = "TMOUT= LC_ALL=C IFS= builtin read -r -N 10 -u 3 BASH_EX
 /// The length header's width: `read -N 10`.
 const LENGTH_DIGITS: usize = 10;
 
+/// How long a call that finds no shell waiting waits for one a fill is
+/// starting: a launch takes well under a millisecond; past this, something
+/// holds it up and the call starts its own.
+const FILL_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// The pool of warm shells of one environment.
 #[derive(Debug)]
 pub(crate) struct WarmShells {
     capacity: usize,
     spares: Mutex<Vec<Spare>>,
-    /// One filler at a time, so that the pool never overfills.
+    /// A fill is due or under way (one at a time, so that the pool never
+    /// overfills): a call that finds the pool empty waits for it.
     filling: AtomicBool,
+    /// Told when a fill put a shell in the pool or ended.
+    filled: tokio::sync::Notify,
     /// Set by [`WarmShells::clear`] (the environment shut down): no shell
     /// is started any more, not even by a call that ends afterwards.
     closed: AtomicBool,
@@ -128,6 +136,7 @@ impl WarmShells {
                 capacity: config.warm_shells,
                 spares: Mutex::new(Vec::new()),
                 filling: AtomicBool::new(false),
+                filled: tokio::sync::Notify::new(),
                 closed: AtomicBool::new(false),
             })
         })
@@ -150,11 +159,7 @@ impl WarmShells {
             .ok()
             .map(|metadata| (metadata.dev(), metadata.ino()))?;
         loop {
-            let mut spare = self
-                .spares
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .pop()?;
+            let mut spare = self.next_spare().await?;
             // Started in a directory that has since been replaced, or gone:
             // dropping it kills it.
             let alive = spare.spawned.as_ref().is_some_and(|spawned| {
@@ -189,6 +194,32 @@ impl WarmShells {
         }
     }
 
+    /// A waiting shell; with none, the one a fill due or under way is
+    /// starting (its launch is most of a fresh start already done), for
+    /// at most [`FILL_WAIT`].
+    async fn next_spare(&self) -> Option<Spare> {
+        let deadline = tokio::time::Instant::now() + FILL_WAIT;
+        loop {
+            let filled = self.filled.notified();
+            tokio::pin!(filled);
+            // Registered before the checks: a fill that ends in between
+            // still wakes this wait.
+            filled.as_mut().enable();
+            if let Some(spare) = self
+                .spares
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .pop()
+            {
+                return Some(spare);
+            }
+            if !self.filling.load(Ordering::Acquire) || self.closed.load(Ordering::Acquire) {
+                return None;
+            }
+            tokio::time::timeout_at(deadline, filled).await.ok()?;
+        }
+    }
+
     /// Whether the pool has room for another shell (never once closed).
     pub(crate) fn has_room(&self) -> bool {
         !self.closed.load(Ordering::Acquire)
@@ -200,20 +231,26 @@ impl WarmShells {
                 < self.capacity
     }
 
+    /// Takes the filler's role, `false` when a fill is already due or
+    /// under way; whoever takes it must call [`WarmShells::fill`].
+    pub(crate) fn claim_fill(&self) -> bool {
+        !self.filling.swap(true, Ordering::AcqRel)
+    }
+
     /// Starts shells until the pool is full, asking `may_start` before
-    /// each (the calls running may have changed meanwhile). Errors are left
-    /// to the calls, which then start their own shell and report them.
+    /// each (the calls running may have changed meanwhile), and gives up
+    /// the filler's role claimed with [`WarmShells::claim_fill`]. Errors
+    /// are left to the calls, which then start their own shell and report
+    /// them.
     pub(crate) fn fill(
         &self,
         config: &LocalConfig,
         limits: &crate::limits::Limits,
         may_start: impl Fn() -> bool,
     ) {
-        if self.filling.swap(true, Ordering::AcqRel) {
-            return;
-        }
         self.fill_alone(config, limits, may_start);
         self.filling.store(false, Ordering::Release);
+        self.filled.notify_waiters();
     }
 
     fn fill_alone(
@@ -237,12 +274,15 @@ impl WarmShells {
             let Ok(spare) = start_spare(config, limits) else {
                 return;
             };
-            let mut spares = self.spares.lock().unwrap_or_else(PoisonError::into_inner);
-            // Closed while it started: dropping it kills it.
-            if self.closed.load(Ordering::Acquire) {
-                return;
+            {
+                let mut spares = self.spares.lock().unwrap_or_else(PoisonError::into_inner);
+                // Closed while it started: dropping it kills it.
+                if self.closed.load(Ordering::Acquire) {
+                    return;
+                }
+                spares.push(spare);
             }
-            spares.push(spare);
+            self.filled.notify_waiters();
         }
     }
 
@@ -252,6 +292,7 @@ impl WarmShells {
         let spares =
             std::mem::take(&mut *self.spares.lock().unwrap_or_else(PoisonError::into_inner));
         drop(spares);
+        self.filled.notify_waiters();
     }
 }
 
