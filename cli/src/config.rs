@@ -13,7 +13,9 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use bashtool_core::{EnvPolicy, Shortening, ToolConfig};
+#[cfg(target_os = "linux")]
 use bashtool_env_local::LocalConfig;
+#[cfg(target_os = "linux")]
 use bashtool_sandbox::SandboxConfig;
 use serde::Deserialize;
 
@@ -102,7 +104,12 @@ pub struct FileConfig {
     #[serde(default)]
     pub environment: EnvPolicy,
     /// The OS sandbox; flags (`--sandbox`, `--writable`, `--network`) win.
+    #[cfg(target_os = "linux")]
     pub sandbox: Option<SandboxConfig>,
+    /// The relay build has no sandbox of its own: the section is read (a
+    /// file shared with a Linux machine stays valid) and left to that one.
+    #[cfg(not(target_os = "linux"))]
+    pub sandbox: Option<toml::Table>,
 }
 
 #[derive(Debug, Default, Deserialize, PartialEq)]
@@ -280,6 +287,7 @@ impl FileConfig {
     }
 
     /// Applies the file's environment settings (flags come after).
+    #[cfg(target_os = "linux")]
     pub fn apply_to_local(&self, local: &mut LocalConfig) -> anyhow::Result<()> {
         if let Some(shell) = &self.shell {
             local.shell.clone_from(shell);
@@ -322,6 +330,7 @@ impl FileConfig {
     }
 
     /// The `[sandbox]` section, or the default sandbox without one.
+    #[cfg(target_os = "linux")]
     pub fn sandbox(&self) -> anyhow::Result<SandboxConfig> {
         let Some(sandbox) = &self.sandbox else {
             return Ok(SandboxConfig::default());
@@ -348,12 +357,18 @@ fn whole_seconds(name: &str, value: u64) -> anyhow::Result<Duration> {
     Ok(Duration::from_secs(value))
 }
 
-/// `$XDG_CONFIG_HOME/bashtool/config.toml`, else `~/.config/bashtool/config.toml`.
+/// `$XDG_CONFIG_HOME/bashtool/config.toml`, else `~/.config/bashtool/config.toml`
+/// (on Windows without `HOME`: `%APPDATA%\bashtool\config.toml`).
 pub fn default_path() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|value| !value.is_empty())
+    let non_empty = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty());
+    let base = non_empty("XDG_CONFIG_HOME")
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))?;
+        .or_else(|| non_empty("HOME").map(|home| PathBuf::from(home).join(".config")))
+        .or_else(|| {
+            non_empty("APPDATA")
+                .filter(|_| cfg!(windows))
+                .map(PathBuf::from)
+        })?;
     Some(base.join("bashtool").join("config.toml"))
 }
 

@@ -8,9 +8,11 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+#[cfg(target_os = "linux")]
 use std::time::Duration;
 
 use bashtool_core::{JobsTool, ToolConfig};
+#[cfg(target_os = "linux")]
 use bashtool_env_local::{JobStore, RecordedJobs};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
@@ -89,9 +91,15 @@ pub enum JobsAction {
 }
 
 pub fn run(args: &JobsArgs) -> anyhow::Result<ExitCode> {
-    if let Some(line) = &args.remote.remote {
-        return remote_jobs(args, line);
+    if let Some(remote) = crate::remote::Remote::from_flags(&args.remote, Vec::new(), None)? {
+        return remote_jobs(args, &remote);
     }
+    local_jobs(args)
+}
+
+/// The jobs recorded on this machine.
+#[cfg(target_os = "linux")]
+fn local_jobs(args: &JobsArgs) -> anyhow::Result<ExitCode> {
     let dir = match &args.state_dir {
         Some(dir) => dir.clone(),
         None => bashtool_env_local::default_state_dir()?,
@@ -116,12 +124,19 @@ pub fn run(args: &JobsArgs) -> anyhow::Result<ExitCode> {
     print_result(args, &result)
 }
 
-/// `--remote`: the same tool on the jobs recorded over there.
-fn remote_jobs(args: &JobsArgs, line: &str) -> anyhow::Result<ExitCode> {
+/// The relay build records no jobs of its own.
+#[cfg(not(target_os = "linux"))]
+fn local_jobs(_: &JobsArgs) -> anyhow::Result<ExitCode> {
+    Err(crate::relay::needs_remote())
+}
+
+/// `--remote` or `--remote-shell`: the same tool on the jobs recorded over
+/// there.
+fn remote_jobs(args: &JobsArgs, remote: &crate::remote::Remote) -> anyhow::Result<ExitCode> {
     let Some(input) = tool_input(args) else {
         anyhow::bail!("prune is not available with --remote; run `bashtool jobs prune` over there");
     };
-    let remote = crate::environment::recorded_jobs(line);
+    let remote = crate::environment::recorded_jobs(remote);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

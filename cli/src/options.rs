@@ -5,10 +5,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use bashtool_core::{Shortening, ToolConfig};
+#[cfg(target_os = "linux")]
 use bashtool_env_local::LocalConfig;
 use clap::Args;
 
-use crate::config::{FileConfig, seconds};
+use crate::config::FileConfig;
+#[cfg(target_os = "linux")]
+use crate::config::seconds;
 
 /// How the tool and its environment are set up.
 #[derive(Debug, Clone, Args)]
@@ -58,6 +61,7 @@ impl ToolArgs {
 
     /// Where local commands of `run`, `call` and `serve` start: `--cwd`,
     /// which must exist, else the current directory.
+    #[cfg(target_os = "linux")]
     fn working_directory(&self) -> anyhow::Result<PathBuf> {
         let directory = self.requested_directory(None)?;
         anyhow::ensure!(
@@ -75,6 +79,7 @@ impl ToolArgs {
 
     /// The tool's and the environment's settings when commands run here,
     /// in [`Self::working_directory`].
+    #[cfg(target_os = "linux")]
     pub fn local_settings(&self, file: &FileConfig) -> anyhow::Result<(ToolConfig, LocalConfig)> {
         let directory = self.working_directory()?;
         let mut tool = self.tool_config(file, Some(directory.clone()))?;
@@ -110,6 +115,7 @@ impl ToolArgs {
     /// The settings of a local environment whose commands start in
     /// `working_directory`: defaults, then the file, then the flags; tells
     /// `tool` whether the environment withholds variables.
+    #[cfg(target_os = "linux")]
     pub fn local_config(
         &self,
         tool: &mut ToolConfig,
@@ -137,7 +143,25 @@ impl ToolArgs {
         Ok(local)
     }
 
+    /// The flags of `bashtool serve` that set up the environment the way
+    /// these flags ask: what `--remote-shell` starts its `serve` with.
+    pub fn serve_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if let Some(grace) = self.kill_grace {
+            args.extend(["--kill-grace".to_owned(), grace.to_string()]);
+        }
+        for pattern in &self.keep_env {
+            args.extend(["--keep-env".to_owned(), pattern.clone()]);
+        }
+        for pattern in &self.drop_env {
+            args.extend(["--drop-env".to_owned(), pattern.clone()]);
+        }
+        args.extend(self.sandbox.serve_args());
+        args
+    }
+
     /// `--keep-env` and `--drop-env` over the file's `[environment]`.
+    #[cfg(target_os = "linux")]
     fn apply_env_flags(&self, local: &mut LocalConfig, tool: &mut ToolConfig) {
         let policy = &mut local.env_policy;
         policy.keep.extend(self.keep_env.iter().cloned());
@@ -146,11 +170,17 @@ impl ToolArgs {
     }
 }
 
-/// The `--remote` flag of `run`, `call`, `mcp` and `jobs` (the
-/// `environment` module says what it does).
+/// The `--remote` and `--remote-shell` flags of `run`, `call`, `mcp` and
+/// `jobs` (the `environment` and `remote` modules say what they do).
 #[derive(Debug, Clone, Default, Args)]
 pub struct RemoteArgs {
     /// Run commands in a remote environment: COMMAND LINE runs with `sh -c` here and must start `bashtool serve` there, e.g. 'ssh devbox bashtool serve' or 'docker exec -i box bashtool serve' (--cwd and --session then name a directory and a session over there)
-    #[arg(long, value_name = "COMMAND LINE")]
+    #[arg(long, value_name = "COMMAND LINE", conflicts_with = "remote_shell")]
     pub remote: Option<String>,
+    /// Run commands where COMMAND LINE opens a POSIX shell, with nothing installed there: e.g. 'ssh devbox', 'docker exec -i box sh' or 'kubectl exec -i pod -- sh'. bashtool starts its own `bashtool serve` there, uploading a Linux build first when none of this version is there (progress on stderr). --cwd and --session name a directory and a session over there; --sandbox, --writable, --network, --kill-grace, --keep-env and --drop-env apply there
+    #[arg(long, value_name = "COMMAND LINE")]
+    pub remote_shell: Option<String>,
+    /// With --remote-shell: the Linux build of bashtool to upload (a static one runs anywhere: x86_64-unknown-linux-musl) [default: this bashtool, on Linux]
+    #[arg(long, value_name = "PATH", requires = "remote_shell")]
+    pub serve_binary: Option<PathBuf>,
 }

@@ -1,12 +1,20 @@
 //! The sandbox flags shared by `run`, `call` and `mcp`, and `bashtool
-//! sandbox`: what this machine can enforce and the effective profile.
+//! sandbox`: what this machine can enforce and the effective profile. The
+//! relay build (not Linux) has the flags only, to hand on to a `serve`
+//! started with `--remote-shell`.
 
 use std::path::PathBuf;
+#[cfg(target_os = "linux")]
 use std::process::ExitCode;
 
+#[cfg(target_os = "linux")]
 use anyhow::Context as _;
+#[cfg(target_os = "linux")]
 use bashtool_sandbox::{NetworkMode, SandboxConfig, SandboxMode};
 use clap::Args;
+
+#[cfg(not(target_os = "linux"))]
+use crate::relay::{NetworkMode, SandboxMode};
 
 /// `--sandbox`, `--writable`, `--network`.
 #[derive(Debug, Clone, Default, Args)]
@@ -23,17 +31,31 @@ pub struct SandboxArgs {
 }
 
 fn parse_mode(text: &str) -> Result<SandboxMode, String> {
-    text.parse()
-        .map_err(|error: bashtool_sandbox::Error| error.to_string())
+    text.parse().map_err(|error| format!("{error}"))
 }
 
 fn parse_network(text: &str) -> Result<NetworkMode, String> {
-    text.parse()
-        .map_err(|error: bashtool_sandbox::Error| error.to_string())
+    text.parse().map_err(|error| format!("{error}"))
 }
 
 impl SandboxArgs {
+    /// The same flags, for a `bashtool serve` started elsewhere.
+    pub fn serve_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if let Some(mode) = self.sandbox {
+            args.extend(["--sandbox".to_owned(), mode.to_string()]);
+        }
+        for directory in &self.writable {
+            args.extend(["--writable".to_owned(), directory.display().to_string()]);
+        }
+        if let Some(network) = self.network {
+            args.extend(["--network".to_owned(), network.to_string()]);
+        }
+        args
+    }
+
     /// Applies the flags over `config` (the defaults or the config file's).
+    #[cfg(target_os = "linux")]
     pub fn apply(&self, config: &mut SandboxConfig) -> anyhow::Result<()> {
         if let Some(mode) = self.sandbox {
             config.mode = mode;
@@ -58,6 +80,7 @@ impl SandboxArgs {
 /// and network namespaces, bubblewrap), then the profile the same flags
 /// would give `run`, `call` or `mcp`: writable roots, protected paths,
 /// network. Exit status 1 when that profile cannot be enforced here.
+#[cfg(target_os = "linux")]
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  bashtool sandbox\n  bashtool sandbox --network off --writable ~/.cache/foo\n  bashtool sandbox --cwd ~/project --sandbox read-only"
@@ -70,6 +93,7 @@ pub struct SandboxCommandArgs {
     pub sandbox: SandboxArgs,
 }
 
+#[cfg(target_os = "linux")]
 pub fn run(args: &SandboxCommandArgs) -> anyhow::Result<ExitCode> {
     let current = std::env::current_dir().context("reading the current directory")?;
     let workspace = args

@@ -51,8 +51,10 @@ pub fn run(args: &McpArgs) -> anyhow::Result<ExitCode> {
 
 /// Serves one client on stdin/stdout until it goes away or a signal comes,
 /// then stops the calls, the jobs (unless kept) and the environment.
+#[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
 async fn serve_stdio(mut settings: Settings) -> anyhow::Result<ExitCode> {
     let grace = settings.shutdown_grace();
+    #[cfg(target_os = "linux")]
     crate::environment::tie_to_this_process(&mut settings.environment.local);
     let environment = settings.environment.open(&settings.tool).await?;
     let backend = Backend::new(&settings, &environment);

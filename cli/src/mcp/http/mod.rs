@@ -47,6 +47,7 @@ use crate::signals::StopSignals;
 type Body = BoxBody<Bytes, Infallible>;
 
 /// Serves until SIGTERM, SIGINT or SIGHUP, then shuts every session down.
+#[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
 pub async fn serve(mut settings: Settings, http: HttpSettings) -> anyhow::Result<ExitCode> {
     let HttpSettings {
         address,
@@ -74,7 +75,10 @@ pub async fn serve(mut settings: Settings, http: HttpSettings) -> anyhow::Result
     let (token, generated) = if let Some(token) = given_token {
         (token, None)
     } else {
+        #[cfg(target_os = "linux")]
         let state = bashtool_env_local::default_state_dir()?;
+        #[cfg(not(target_os = "linux"))]
+        let state = crate::relay::default_state_dir()?;
         let (token, path) = token::generate(&state, bound.port())?;
         (token, Some(path))
     };
@@ -86,7 +90,14 @@ pub async fn serve(mut settings: Settings, http: HttpSettings) -> anyhow::Result
             path.display()
         );
     }
+    #[cfg(target_os = "linux")]
     crate::environment::tie_to_this_process(&mut settings.environment.local);
+    if settings.environment.remote.is_some() {
+        // As over stdio: a wrong line (or an upload that cannot be made)
+        // fails now, not at the first client's initialize.
+        let first = settings.environment.open(&settings.tool).await?;
+        first.close(grace).await?;
+    }
     let sessions = Sessions::new(settings, grace);
     let stop = CancellationToken::new();
     let service = {

@@ -71,16 +71,20 @@ impl Sessions {
         }
     }
 
-    /// A handler for a new MCP session (rmcp's service factory). Cheap: the
-    /// shell starts with the first call.
+    /// A handler for a new MCP session (rmcp's service factory). Locally
+    /// cheap: the shell starts with the first call; a remote one connects
+    /// (one round trip, plus the handshake).
     pub fn open(&self) -> std::io::Result<SessionServer> {
         let inner = &self.inner;
         let settings = &inner.settings;
-        // `--remote` is refused with `--http`: every session is local.
-        let environment = settings
-            .environment
-            .open_local(&settings.tool)
-            .map_err(std::io::Error::other)?;
+        // A remote session connects now, as a stdio server does at start,
+        // so that the model is told what the environment over there is.
+        // rmcp asks for the handler synchronously, on a worker of the
+        // multi-threaded runtime, which may block in place.
+        let environment = tokio::task::block_in_place(|| {
+            tokio::runtime::Handle::current().block_on(settings.environment.open(&settings.tool))
+        })
+        .map_err(std::io::Error::other)?;
         let server = BashServer::new(
             Backend::new(settings, &environment),
             settings.progress_interval,
