@@ -56,7 +56,11 @@ impl Remote {
                 serve_args,
             }));
         }
-        Ok(remote.remote.clone().or_else(|| configured.cloned()).map(Self::Serve))
+        Ok(remote
+            .remote
+            .clone()
+            .or_else(|| configured.cloned())
+            .map(Self::Serve))
     }
 
     /// The environment over there, with `config`; it connects on first use.

@@ -123,6 +123,8 @@ async fn remote_exec_over_ssh_on_loopback() {
     );
     let target = Target {
         line: ssh_line(&dir, port, &serve),
+        upload: None,
+        sessions: true,
         remote_dir: format!("{}/work", dir.display()),
         // The server runs on this host: the pids a sandboxed command
         // prints map to pids here.

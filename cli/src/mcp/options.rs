@@ -155,7 +155,8 @@ impl Settings {
     pub fn new(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Self> {
         let cwd = args.tool.requested_directory(file.cwd.as_deref())?;
         // With --remote, --cwd names a directory over there.
-        let remote = Remote::from_flags(&args.remote, args.tool.serve_args(), file.remote.as_ref())?;
+        let remote =
+            Remote::from_flags(&args.remote, args.tool.serve_args(), file.remote.as_ref())?;
         #[cfg(not(target_os = "linux"))]
         anyhow::ensure!(remote.is_some(), crate::relay::needs_remote());
         anyhow::ensure!(
