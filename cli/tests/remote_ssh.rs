@@ -160,14 +160,19 @@ async fn remote_shell_bootstraps_over_ssh_on_loopback() {
     for sub in ["home", "tmp", "state", "work"] {
         std::fs::create_dir(dir.join(sub)).expect("mkdir");
     }
-    let build = std::env::var_os("BASHTOOL_TEST_STATIC_BINARY")
-        .map_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_bashtool")), PathBuf::from);
+    let build = std::env::var_os("BASHTOOL_TEST_STATIC_BINARY").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_bashtool")),
+        PathBuf::from,
+    );
     let shell = format!(
         "HOME={dir}/home TMPDIR={dir}/tmp BASHTOOL_STATE_DIR={dir}/state XDG_CACHE_HOME= exec sh",
         dir = dir.display()
     );
     let line = ssh_line(&dir, port, &shell);
-    let cache = dir.join(format!("home/.cache/bashtool/{}", env!("CARGO_PKG_VERSION")));
+    let cache = dir.join(format!(
+        "home/.cache/bashtool/{}",
+        env!("CARGO_PKG_VERSION")
+    ));
     let run = |command: &str| {
         Command::new(env!("CARGO_BIN_EXE_bashtool"))
             .env("BASHTOOL_STATE_DIR", dir.join("state"))
@@ -183,7 +188,10 @@ async fn remote_shell_bootstraps_over_ssh_on_loopback() {
     let first = run("echo first");
     let stderr = String::from_utf8_lossy(&first.stderr).into_owned();
     assert!(first.status.success(), "{stderr}");
-    assert!(String::from_utf8_lossy(&first.stdout).contains("first"), "{first:?}");
+    assert!(
+        String::from_utf8_lossy(&first.stdout).contains("first"),
+        "{first:?}"
+    );
     assert!(stderr.contains("bashtool: uploading bashtool"), "{stderr}");
     assert_eq!(
         std::fs::read(cache.join("bashtool")).expect("installed"),
@@ -193,7 +201,10 @@ async fn remote_shell_bootstraps_over_ssh_on_loopback() {
     let second = run("echo second");
     let stderr = String::from_utf8_lossy(&second.stderr).into_owned();
     assert!(second.status.success(), "{stderr}");
-    assert!(String::from_utf8_lossy(&second.stdout).contains("second"), "{second:?}");
+    assert!(
+        String::from_utf8_lossy(&second.stdout).contains("second"),
+        "{second:?}"
+    );
     assert!(!stderr.contains("upload"), "{stderr}");
 
     let target = Target {
