@@ -105,7 +105,6 @@ fn progress_on_stderr(line: String) -> ProgressSink {
                 sent * 100 / total.max(1),
                 mebibytes(total)
             ),
-            BootstrapEvent::Uploading { .. } => Ok(()),
             BootstrapEvent::Uploaded {
                 directory,
                 total,
@@ -126,6 +125,8 @@ fn progress_on_stderr(line: String) -> ProgressSink {
                 stderr,
                 "bashtool: no bash over there (`{line}`): commands run with sh"
             ),
+            // The percentage off a terminal (a log gets the two lines
+            // only), and events this version does not print.
             _ => Ok(()),
         };
     })

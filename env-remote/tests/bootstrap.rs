@@ -65,7 +65,7 @@ impl Events {
         let events = Arc::clone(&self.0);
         Arc::new(move |event: BootstrapEvent<'_>| {
             let text = match event {
-                BootstrapEvent::Uploading { sent, total, .. } if sent == 0 => {
+                BootstrapEvent::Uploading { sent: 0, total, .. } => {
                     format!("uploading {total}")
                 }
                 BootstrapEvent::Uploading { .. } => return,
