@@ -31,11 +31,21 @@ pub struct SandboxArgs {
 }
 
 fn parse_mode(text: &str) -> Result<SandboxMode, String> {
-    text.parse().map_err(|error| format!("{error}"))
+    parse_flag(text)
 }
 
 fn parse_network(text: &str) -> Result<NetworkMode, String> {
-    text.parse().map_err(|error| format!("{error}"))
+    parse_flag(text)
+}
+
+/// A flag's value, with its error as text (the sandbox crate's error type
+/// on Linux, the relay build's `String` elsewhere).
+fn parse_flag<T>(text: &str) -> Result<T, String>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    text.parse().map_err(|error: T::Err| error.to_string())
 }
 
 impl SandboxArgs {
