@@ -60,6 +60,13 @@ pub async fn serve(mut settings: Settings, http: HttpSettings) -> anyhow::Result
     let signals = StopSignals::install()?;
     // A bad token file is refused before anything listens.
     let given_token = token_file.as_deref().map(token::read).transpose()?;
+    if settings.environment.remote.is_some() {
+        // As over stdio: a wrong line (or an upload that cannot be made)
+        // fails now, before anything listens or a token is made, not at
+        // the first client's initialize.
+        let first = settings.environment.open(&settings.tool).await?;
+        first.close(grace).await?;
+    }
     let listener = TcpListener::bind(address)
         .await
         .with_context(|| format!("--http {address}: cannot listen there"))?;
@@ -92,12 +99,6 @@ pub async fn serve(mut settings: Settings, http: HttpSettings) -> anyhow::Result
     }
     #[cfg(target_os = "linux")]
     crate::environment::tie_to_this_process(&mut settings.environment.local);
-    if settings.environment.remote.is_some() {
-        // As over stdio: a wrong line (or an upload that cannot be made)
-        // fails now, not at the first client's initialize.
-        let first = settings.environment.open(&settings.tool).await?;
-        first.close(grace).await?;
-    }
     let sessions = Sessions::new(settings, grace);
     let stop = CancellationToken::new();
     let service = {
