@@ -134,7 +134,11 @@ fn local_jobs(_: &JobsArgs) -> anyhow::Result<ExitCode> {
 /// there.
 fn remote_jobs(args: &JobsArgs, remote: &crate::remote::Remote) -> anyhow::Result<ExitCode> {
     let Some(input) = tool_input(args) else {
-        anyhow::bail!("prune is not available with --remote; run `bashtool jobs prune` over there");
+        let flag = match remote {
+            crate::remote::Remote::Serve(_) => "--remote",
+            crate::remote::Remote::Shell { .. } => "--remote-shell",
+        };
+        anyhow::bail!("prune is not available with {flag}; run `bashtool jobs prune` over there");
     };
     let remote = crate::environment::recorded_jobs(remote);
     let runtime = tokio::runtime::Builder::new_current_thread()
