@@ -63,10 +63,14 @@ pub enum Error {
     RemoteSystem { remote: String, system: String },
     /// `uname -m` over there names an architecture bashtool does not know.
     #[error(
-        "`{remote}` leads to an unknown architecture `{machine}`; bashtool can be uploaded to {}",
-        crate::bootstrap::Architecture::known_names()
+        "`{remote}` leads to an unknown architecture `{machine}`; bashtool can be uploaded to {known}"
     )]
-    UnknownArchitecture { remote: String, machine: String },
+    UnknownArchitecture {
+        remote: String,
+        machine: String,
+        /// The architectures there are builds for, as a list.
+        known: String,
+    },
     /// Programs the bootstrap needs are missing over there.
     #[error(
         "`{remote}`: the shell over there lacks {tools}, which the upload needs (coreutils or busybox provide them)"

@@ -151,6 +151,7 @@ impl ShellTransport {
             return Err(Error::UnknownArchitecture {
                 remote,
                 machine: probe.machine.clone(),
+                known: Architecture::known_names(),
             });
         };
         let Some(binary) = &self.binary else {
