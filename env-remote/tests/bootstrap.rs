@@ -405,3 +405,40 @@ async fn a_build_for_another_architecture_is_not_uploaded() {
     }
     assert!(!place.cache().join("bashtool").exists());
 }
+
+/// A far side whose `uname` names a system or an architecture there is no
+/// build for: nothing is uploaded or started, and the error names it.
+#[tokio::test]
+async fn an_unknown_system_or_architecture_is_named() {
+    let place = Place::new();
+    let fake = place.root.join("fake-bin");
+    std::fs::create_dir(&fake).expect("mkdir");
+    let uname = fake.join("uname");
+    for (system, machine, expected) in [
+        (
+            "Linux",
+            "mips",
+            "leads to an unknown architecture `mips`; bashtool can be uploaded to x86_64, aarch64",
+        ),
+        (
+            "Darwin",
+            "arm64",
+            "leads to a Darwin system; bashtool serve runs only on Linux (a Linux container or host)",
+        ),
+    ] {
+        std::fs::write(
+            &uname,
+            format!("#!/bin/sh\ncase \"$1\" in -m) echo {machine};; *) echo {system};; esac\n"),
+        )
+        .expect("write uname");
+        std::fs::set_permissions(&uname, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+        let line = format!("PATH='{}':\"$PATH\" {}", fake.display(), place.line("sh"));
+        let transport = ShellTransport::new(line.clone(), Some(place.build()));
+        let error = connect(&transport).await.expect_err("refused").to_string();
+        assert!(
+            error.starts_with(&format!("`{line}` {expected}")),
+            "{error}"
+        );
+        assert!(!place.cache().join("bashtool").exists());
+    }
+}
