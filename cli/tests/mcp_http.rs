@@ -705,3 +705,46 @@ async fn a_server_full_of_clients_with_the_token_turns_a_new_connection_away_at_
     // Held to here, so that its connection stayed open throughout.
     drop(client);
 }
+
+/// `--http` with `--remote-shell` (what the macOS and Windows relay builds
+/// serve): each MCP session gets its own `serve` over there, uploaded once
+/// into the shell's home and found there by every later session, and its
+/// own persistent shell.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_http_session_gets_its_own_remote_shell_session() {
+    let remote = tempfile::tempdir().expect("temp dir");
+    let remote_root = remote.path().canonicalize().expect("canonical");
+    for sub in ["home", "tmp", "state"] {
+        std::fs::create_dir(remote_root.join(sub)).expect("mkdir");
+    }
+    let line = format!(
+        "HOME={root}/home TMPDIR={root}/tmp BASHTOOL_STATE_DIR={root}/state XDG_CACHE_HOME= exec sh",
+        root = remote_root.display()
+    );
+    let server = start(&["--remote-shell", &line]).await;
+    let installed = remote_root.join(format!(
+        "home/.cache/bashtool/{}/bashtool",
+        env!("CARGO_PKG_VERSION")
+    ));
+    assert!(
+        installed.is_file(),
+        "the server connected (and uploaded) before it announced its address"
+    );
+    let first = server.connect().await;
+    let second = server.connect().await;
+    let result = first
+        .call(json!({"command": "export MARK=first; echo set"}))
+        .await;
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    let details = result
+        .structured_content
+        .clone()
+        .expect("structured content");
+    assert_eq!(details["environment"], format!("remote: {line}"));
+    let result = second
+        .call(json!({"command": "echo \"[${MARK:-unset}]\""}))
+        .await;
+    assert!(text(&result).contains("[unset]"), "{}", text(&result));
+    let result = first.call(json!({"command": "echo \"[$MARK]\""})).await;
+    assert!(text(&result).contains("[first]"), "{}", text(&result));
+}

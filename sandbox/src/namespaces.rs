@@ -138,8 +138,11 @@ pub fn loopback_up() -> std::io::Result<()> {
         padding: [0; 22],
     };
     request.name[..2].copy_from_slice(b"lo");
+    // The request number's type is the C library's (glibc: unsigned long,
+    // musl: int).
+    let set_flags = libc::SIOCSIFFLAGS as libc::Ioctl;
     // SAFETY: SIOCSIFFLAGS reads an ifreq; ours has the kernel's layout and size.
-    let result = unsafe { libc::ioctl(socket, libc::SIOCSIFFLAGS, &raw mut request) };
+    let result = unsafe { libc::ioctl(socket, set_flags, &raw mut request) };
     let error = std::io::Error::last_os_error();
     // SAFETY: closes the socket opened above.
     unsafe { libc::close(socket) };
