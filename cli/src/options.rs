@@ -258,3 +258,67 @@ impl RemoteArgs {
         self.remote.is_some() || self.remote_shell.is_some()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::ToolArgs;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        tool: ToolArgs,
+    }
+
+    fn tool(args: &[&str]) -> ToolArgs {
+        Flags::try_parse_from(std::iter::once("bashtool").chain(args.iter().copied()))
+            .expect("valid flags")
+            .tool
+    }
+
+    /// The sandbox, the domains, the limits and the masking travel in
+    /// `initialize` (for --remote and --remote-shell alike): a `serve`
+    /// started by --remote-shell gets none of them as flags, so nothing is
+    /// applied twice; what the handshake does not carry is passed.
+    #[test]
+    fn serve_args_carry_only_what_initialize_does_not() {
+        let args = tool(&[
+            "--sandbox",
+            "off",
+            "--writable",
+            "/data",
+            "--allow-domain",
+            "example.com",
+            "--limit",
+            "pids=64",
+            "--redact",
+            "off",
+            "--redact-env",
+            "MY_*",
+            "--kill-grace",
+            "5",
+            "--keep-env",
+            "GITHUB_TOKEN",
+            "--drop-env",
+            "AWS_*",
+        ]);
+        assert_eq!(
+            args.serve_args(),
+            [
+                "--kill-grace",
+                "5",
+                "--keep-env",
+                "GITHUB_TOKEN",
+                "--drop-env",
+                "AWS_*"
+            ]
+        );
+        let request = args
+            .sandbox
+            .remote_request(None)
+            .expect("a sandbox request");
+        assert_eq!(request.mode.as_deref(), Some("off"));
+        assert_eq!(request.writable, [std::path::PathBuf::from("/data")]);
+    }
+}
