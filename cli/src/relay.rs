@@ -2,9 +2,9 @@
 //! environment, no sandbox, no `serve`; commands run only in a Linux
 //! environment reached with `--remote-shell` or `--remote`. This file holds
 //! what that build uses where the Linux build uses `bashtool-env-local`
-//! and `bashtool-sandbox`: the names of the sandbox modes (to hand them on
-//! to the `serve` over there), the state directory, and the one line that
-//! says what to pass.
+//! and `bashtool-sandbox`: the sandbox modes and the config file's
+//! `[sandbox]` (sent to the `serve` over there in `initialize`), the state
+//! directory, and the one line that says what to pass.
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! The sandbox flags shared by `run`, `call` and `mcp`, and `bashtool
 //! sandbox`: what this machine can enforce and the effective profile. The
-//! relay build (not Linux) has the flags only, to hand on to a `serve`
-//! started with `--remote-shell`.
+//! relay build (not Linux) has the flags only, sent with `[sandbox]` to the
+//! `serve` over there in `initialize` (`--remote` or `--remote-shell`).
 
 use std::path::PathBuf;
 #[cfg(target_os = "linux")]
