@@ -11,9 +11,13 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+#[cfg(not(target_os = "linux"))]
+use crate::relay::SandboxConfig;
 use anyhow::Context as _;
 use bashtool_core::{EnvPolicy, RedactSettings, Shortening, ToolConfig};
+#[cfg(target_os = "linux")]
 use bashtool_env_local::LocalConfig;
+#[cfg(target_os = "linux")]
 use bashtool_sandbox::SandboxConfig;
 use serde::Deserialize;
 
@@ -112,7 +116,8 @@ pub struct FileConfig {
     #[serde(default)]
     pub environment: EnvPolicy,
     /// The OS sandbox; flags (`--sandbox`, `--writable`, `--network`,
-    /// `--allow-domain`) win.
+    /// `--allow-domain`) win. The relay build reads the same section to
+    /// hand it on to the `serve` over there.
     pub sandbox: Option<SandboxConfig>,
     /// Resource limits per command; `--limit` wins.
     pub limits: Option<bashtool_core::LimitSettings>,
@@ -296,6 +301,7 @@ impl FileConfig {
     }
 
     /// Applies the file's environment settings (flags come after).
+    #[cfg(target_os = "linux")]
     pub fn apply_to_local(&self, local: &mut LocalConfig) -> anyhow::Result<()> {
         if let Some(shell) = &self.shell {
             local.shell.clone_from(shell);
@@ -338,6 +344,7 @@ impl FileConfig {
     }
 
     /// The `[sandbox]` section, or the default sandbox without one.
+    #[cfg(target_os = "linux")]
     pub fn sandbox(&self) -> anyhow::Result<SandboxConfig> {
         let Some(sandbox) = &self.sandbox else {
             return Ok(SandboxConfig::default());
@@ -364,12 +371,18 @@ fn whole_seconds(name: &str, value: u64) -> anyhow::Result<Duration> {
     Ok(Duration::from_secs(value))
 }
 
-/// `$XDG_CONFIG_HOME/bashtool/config.toml`, else `~/.config/bashtool/config.toml`.
+/// `$XDG_CONFIG_HOME/bashtool/config.toml`, else `~/.config/bashtool/config.toml`
+/// (on Windows without `HOME`: `%APPDATA%\bashtool\config.toml`).
 pub fn default_path() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|value| !value.is_empty())
+    let non_empty = |name: &str| std::env::var_os(name).filter(|value| !value.is_empty());
+    let base = non_empty("XDG_CONFIG_HOME")
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".config")))?;
+        .or_else(|| non_empty("HOME").map(|home| PathBuf::from(home).join(".config")))
+        .or_else(|| {
+            non_empty("APPDATA")
+                .filter(|_| cfg!(windows))
+                .map(PathBuf::from)
+        })?;
     Some(base.join("bashtool").join("config.toml"))
 }
 

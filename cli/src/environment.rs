@@ -16,17 +16,22 @@
 //! from what the client asks (`serve/environment.rs`); it and `mcp` tie
 //! what they start to their own life ([`tie_to_this_process`]).
 
+#[cfg(target_os = "linux")]
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(target_os = "linux")]
 use anyhow::Context as _;
 use bashtool_core::{CommandExec, Jobs, ToolConfig};
+#[cfg(target_os = "linux")]
 use bashtool_env_local::{LocalConfig, LocalExec, Session, SessionConfig};
 use bashtool_env_remote::{JobsSource, RemoteConfig, RemoteExec, SessionRequest};
 
 use crate::config::seconds;
 use crate::options::{RemoteArgs, ToolArgs};
+use crate::remote::Remote;
+#[cfg(target_os = "linux")]
 use crate::session::snapshot_path;
 
 /// How long closing a connection may take beyond the kill grace: the server
@@ -37,8 +42,10 @@ pub const CLOSE_MARGIN: Duration = Duration::from_secs(3);
 /// or of one of its HTTP sessions.
 pub enum Exec {
     /// A fresh shell per call.
+    #[cfg(target_os = "linux")]
     Stateless(LocalExec),
     /// One persistent shell.
+    #[cfg(target_os = "linux")]
     Session(Session),
     /// `--remote`: commands (and a named session) live over there.
     Remote(RemoteExec),
@@ -120,7 +127,9 @@ impl Exec {
     /// The environment's jobs (background and interactive).
     pub fn jobs(&self) -> Arc<dyn Jobs> {
         match self {
+            #[cfg(target_os = "linux")]
             Self::Stateless(exec) => Arc::new(exec.clone()),
+            #[cfg(target_os = "linux")]
             Self::Session(session) => Arc::new(session.clone()),
             Self::Remote(remote) => Arc::new(remote.clone()),
             Self::Unavailable(unavailable) => Arc::clone(unavailable) as Arc<dyn Jobs>,
@@ -129,7 +138,9 @@ impl Exec {
 
     pub fn command_exec(&self) -> Arc<dyn CommandExec> {
         match self {
+            #[cfg(target_os = "linux")]
             Self::Stateless(exec) => Arc::new(exec.clone()),
+            #[cfg(target_os = "linux")]
             Self::Session(session) => Arc::new(session.clone()),
             Self::Remote(remote) => Arc::new(remote.clone()),
             Self::Unavailable(unavailable) => Arc::clone(unavailable) as Arc<dyn CommandExec>,
@@ -142,7 +153,9 @@ impl Exec {
     /// Background jobs are kept: they outlive `run` and `call`.
     pub async fn finish(&self) -> anyhow::Result<()> {
         match self {
+            #[cfg(target_os = "linux")]
             Self::Stateless(exec) => exec.shutdown().await,
+            #[cfg(target_os = "linux")]
             Self::Session(session) => {
                 session
                     .shutdown()
@@ -166,7 +179,10 @@ impl Exec {
     /// life ([`tie_to_this_process`]).
     pub async fn close(&self, limit: Duration) -> anyhow::Result<()> {
         match self {
-            Self::Stateless(_) | Self::Unavailable(_) => {}
+            #[cfg(target_os = "linux")]
+            Self::Stateless(_) => {}
+            Self::Unavailable(_) => {}
+            #[cfg(target_os = "linux")]
             Self::Session(session) => session.shutdown().await?,
             Self::Remote(remote) => remote.shutdown(limit).await,
         }
@@ -180,10 +196,15 @@ impl Exec {
 /// shell per call.
 pub fn for_invocation(tool: &ToolArgs, remote: &RemoteArgs) -> anyhow::Result<(ToolConfig, Exec)> {
     let file = tool.file()?;
-    let Some(line) = &remote.remote else {
-        let (mut config, local) = tool.local_settings(&file)?;
-        let exec = local_invocation(tool.session.as_deref(), &mut config, local)?;
-        return Ok((config, exec));
+    let Some(remote) = Remote::from_flags(remote, tool.serve_args(), None)? else {
+        #[cfg(target_os = "linux")]
+        {
+            let (mut config, local) = tool.local_settings(&file)?;
+            let exec = local_invocation(tool.session.as_deref(), &mut config, local)?;
+            return Ok((config, exec));
+        }
+        #[cfg(not(target_os = "linux"))]
+        return Err(crate::relay::needs_remote());
     };
     // `--cwd` names a directory over there, so it is not checked here.
     let mut config = tool.tool_config(&file, tool.cwd.clone())?;
@@ -216,12 +237,10 @@ pub fn for_invocation(tool: &ToolArgs, remote: &RemoteArgs) -> anyhow::Result<(T
     if let Some(grace) = tool.kill_grace {
         remote_config.remote_kill_grace = seconds("--kill-grace", grace, 600.0)?;
     }
-    Ok((
-        config,
-        Exec::Remote(RemoteExec::command(line, remote_config)),
-    ))
+    Ok((config, Exec::Remote(remote.exec(remote_config))))
 }
 
+#[cfg(target_os = "linux")]
 /// `--session NAME`: a persistent [`Session`] whose state (cwd, variables,
 /// functions, aliases, options) is kept in a file between separate
 /// `bashtool` processes, so a person can try sessions from a terminal.
@@ -247,13 +266,13 @@ fn local_invocation(
 
 /// The jobs of every bashtool process of the server's user, for `bashtool
 /// jobs --remote`.
-pub fn recorded_jobs(line: &str) -> RemoteExec {
+pub fn recorded_jobs(remote: &Remote) -> RemoteExec {
     let config = RemoteConfig {
         jobs: JobsSource::Recorded,
         keep_jobs: true,
         ..RemoteConfig::default()
     };
-    RemoteExec::command(line, config)
+    remote.exec(config)
 }
 
 /// Where a server's commands run (`bashtool mcp`), from its flags and
@@ -261,14 +280,23 @@ pub fn recorded_jobs(line: &str) -> RemoteExec {
 pub struct ServerEnvironment {
     /// The local environment's settings; with `remote`, only the kill
     /// grace applies.
+    #[cfg(target_os = "linux")]
     pub local: LocalConfig,
-    /// `--remote` / `remote = "..."`: the commands run over there.
-    pub remote: Option<String>,
+    /// The relay build's kill grace (the remote's, for the backstop).
+    #[cfg(not(target_os = "linux"))]
+    pub kill_grace: Duration,
+    /// The relay build's `--limit` and `[limits]`, sent to the server.
+    #[cfg(not(target_os = "linux"))]
+    pub limits: bashtool_core::LimitSettings,
+    /// `--remote`, `--remote-shell` or `remote = "..."`: the commands run
+    /// over there.
+    pub remote: Option<Remote>,
     /// A fresh shell per call instead of one persistent session.
     pub stateless: bool,
     /// `--session NAME`: with `remote`, a session over there.
     pub session_name: Option<String>,
     /// Where the named local session keeps its state between servers.
+    #[cfg(target_os = "linux")]
     pub session_path: Option<PathBuf>,
     /// `--keep-jobs`: background jobs outlive the server.
     pub keep_jobs: bool,
@@ -284,11 +312,30 @@ pub struct ServerEnvironment {
 }
 
 impl ServerEnvironment {
+    /// The grace between SIGTERM and SIGKILL when a command is stopped.
+    pub fn kill_grace(&self) -> Duration {
+        #[cfg(target_os = "linux")]
+        return self.local.kill_grace;
+        #[cfg(not(target_os = "linux"))]
+        return self.kill_grace;
+    }
+
+    /// The limits per command the server enforces (`--limit`, `[limits]`).
+    pub fn limits(&self) -> bashtool_core::LimitSettings {
+        #[cfg(target_os = "linux")]
+        return self.local.limits;
+        #[cfg(not(target_os = "linux"))]
+        return self.limits;
+    }
+
     /// Opens the environment for `tool`: with `remote`, connects at once,
     /// so that a wrong line fails at start with the transport's message.
     pub async fn open(&self, tool: &ToolConfig) -> anyhow::Result<Exec> {
         let Some(remote) = self.remote_exec(tool) else {
+            #[cfg(target_os = "linux")]
             return self.open_local(tool);
+            #[cfg(not(target_os = "linux"))]
+            return Err(crate::relay::needs_remote());
         };
         remote.connect().await?;
         Ok(Exec::Remote(remote))
@@ -321,28 +368,29 @@ impl ServerEnvironment {
 
     /// The remote environment, not connected yet; `None` without `remote`.
     fn remote_exec(&self, tool: &ToolConfig) -> Option<RemoteExec> {
-        let line = self.remote.as_ref()?;
+        let remote = self.remote.as_ref()?;
         let config = RemoteConfig {
             session: (!self.stateless).then(|| SessionRequest {
                 name: self.session_name.clone(),
             }),
             keep_jobs: self.keep_jobs,
-            remote_kill_grace: self.local.kill_grace,
+            remote_kill_grace: self.kill_grace(),
             working_directory: tool.working_directory.clone(),
             sandbox: self.remote_sandbox.clone(),
             allowed_domains: self.remote_allowed_domains.clone(),
-            limits: self.local.limits,
+            limits: self.limits(),
             redact: Some(self.redact.clone()),
             // `--stateless`: the server keeps a shell started ahead of the
             // next call, as a local `mcp --stateless` does.
             warm_shells: self.local.warm_shells,
             ..RemoteConfig::default()
         };
-        Some(RemoteExec::command(line, config))
+        Some(remote.exec(config))
     }
 
     /// The local environment: a fresh shell per call when stateless, else
     /// one persistent session.
+    #[cfg(target_os = "linux")]
     pub fn open_local(&self, tool: &ToolConfig) -> anyhow::Result<Exec> {
         if self.stateless {
             return Ok(Exec::Stateless(LocalExec::new(self.local.clone())));
@@ -357,6 +405,7 @@ impl ServerEnvironment {
     }
 }
 
+#[cfg(target_os = "linux")]
 /// For a server (`mcp`, `serve`): a server killed with SIGKILL could not
 /// stop its commands, so what such servers left is stopped now; and from
 /// here on everything `local` starts is tied to this process's life (jobs

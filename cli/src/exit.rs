@@ -59,10 +59,70 @@ pub fn status_of(details: &bashtool_core::Details) -> u8 {
         return u8::try_from(code.rem_euclid(256)).unwrap_or(1);
     }
     if let Some(signal) = &details.signal {
-        let number = nix::sys::signal::Signal::iterator()
-            .find(|candidate| candidate.as_str() == signal)
-            .map_or(0, |found| found as i32);
+        let number = LINUX_SIGNALS
+            .iter()
+            .position(|name| name == signal)
+            .map_or(0, |index| index + 1);
         return u8::try_from(128 + number).unwrap_or(1);
     }
     1
+}
+
+/// Linux's signal names, numbered from 1: a command runs on Linux (here,
+/// or over there for a relay build on macOS or Windows, whose own numbers
+/// differ), so its signal's number is Linux's.
+const LINUX_SIGNALS: [&str; 31] = [
+    "SIGHUP",
+    "SIGINT",
+    "SIGQUIT",
+    "SIGILL",
+    "SIGTRAP",
+    "SIGABRT",
+    "SIGBUS",
+    "SIGFPE",
+    "SIGKILL",
+    "SIGUSR1",
+    "SIGSEGV",
+    "SIGUSR2",
+    "SIGPIPE",
+    "SIGALRM",
+    "SIGTERM",
+    "SIGSTKFLT",
+    "SIGCHLD",
+    "SIGCONT",
+    "SIGSTOP",
+    "SIGTSTP",
+    "SIGTTIN",
+    "SIGTTOU",
+    "SIGURG",
+    "SIGXCPU",
+    "SIGXFSZ",
+    "SIGVTALRM",
+    "SIGPROF",
+    "SIGWINCH",
+    "SIGIO",
+    "SIGPWR",
+    "SIGSYS",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_signals_as_linux_does() {
+        #[cfg(target_os = "linux")]
+        for signal in nix::sys::signal::Signal::iterator() {
+            assert_eq!(
+                LINUX_SIGNALS.get(signal as usize - 1),
+                Some(&signal.as_str()),
+                "{signal}"
+            );
+        }
+        let killed = bashtool_core::Details {
+            signal: Some("SIGKILL".to_owned()),
+            ..bashtool_core::Details::default()
+        };
+        assert_eq!(status_of(&killed), 137);
+    }
 }

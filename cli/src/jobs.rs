@@ -8,9 +8,11 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
+#[cfg(target_os = "linux")]
 use std::time::Duration;
 
 use bashtool_core::{JobsTool, ToolConfig};
+#[cfg(target_os = "linux")]
 use bashtool_env_local::{JobStore, RecordedJobs};
 use clap::{Args, Subcommand};
 use serde_json::{Value, json};
@@ -38,6 +40,12 @@ pub struct JobsArgs {
     /// The jobs recorded where COMMAND LINE's `bashtool serve` runs (started there by `run`/`call --remote` or a server): COMMAND LINE runs with `sh -c` here, e.g. 'ssh devbox bashtool serve' or 'docker exec -i box bashtool serve'
     #[arg(long, value_name = "COMMAND LINE")]
     pub remote: Option<String>,
+    /// The jobs recorded where COMMAND LINE opens a POSIX shell, e.g. 'ssh devbox' or 'docker exec -i box sh': bashtool starts its own `bashtool serve` there, as `run --remote-shell` does
+    #[arg(long, value_name = "COMMAND LINE", conflicts_with = "remote")]
+    pub remote_shell: Option<String>,
+    /// With --remote-shell: the Linux build of bashtool to upload (a static one runs anywhere: x86_64-unknown-linux-musl) [default: this bashtool, on Linux]
+    #[arg(long, value_name = "PATH", requires = "remote_shell")]
+    pub serve_binary: Option<PathBuf>,
     #[command(subcommand)]
     pub action: Option<JobsAction>,
 }
@@ -96,9 +104,20 @@ pub enum JobsAction {
 }
 
 pub fn run(args: &JobsArgs) -> anyhow::Result<ExitCode> {
-    if let Some(line) = &args.remote {
-        return remote_jobs(args, line);
+    let flags = crate::options::RemoteArgs {
+        remote: args.remote.clone(),
+        remote_shell: args.remote_shell.clone(),
+        serve_binary: args.serve_binary.clone(),
+    };
+    if let Some(remote) = crate::remote::Remote::from_flags(&flags, Vec::new(), None)? {
+        return remote_jobs(args, &remote);
     }
+    local_jobs(args)
+}
+
+/// The jobs recorded on this machine.
+#[cfg(target_os = "linux")]
+fn local_jobs(args: &JobsArgs) -> anyhow::Result<ExitCode> {
     let dir = match &args.state_dir {
         Some(dir) => dir.clone(),
         None => bashtool_env_local::default_state_dir()?,
@@ -128,12 +147,23 @@ pub fn run(args: &JobsArgs) -> anyhow::Result<ExitCode> {
     print_result(args, &result)
 }
 
-/// `--remote`: the same tool on the jobs recorded over there.
-fn remote_jobs(args: &JobsArgs, line: &str) -> anyhow::Result<ExitCode> {
+/// The relay build records no jobs of its own.
+#[cfg(not(target_os = "linux"))]
+fn local_jobs(_: &JobsArgs) -> anyhow::Result<ExitCode> {
+    Err(crate::relay::needs_remote())
+}
+
+/// `--remote` or `--remote-shell`: the same tool on the jobs recorded over
+/// there.
+fn remote_jobs(args: &JobsArgs, remote: &crate::remote::Remote) -> anyhow::Result<ExitCode> {
     let Some(input) = tool_input(args) else {
-        anyhow::bail!("prune is not available with --remote; run `bashtool jobs prune` over there");
+        let flag = match remote {
+            crate::remote::Remote::Serve(_) => "--remote",
+            crate::remote::Remote::Shell { .. } => "--remote-shell",
+        };
+        anyhow::bail!("prune is not available with {flag}; run `bashtool jobs prune` over there");
     };
-    let remote = crate::environment::recorded_jobs(line);
+    let remote = crate::environment::recorded_jobs(remote);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;

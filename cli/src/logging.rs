@@ -36,6 +36,7 @@ pub fn to_stderr(filter: EnvFilter) -> anyhow::Result<()> {
 }
 
 /// Logs to `log` (`serve`: the original stderr, moved off fd 2), plain.
+#[cfg(target_os = "linux")]
 pub fn to_file(filter: EnvFilter, log: std::fs::File) -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_writer(std::sync::Mutex::new(log))

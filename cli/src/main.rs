@@ -1,29 +1,18 @@
 //! `bashtool`: the command-line face of the bash tool. Thin: parsing and
-//! printing here, everything else in `bashtool-core` and `bashtool-env-local`.
+//! printing here, everything else in `bashtool-core`, `bashtool-env-local`
+//! and `bashtool-env-remote`.
+//!
+//! On Linux it is the whole tool. Elsewhere (macOS, Windows) it is a relay:
+//! the same client side (the tool, its policy, the shortening, MCP over
+//! stdio and HTTP) with commands run only in a Linux environment reached
+//! with `--remote-shell` or `--remote`; the local environment, the sandbox
+//! and `serve` are Linux dependencies that such a build leaves out
+//! (`relay.rs`).
 
 #![forbid(unsafe_code)]
 // The doc comments on the clap structs are the `--help` text, written for a
 // terminal rather than as Markdown: `[policy]` and `<pwd>` there are literal.
 #![allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
-
-// Linux only (process groups, /proc, pidfd_open, bash): one clear error
-// naming the OS elsewhere, rather than a screen of unresolved symbols.
-#[cfg(target_os = "macos")]
-compile_error!(
-    "bashtool runs only on Linux, not on macOS: it needs process groups, /proc, pidfd_open (Linux 5.3+) and bash"
-);
-#[cfg(target_os = "windows")]
-compile_error!(
-    "bashtool runs only on Linux, not on Windows: it needs process groups, /proc, pidfd_open (Linux 5.3+) and bash"
-);
-#[cfg(all(
-    not(target_os = "linux"),
-    not(target_os = "macos"),
-    not(target_os = "windows")
-))]
-compile_error!(
-    "bashtool runs only on Linux, not on this OS: it needs process groups, /proc, pidfd_open (Linux 5.3+) and bash"
-);
 
 mod approvals;
 mod call;
@@ -38,10 +27,15 @@ mod logging;
 mod mcp;
 mod options;
 mod redact;
+#[cfg(not(target_os = "linux"))]
+mod relay;
+mod remote;
 mod run;
 mod sandbox;
 mod schema;
+#[cfg(target_os = "linux")]
 mod serve;
+#[cfg(target_os = "linux")]
 mod session;
 mod signals;
 
@@ -91,7 +85,9 @@ enum Command {
     Check(check::CheckArgs),
     Mcp(mcp::McpArgs),
     Jobs(jobs::JobsArgs),
+    #[cfg(target_os = "linux")]
     Sandbox(sandbox::SandboxCommandArgs),
+    #[cfg(target_os = "linux")]
     Serve(serve::ServeArgs),
     Completions(generate::CompletionsArgs),
     Man(generate::ManArgs),
@@ -99,7 +95,9 @@ enum Command {
 
 fn main() -> ExitCode {
     // A background job's output filter (see `redact`): before any parsing,
-    // it is not a command a person runs.
+    // it is not a command a person runs. (Linux's: the relay build starts
+    // no job here.)
+    #[cfg(target_os = "linux")]
     if std::env::args_os().nth(1).as_deref() == Some(std::ffi::OsStr::new(redact::FILTER_ARGUMENT))
     {
         return redact::run_filter();
@@ -112,7 +110,9 @@ fn main() -> ExitCode {
         Command::Check(_) => "check",
         Command::Mcp(_) => "mcp",
         Command::Jobs(_) => "jobs",
+        #[cfg(target_os = "linux")]
         Command::Sandbox(_) => "sandbox",
+        #[cfg(target_os = "linux")]
         Command::Serve(_) => "serve",
         Command::Completions(_) => "completions",
         Command::Man(_) => "man",
@@ -124,7 +124,9 @@ fn main() -> ExitCode {
         Command::Check(args) => check::run(&args),
         Command::Mcp(args) => mcp::run(&args),
         Command::Jobs(args) => jobs::run(&args),
+        #[cfg(target_os = "linux")]
         Command::Sandbox(args) => sandbox::run(&args),
+        #[cfg(target_os = "linux")]
         Command::Serve(args) => serve::run(&args),
         Command::Completions(args) => generate::completions(&args, Cli::command()),
         Command::Man(args) => generate::man(&args, Cli::command()),

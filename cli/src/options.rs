@@ -5,10 +5,13 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 use bashtool_core::{Shortening, ToolConfig};
+#[cfg(target_os = "linux")]
 use bashtool_env_local::LocalConfig;
 use clap::Args;
 
-use crate::config::{FileConfig, seconds};
+use crate::config::FileConfig;
+#[cfg(target_os = "linux")]
+use crate::config::seconds;
 
 /// How the tool and its environment are set up.
 #[derive(Debug, Clone, Args)]
@@ -62,6 +65,7 @@ impl ToolArgs {
 
     /// Where local commands of `run`, `call` and `serve` start: `--cwd`,
     /// which must exist, else the current directory.
+    #[cfg(target_os = "linux")]
     fn working_directory(&self) -> anyhow::Result<PathBuf> {
         let directory = self.requested_directory(None)?;
         anyhow::ensure!(
@@ -79,6 +83,7 @@ impl ToolArgs {
 
     /// The tool's and the environment's settings when commands run here,
     /// in [`Self::working_directory`].
+    #[cfg(target_os = "linux")]
     pub fn local_settings(&self, file: &FileConfig) -> anyhow::Result<(ToolConfig, LocalConfig)> {
         let directory = self.working_directory()?;
         let mut tool = self.tool_config(file, Some(directory.clone()))?;
@@ -134,6 +139,7 @@ impl ToolArgs {
     /// The settings of a local environment whose commands start in
     /// `working_directory`: defaults, then the file, then the flags; tells
     /// `tool` whether the environment withholds variables.
+    #[cfg(target_os = "linux")]
     pub fn local_config(
         &self,
         tool: &mut ToolConfig,
@@ -147,6 +153,7 @@ impl ToolArgs {
 
     /// The sandbox settings: the file's `[sandbox]`, then the flags,
     /// checked here.
+    #[cfg(target_os = "linux")]
     pub fn sandbox_config(
         &self,
         file: &FileConfig,
@@ -164,6 +171,7 @@ impl ToolArgs {
 
     /// [`Self::local_config`] without the sandbox (its settings are not
     /// read): for a client whose commands run elsewhere.
+    #[cfg(target_os = "linux")]
     pub fn local_config_unconfined(
         &self,
         tool: &mut ToolConfig,
@@ -198,7 +206,27 @@ impl ToolArgs {
         self.limits.over(file.limits)
     }
 
+    /// The flags of `bashtool serve` that set up the environment the way
+    /// these flags ask and `initialize` has no field for: what
+    /// `--remote-shell` starts its `serve` with. The sandbox, the allowed
+    /// domains, the limits and the masking travel in `initialize`, for
+    /// `--remote` and `--remote-shell` alike, and are not repeated here.
+    pub fn serve_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        if let Some(grace) = self.kill_grace {
+            args.extend(["--kill-grace".to_owned(), grace.to_string()]);
+        }
+        for pattern in &self.keep_env {
+            args.extend(["--keep-env".to_owned(), pattern.clone()]);
+        }
+        for pattern in &self.drop_env {
+            args.extend(["--drop-env".to_owned(), pattern.clone()]);
+        }
+        args
+    }
+
     /// `--keep-env` and `--drop-env` over the file's `[environment]`.
+    #[cfg(target_os = "linux")]
     fn apply_env_flags(&self, local: &mut LocalConfig, tool: &mut ToolConfig) {
         let policy = &mut local.env_policy;
         policy.keep.extend(self.keep_env.iter().cloned());
@@ -207,11 +235,90 @@ impl ToolArgs {
     }
 }
 
-/// The `--remote` flag of `run`, `call`, `mcp` and `jobs` (the
-/// `environment` module says what it does).
+/// The `--remote` and `--remote-shell` flags of `run`, `call`, `mcp` and
+/// `jobs` (the `environment` and `remote` modules say what they do).
 #[derive(Debug, Clone, Default, Args)]
 pub struct RemoteArgs {
     /// Run commands in a remote environment: COMMAND LINE runs with `sh -c` here and must start `bashtool serve` there, e.g. 'ssh devbox bashtool serve' or 'docker exec -i box bashtool serve' (--cwd and --session then name a directory and a session over there, and the sandbox flags apply there)
-    #[arg(long, value_name = "COMMAND LINE")]
+    #[arg(long, value_name = "COMMAND LINE", conflicts_with = "remote_shell")]
     pub remote: Option<String>,
+    /// Run commands where COMMAND LINE opens a POSIX shell, with nothing installed there: e.g. 'ssh devbox', 'docker exec -i box sh' or 'kubectl exec -i pod -- sh'. bashtool starts its own `bashtool serve` there, uploading a Linux build first when none of this version is there (progress on stderr). --cwd and --session name a directory and a session over there; the sandbox flags, --allow-domain, --limit, --redact, --kill-grace, --keep-env and --drop-env apply there
+    #[arg(long, value_name = "COMMAND LINE")]
+    pub remote_shell: Option<String>,
+    /// With --remote-shell: the Linux build of bashtool to upload (a static one runs anywhere: x86_64-unknown-linux-musl) [default: this bashtool, on Linux]
+    #[arg(long, value_name = "PATH", requires = "remote_shell")]
+    pub serve_binary: Option<PathBuf>,
+}
+
+impl RemoteArgs {
+    /// True when the commands run elsewhere (`--remote` or
+    /// `--remote-shell`).
+    #[cfg(target_os = "linux")]
+    pub fn is_remote(&self) -> bool {
+        self.remote.is_some() || self.remote_shell.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use super::ToolArgs;
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        tool: ToolArgs,
+    }
+
+    fn tool(args: &[&str]) -> ToolArgs {
+        Flags::try_parse_from(std::iter::once("bashtool").chain(args.iter().copied()))
+            .expect("valid flags")
+            .tool
+    }
+
+    /// The sandbox, the domains, the limits and the masking travel in
+    /// `initialize` (for --remote and --remote-shell alike): a `serve`
+    /// started by --remote-shell gets none of them as flags, so nothing is
+    /// applied twice; what the handshake does not carry is passed.
+    #[test]
+    fn serve_args_carry_only_what_initialize_does_not() {
+        let args = tool(&[
+            "--sandbox",
+            "off",
+            "--writable",
+            "/data",
+            "--allow-domain",
+            "example.com",
+            "--limit",
+            "pids=64",
+            "--redact",
+            "off",
+            "--redact-env",
+            "MY_*",
+            "--kill-grace",
+            "5",
+            "--keep-env",
+            "GITHUB_TOKEN",
+            "--drop-env",
+            "AWS_*",
+        ]);
+        assert_eq!(
+            args.serve_args(),
+            [
+                "--kill-grace",
+                "5",
+                "--keep-env",
+                "GITHUB_TOKEN",
+                "--drop-env",
+                "AWS_*"
+            ]
+        );
+        let request = args
+            .sandbox
+            .remote_request(None)
+            .expect("a sandbox request");
+        assert_eq!(request.mode.as_deref(), Some("off"));
+        assert_eq!(request.writable, [std::path::PathBuf::from("/data")]);
+    }
 }

@@ -9,16 +9,17 @@
 //! binary again, started as `bashtool __redact-filter` (see
 //! [`FILTER_ARGUMENT`]), so the file on disk never holds a secret.
 
-use std::ffi::OsString;
 use std::sync::Arc;
 
 use anyhow::Context as _;
 use bashtool_core::{EnvPolicy, RedactMode, RedactSettings, Redactor};
+#[cfg(target_os = "linux")]
 use bashtool_env_local::LocalConfig;
 use clap::Args;
 
 /// The first argument that makes this binary the job output filter. Not a
 /// subcommand: nobody types it, and it must work whatever the flags.
+#[cfg(target_os = "linux")]
 pub const FILTER_ARGUMENT: &str = "__redact-filter";
 
 /// `--redact` and `--redact-env`.
@@ -61,6 +62,7 @@ impl RedactArgs {
 /// The redactor of `settings` for commands that run here: over this
 /// process's environment and the variables `local` sets, by its policy.
 /// When masking is on, background jobs get the masking filter too.
+#[cfg(target_os = "linux")]
 pub fn apply(settings: &RedactSettings, local: &mut LocalConfig) -> Option<Arc<Redactor>> {
     let redactor = redactor(settings, &local.env_policy, &local.env);
     local.redact_filter = redactor.as_ref().and_then(|_| filter_program());
@@ -100,16 +102,18 @@ pub fn redactor(
 /// `bashtool __redact-filter`: the program line env-local starts between a
 /// background job and its output file. `None` when this binary cannot be
 /// found (the file is then written unmasked; reads are still masked).
-fn filter_program() -> Option<Vec<OsString>> {
+#[cfg(target_os = "linux")]
+fn filter_program() -> Option<Vec<std::ffi::OsString>> {
     let program = std::env::current_exe().ok()?;
     Some(vec![
         program.into_os_string(),
-        OsString::from(FILTER_ARGUMENT),
+        std::ffi::OsString::from(FILTER_ARGUMENT),
     ])
 }
 
 /// The filter's main: the secrets line, then the job's output on stdin,
-/// masked to stdout.
+/// masked to stdout. Linux's: the relay build starts no job here.
+#[cfg(target_os = "linux")]
 pub fn run_filter() -> std::process::ExitCode {
     let stdin = std::io::stdin().lock();
     let stdout = std::io::stdout().lock();

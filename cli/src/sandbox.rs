@@ -1,12 +1,20 @@
 //! The sandbox flags shared by `run`, `call` and `mcp`, and `bashtool
-//! sandbox`: what this machine can enforce and the effective profile.
+//! sandbox`: what this machine can enforce and the effective profile. The
+//! relay build (not Linux) has the flags only, sent with `[sandbox]` to the
+//! `serve` over there in `initialize` (`--remote` or `--remote-shell`).
 
 use std::path::PathBuf;
+#[cfg(target_os = "linux")]
 use std::process::ExitCode;
 
+#[cfg(target_os = "linux")]
 use anyhow::Context as _;
+#[cfg(target_os = "linux")]
 use bashtool_sandbox::{NetworkMode, SandboxConfig, SandboxMode};
 use clap::Args;
+
+#[cfg(not(target_os = "linux"))]
+use crate::relay::{NetworkMode, SandboxConfig, SandboxMode};
 
 /// `--sandbox`, `--writable`, `--network`, `--allow-domain`.
 #[derive(Debug, Clone, Default, Args)]
@@ -26,21 +34,42 @@ pub struct SandboxArgs {
 }
 
 fn parse_mode(text: &str) -> Result<SandboxMode, String> {
-    text.parse()
-        .map_err(|error: bashtool_sandbox::Error| error.to_string())
+    parse_flag(text)
 }
 
 fn parse_network(text: &str) -> Result<NetworkMode, String> {
-    text.parse()
-        .map_err(|error: bashtool_sandbox::Error| error.to_string())
+    parse_flag(text)
+}
+
+/// A flag's value, with its error as text (the sandbox crate's error type
+/// on Linux, the relay build's `String` elsewhere).
+fn parse_flag<T>(text: &str) -> Result<T, String>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    text.parse().map_err(|error: T::Err| error.to_string())
 }
 
 /// One `--allow-domain`, normalized; clap names the flag in the error.
+#[cfg(target_os = "linux")]
 fn parse_domain(text: &str) -> Result<String, String> {
     bashtool_sandbox::normalize_domain(text).map_err(|error| match error {
         bashtool_sandbox::Error::Setting { message, .. } => message,
         other => other.to_string(),
     })
+}
+
+/// One `--allow-domain` on the relay build, which has no domain parser:
+/// as given, for the `serve` over there to check in `initialize` (it
+/// refuses the handshake, naming the domain, if it is wrong).
+#[cfg(not(target_os = "linux"))]
+fn parse_domain(text: &str) -> Result<String, String> {
+    let domain = text.trim().to_ascii_lowercase();
+    if domain.is_empty() {
+        return Err("an allowed domain cannot be empty".to_owned());
+    }
+    Ok(domain)
 }
 
 impl SandboxArgs {
@@ -70,6 +99,7 @@ impl SandboxArgs {
     }
 
     /// Applies the flags over `config` (the defaults or the config file's).
+    #[cfg(target_os = "linux")]
     pub fn apply(&self, config: &mut SandboxConfig) -> anyhow::Result<()> {
         if let Some(mode) = self.sandbox {
             config.mode = mode;
@@ -138,6 +168,7 @@ impl SandboxArgs {
             config.network == NetworkMode::On,
             "[sandbox] network = \"off\" and allowed_domains exclude each other: off reaches nothing"
         );
+        #[cfg(target_os = "linux")]
         bashtool_sandbox::AllowList::parse(&config.allowed_domains)?;
         Ok(config.allowed_domains)
     }
@@ -148,6 +179,7 @@ impl SandboxArgs {
 /// server's, writable and protected paths add to its lists (relative
 /// writable ones taken from `working_directory`), and the result is
 /// checked here, where the paths are.
+#[cfg(target_os = "linux")]
 pub fn with_request(
     config: &SandboxConfig,
     request: &bashtool_env_remote::SandboxRequest,
@@ -183,6 +215,7 @@ pub fn with_request(
 /// (and the allowed domains and their proxy), and the limits per command
 /// with what enforces them. Exit status 1 when that profile cannot be
 /// enforced here.
+#[cfg(target_os = "linux")]
 #[derive(Debug, Args)]
 #[command(
     after_help = "Examples:\n  bashtool sandbox\n  bashtool sandbox --network off --writable ~/.cache/foo\n  bashtool sandbox --allow-domain registries --allow-domain github.com\n  bashtool sandbox --cwd ~/project --sandbox read-only\n  bashtool sandbox --limit memory=2G,pids=512"
@@ -197,6 +230,7 @@ pub struct SandboxCommandArgs {
     pub limits: crate::limits::LimitArgs,
 }
 
+#[cfg(target_os = "linux")]
 pub fn run(args: &SandboxCommandArgs) -> anyhow::Result<ExitCode> {
     let current = std::env::current_dir().context("reading the current directory")?;
     let workspace = args
@@ -253,6 +287,7 @@ pub fn run(args: &SandboxCommandArgs) -> anyhow::Result<ExitCode> {
 
 /// Prints the limits per command `settings` give here, and what enforces
 /// them; false when limits asked for cannot be enforced.
+#[cfg(target_os = "linux")]
 fn print_limits(settings: &bashtool_core::LimitSettings) -> bool {
     let info = match bashtool_env_local::limits_info(settings) {
         Ok(info) => info,

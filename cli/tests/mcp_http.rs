@@ -705,3 +705,82 @@ async fn a_server_full_of_clients_with_the_token_turns_a_new_connection_away_at_
     // Held to here, so that its connection stayed open throughout.
     drop(client);
 }
+
+/// `--http` with `--remote-shell` (what the macOS and Windows relay builds
+/// serve): each MCP session gets its own `serve` over there, uploaded once
+/// into the shell's home and found there by every later session, and its
+/// own persistent shell.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_http_session_gets_its_own_remote_shell_session() {
+    let remote = tempfile::tempdir().expect("temp dir");
+    let remote_root = remote.path().canonicalize().expect("canonical");
+    for sub in ["home", "tmp", "state"] {
+        std::fs::create_dir(remote_root.join(sub)).expect("mkdir");
+    }
+    let line = format!(
+        "HOME={root}/home TMPDIR={root}/tmp BASHTOOL_STATE_DIR={root}/state XDG_CACHE_HOME= exec sh",
+        root = remote_root.display()
+    );
+    let server = start(&["--remote-shell", &line]).await;
+    let installed = remote_root.join(format!(
+        "home/.cache/bashtool/{}/bashtool",
+        env!("CARGO_PKG_VERSION")
+    ));
+    assert!(
+        installed.is_file(),
+        "the server connected (and uploaded) before it announced its address"
+    );
+    let first = server.connect().await;
+    let second = server.connect().await;
+    let result = first
+        .call(json!({"command": "export MARK=first; echo set"}))
+        .await;
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    let details = result
+        .structured_content
+        .clone()
+        .expect("structured content");
+    assert_eq!(details["environment"], format!("remote: {line}"));
+    let result = second
+        .call(json!({"command": "echo \"[${MARK:-unset}]\""}))
+        .await;
+    assert!(text(&result).contains("[unset]"), "{}", text(&result));
+    let result = first.call(json!({"command": "echo \"[$MARK]\""})).await;
+    assert!(text(&result).contains("[first]"), "{}", text(&result));
+}
+
+/// `--http` with a remote whose far side refuses after the server started:
+/// a new MCP session still gets a server, whose instructions and every call
+/// say why (issue 35's unavailable environment, per HTTP session), instead
+/// of a failed session; once the far side answers again, the same
+/// session's next call connects and runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_session_whose_remote_refuses_says_why_and_recovers() {
+    let remote = tempfile::tempdir().expect("temp dir");
+    let remote_root = remote.path().canonicalize().expect("canonical");
+    for sub in ["home", "tmp", "state"] {
+        std::fs::create_dir(remote_root.join(sub)).expect("mkdir");
+    }
+    let closed = remote_root.join("closed");
+    let line = format!(
+        "if test -e {closed}; then echo 'the far side is closed' >&2; exit 3; fi; \
+         HOME={root}/home TMPDIR={root}/tmp BASHTOOL_STATE_DIR={root}/state XDG_CACHE_HOME= exec sh",
+        closed = closed.display(),
+        root = remote_root.display()
+    );
+    let server = start(&["--remote-shell", &line]).await;
+    std::fs::write(&closed, "").expect("close the far side");
+
+    let session = server.connect().await;
+    let info = session.client.peer_info().expect("server info");
+    let instructions = info.instructions.clone().unwrap_or_default();
+    assert!(instructions.contains("\nUnavailable: "), "{instructions}");
+    let refused = session.call(json!({"command": "echo never"})).await;
+    assert_eq!(refused.is_error, Some(true), "{}", text(&refused));
+    assert!(!text(&refused).contains("never\n"), "{}", text(&refused));
+
+    std::fs::remove_file(&closed).expect("open the far side again");
+    let result = session.call(json!({"command": "echo back"})).await;
+    assert_eq!(result.is_error, Some(false), "{}", text(&result));
+    assert!(text(&result).contains("back"), "{}", text(&result));
+}

@@ -21,10 +21,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use remote_support::Target;
+use bashtool_env_remote::ServeBinary;
+use remote_support::{Target, Upload};
 
 const DOCKERD: &str = "/usr/sbin/dockerd";
 const IMAGE: &str = "bashtool-remote-test:latest";
+const BUSYBOX_IMAGE: &str = "bashtool-busybox-test:latest";
+const VERSION: &str = env!("CARGO_PKG_VERSION");
 const CONTAINER: &str = "bashtool-remote-test";
 /// The README recipe's container.
 const RECIPE_CONTAINER: &str = "box";
@@ -149,30 +152,33 @@ fn start_daemon() -> Lab {
     lab
 }
 
+/// The host's busybox (a static one: busybox-static).
+fn busybox() -> &'static str {
+    ["/bin/busybox", "/usr/bin/busybox"]
+        .into_iter()
+        .find(|path| Path::new(path).exists())
+        .expect("busybox is installed (apt-get install busybox-static)")
+}
+
+/// A root filesystem in `dir/name` with busybox and `applets` linked to it.
+fn busybox_root(dir: &Path, name: &str, applets: &[&str]) -> PathBuf {
+    let root = dir.join(name);
+    for sub in ["bin", "tmp/work", "root", "proc", "dev", "sys", "etc"] {
+        std::fs::create_dir_all(root.join(sub)).expect("mkdir");
+    }
+    std::fs::copy(busybox(), root.join("bin/busybox")).expect("copy busybox");
+    for applet in applets {
+        std::os::unix::fs::symlink("busybox", root.join("bin").join(applet)).expect("symlink");
+    }
+    root
+}
+
 /// A root filesystem of local files: busybox, bash, bashtool (stripped)
 /// and the shared libraries both need, as a tarball.
 fn build_rootfs(dir: &Path) -> PathBuf {
-    let root = dir.join("rootfs");
-    for sub in [
-        "bin",
-        "tmp/work",
-        "root",
-        "proc",
-        "dev",
-        "sys",
-        "etc",
-        "usr/local/bin",
-        "work",
-    ] {
+    let root = busybox_root(dir, "rootfs", APPLETS);
+    for sub in ["usr/local/bin", "work"] {
         std::fs::create_dir_all(root.join(sub)).expect("mkdir");
-    }
-    let busybox = ["/bin/busybox", "/usr/bin/busybox"]
-        .into_iter()
-        .find(|path| Path::new(path).exists())
-        .expect("busybox is installed (apt-get install busybox-static)");
-    std::fs::copy(busybox, root.join("bin/busybox")).expect("copy busybox");
-    for applet in APPLETS {
-        std::os::unix::fs::symlink("busybox", root.join("bin").join(applet)).expect("symlink");
     }
     std::fs::copy("/bin/bash", root.join("bin/bash")).expect("copy bash");
     let binary = env!("CARGO_BIN_EXE_bashtool");
@@ -205,10 +211,30 @@ fn build_rootfs(dir: &Path) -> PathBuf {
         std::fs::create_dir_all(target.parent().expect("parent")).expect("mkdir");
         std::fs::copy(library, &target).expect("copy a library");
     }
-    let tarball = dir.join("rootfs.tar");
+    tar(&root)
+}
+
+/// A root filesystem of nothing but busybox and every applet it has: no
+/// bash, no C library, no bashtool.
+fn build_busybox_rootfs(dir: &Path) -> PathBuf {
+    let listing = Command::new(busybox())
+        .arg("--list")
+        .output()
+        .expect("busybox --list runs");
+    let listing = String::from_utf8_lossy(&listing.stdout);
+    let applets: Vec<&str> = listing
+        .lines()
+        .filter(|applet| *applet != "busybox")
+        .collect();
+    tar(&busybox_root(dir, "busybox-rootfs", &applets))
+}
+
+/// `root` as a tarball next to it.
+fn tar(root: &Path) -> PathBuf {
+    let tarball = root.with_extension("tar");
     let status = Command::new("tar")
         .arg("-C")
-        .arg(&root)
+        .arg(root)
         .arg("-cf")
         .arg(&tarball)
         .arg(".")
@@ -216,6 +242,21 @@ fn build_rootfs(dir: &Path) -> PathBuf {
         .expect("tar runs");
     assert!(status.success(), "tar failed");
     tarball
+}
+
+/// Whether the test can run: dockerd is installed (in CI it must be).
+fn dockerd_installed() -> bool {
+    if Path::new(DOCKERD).exists() {
+        return true;
+    }
+    // In CI the component must be there (.ci/run installs it): a skipped
+    // test would pass without proving anything.
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{DOCKERD} is missing in CI: .ci/run installs docker.io"
+    );
+    println!("SKIPPED: {DOCKERD} is not installed (apt-get install docker.io)");
+    false
 }
 
 /// Whether `pid` is alive (not a zombie) inside the container.
@@ -233,14 +274,7 @@ fn alive_in_container(socket: &str, pid: u32) -> bool {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn remote_exec_through_docker_exec() {
-    if !Path::new(DOCKERD).exists() {
-        // In CI the component must be there (.ci/run installs it): a
-        // skipped test would pass without proving anything.
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{DOCKERD} is missing in CI: .ci/run installs docker.io"
-        );
-        println!("SKIPPED: {DOCKERD} is not installed (apt-get install docker.io)");
+    if !dockerd_installed() {
         return;
     }
     let lab = start_daemon();
@@ -263,6 +297,8 @@ async fn remote_exec_through_docker_exec() {
         line: format!(
             "docker -H {socket} exec -i -e HOME=/root -e TMPDIR=/tmp {CONTAINER} /bashtool serve --cwd /tmp/work --kill-grace 1 --sandbox off"
         ),
+        upload: None,
+        sessions: true,
         remote_dir: "/tmp/work".to_owned(),
         // Probed inside the container, so numbered as its pid namespace
         // numbers them (as the server there reports its jobs' pids).
@@ -492,5 +528,160 @@ async fn the_readme_docker_recipe_works_as_written() {
     assert!(shown.contains("--sandbox off"), "{shown}");
     assert!(!project.path().join("never").exists());
     client.cancel().await.expect("closed");
+    drop(lab);
+}
+
+/// `bashtool run --remote-shell LINE` with the static build to upload.
+fn run_through_shell(lab: &Lab, line: &str, build: &Path, command: &str) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_bashtool"))
+        .env("BASHTOOL_STATE_DIR", lab.dir.join("state"))
+        .args(["run", "--remote-shell", line, "--serve-binary"])
+        .arg(build)
+        .args(["--cwd", "/tmp/work", "--sandbox", "off", "--", command])
+        .stdin(Stdio::null())
+        .output()
+        .expect("bashtool runs")
+}
+
+/// What `docker exec CONTAINER ARGS` printed, trimmed.
+fn in_container(lab: &Lab, container: &str, args: &[&str]) -> String {
+    let output = lab
+        .docker()
+        .args(["exec", container])
+        .args(args)
+        .output()
+        .expect("docker exec runs");
+    assert!(
+        output.status.success(),
+        "docker exec {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8_lossy(&output.stdout).trim().to_owned()
+}
+
+fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// `--remote-shell 'docker exec -i CONTAINER sh'` into an image of nothing
+/// but busybox: one command uploads the static build and runs; the second
+/// uploads nothing; a damaged binary over there is replaced, never run;
+/// then the transport scenarios; and a read-only or full container gets
+/// an error naming the cause.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_shell_bootstraps_a_busybox_only_container() {
+    if !dockerd_installed() {
+        return;
+    }
+    let lab = start_daemon();
+    let Some(build) = remote_support::static_build(&lab.dir) else {
+        return;
+    };
+    let tarball = build_busybox_rootfs(&lab.dir);
+    lab.docker_ok(&["import", &tarball.display().to_string(), BUSYBOX_IMAGE]);
+    let sleeping = |name: &str, extra: &[&str]| {
+        let mut args = vec!["run", "-d", "--network", "none", "--name", name];
+        args.extend(extra);
+        args.extend([BUSYBOX_IMAGE, "/bin/sleep", "100000"]);
+        lab.docker_ok(&args);
+    };
+    sleeping(CONTAINER, &[]);
+    let socket = lab.socket();
+    let line_into =
+        |container: &str| format!("docker -H {socket} exec -i -e HOME=/root {container} sh");
+    let line = line_into(CONTAINER);
+    let cache = format!("/root/.cache/bashtool/{VERSION}");
+
+    let first = run_through_shell(&lab, &line, &build, "echo hello from $(uname -m)");
+    assert!(first.status.success(), "{}", stderr(&first));
+    assert!(
+        String::from_utf8_lossy(&first.stdout).contains("hello from x86_64"),
+        "{first:?}"
+    );
+    assert!(
+        stderr(&first).contains("bashtool: uploading bashtool"),
+        "{}",
+        stderr(&first)
+    );
+    assert!(
+        stderr(&first).contains(&format!("installed as {cache}/bashtool")),
+        "{}",
+        stderr(&first)
+    );
+    assert_eq!(
+        in_container(&lab, CONTAINER, &["stat", "-c", "%a", &cache]),
+        "700"
+    );
+    let installed = format!("{cache}/bashtool");
+    assert_eq!(
+        in_container(&lab, CONTAINER, &["stat", "-c", "%a", &installed]),
+        "755"
+    );
+    assert_eq!(
+        in_container(&lab, CONTAINER, &["ls", "-A", &cache]),
+        "bashtool",
+        "no temp file is left"
+    );
+
+    let second = run_through_shell(&lab, &line, &build, "echo again");
+    assert!(second.status.success(), "{}", stderr(&second));
+    assert!(!stderr(&second).contains("upload"), "{}", stderr(&second));
+
+    // A cut binary over there fails the checksum: it is replaced, not run.
+    let cut = format!("head -c 100000 {installed} > /tmp/cut && cat /tmp/cut > {installed}");
+    in_container(&lab, CONTAINER, &["sh", "-c", &cut]);
+    let third = run_through_shell(&lab, &line, &build, "echo repaired");
+    assert!(third.status.success(), "{}", stderr(&third));
+    assert!(
+        stderr(&third).contains("bashtool: uploading bashtool"),
+        "{}",
+        stderr(&third)
+    );
+    let size = std::fs::metadata(&build)
+        .expect("the build")
+        .len()
+        .to_string();
+    assert_eq!(
+        in_container(&lab, CONTAINER, &["stat", "-c", "%s", &installed]),
+        size
+    );
+
+    let probe_socket = socket.clone();
+    let target = Target {
+        line: line.clone(),
+        upload: Some(Upload {
+            build: ServeBinary::open(&build).expect("a static build"),
+            serve_args: vec!["--sandbox".to_owned(), "off".to_owned()],
+        }),
+        // No bash in the image: commands run with busybox sh, and
+        // persistent sessions (which need bash) are not offered.
+        sessions: false,
+        remote_dir: "/tmp/work".to_owned(),
+        alive: Box::new(move |pid| alive_in_container(&probe_socket, pid)),
+        pids_in: bashtool_tests::pids_as_printed,
+        pid_file: lab.dir.join("transport.pid"),
+    };
+    remote_support::every_scenario(&target).await;
+    drop(target);
+
+    sleeping("read-only", &["--read-only"]);
+    let refused = run_through_shell(&lab, &line_into("read-only"), &build, "echo never");
+    assert!(!refused.status.success(), "{refused:?}");
+    assert!(refused.stdout.is_empty(), "nothing ran: {refused:?}");
+    assert!(
+        stderr(&refused).contains("the file system over there is read-only"),
+        "{}",
+        stderr(&refused)
+    );
+
+    sleeping("full", &["--read-only", "--tmpfs", "/tmp:size=256k"]);
+    let full = run_through_shell(&lab, &line_into("full"), &build, "echo never");
+    assert!(!full.status.success(), "{full:?}");
+    assert!(full.stdout.is_empty(), "nothing ran: {full:?}");
+    assert!(
+        stderr(&full).contains("the disk over there is full"),
+        "{}",
+        stderr(&full)
+    );
     drop(lab);
 }

@@ -12,7 +12,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use remote_support::Target;
+use bashtool_env_remote::ServeBinary;
+use remote_support::{Target, Upload};
 
 const SSHD: &str = "/usr/sbin/sshd";
 
@@ -90,6 +91,21 @@ fn start_sshd(dir: &Path) -> (Sshd, u16) {
     (sshd, port)
 }
 
+/// Whether the test can run: sshd is installed (in CI it must be).
+fn sshd_installed() -> bool {
+    if Path::new(SSHD).exists() {
+        return true;
+    }
+    // In CI the component must be there (.ci/run installs it): a skipped
+    // test would pass without proving anything.
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{SSHD} is missing in CI: .ci/run installs openssh-server"
+    );
+    println!("SKIPPED: {SSHD} is not installed (apt-get install openssh-server)");
+    false
+}
+
 fn ssh_line(dir: &Path, port: u16, remote_command: &str) -> String {
     format!(
         "ssh -p {port} -i '{key}' -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
@@ -100,14 +116,7 @@ fn ssh_line(dir: &Path, port: u16, remote_command: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn remote_exec_over_ssh_on_loopback() {
-    if !Path::new(SSHD).exists() {
-        // In CI the component must be there (.ci/run installs it): a
-        // skipped test would pass without proving anything.
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{SSHD} is missing in CI: .ci/run installs openssh-server"
-        );
-        println!("SKIPPED: {SSHD} is not installed (apt-get install openssh-server)");
+    if !sshd_installed() {
         return;
     }
     let temp = tempfile::tempdir().expect("temp dir");
@@ -123,9 +132,89 @@ async fn remote_exec_over_ssh_on_loopback() {
     );
     let target = Target {
         line: ssh_line(&dir, port, &serve),
+        upload: None,
+        sessions: true,
         remote_dir: format!("{}/work", dir.display()),
         // The server runs on this host: the pids a sandboxed command
         // prints map to pids here.
+        alive: Box::new(bashtool_tests::pid_alive),
+        pids_in: bashtool_tests::pids_in,
+        pid_file: dir.join("transport.pid"),
+    };
+    remote_support::every_scenario(&target).await;
+}
+
+/// `--remote-shell 'ssh … 127.0.0.1'`: a shell whose HOME is in the temp
+/// dir, so the cache (`~/.cache/bashtool/VERSION`) is the test's own. The
+/// first start uploads (this test's build: the server is this machine, its
+/// libraries are there; the static build when `.ci/test` names it), the
+/// second uploads nothing, and the transport scenarios pass through it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_shell_bootstraps_over_ssh_on_loopback() {
+    if !sshd_installed() {
+        return;
+    }
+    let temp = tempfile::tempdir().expect("temp dir");
+    let dir: PathBuf = temp.path().canonicalize().expect("canonical");
+    let (_sshd, port) = start_sshd(&dir);
+    for sub in ["home", "tmp", "state", "work"] {
+        std::fs::create_dir(dir.join(sub)).expect("mkdir");
+    }
+    let build = std::env::var_os("BASHTOOL_TEST_STATIC_BINARY").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_bashtool")),
+        PathBuf::from,
+    );
+    let shell = format!(
+        "HOME={dir}/home TMPDIR={dir}/tmp BASHTOOL_STATE_DIR={dir}/state XDG_CACHE_HOME= exec sh",
+        dir = dir.display()
+    );
+    let line = ssh_line(&dir, port, &shell);
+    let cache = dir.join(format!(
+        "home/.cache/bashtool/{}",
+        env!("CARGO_PKG_VERSION")
+    ));
+    let run = |command: &str| {
+        Command::new(env!("CARGO_BIN_EXE_bashtool"))
+            .env("BASHTOOL_STATE_DIR", dir.join("state"))
+            .args(["run", "--remote-shell", &line, "--serve-binary"])
+            .arg(&build)
+            .arg("--cwd")
+            .arg(dir.join("work"))
+            .args(["--", command])
+            .stdin(Stdio::null())
+            .output()
+            .expect("bashtool runs")
+    };
+    let first = run("echo first");
+    let stderr = String::from_utf8_lossy(&first.stderr).into_owned();
+    assert!(first.status.success(), "{stderr}");
+    assert!(
+        String::from_utf8_lossy(&first.stdout).contains("first"),
+        "{first:?}"
+    );
+    assert!(stderr.contains("bashtool: uploading bashtool"), "{stderr}");
+    assert_eq!(
+        std::fs::read(cache.join("bashtool")).expect("installed"),
+        std::fs::read(&build).expect("the build"),
+        "the installed binary is the build, byte for byte"
+    );
+    let second = run("echo second");
+    let stderr = String::from_utf8_lossy(&second.stderr).into_owned();
+    assert!(second.status.success(), "{stderr}");
+    assert!(
+        String::from_utf8_lossy(&second.stdout).contains("second"),
+        "{second:?}"
+    );
+    assert!(!stderr.contains("upload"), "{stderr}");
+
+    let target = Target {
+        line,
+        upload: Some(Upload {
+            build: ServeBinary::open(&build).expect("a Linux build"),
+            serve_args: Vec::new(),
+        }),
+        sessions: true,
+        remote_dir: format!("{}/work", dir.display()),
         alive: Box::new(bashtool_tests::pid_alive),
         pids_in: bashtool_tests::pids_in,
         pid_file: dir.join("transport.pid"),

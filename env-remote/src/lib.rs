@@ -40,6 +40,7 @@
 
 #![forbid(unsafe_code)]
 
+mod bootstrap;
 mod config;
 mod connection;
 mod error;
@@ -47,6 +48,9 @@ mod exec;
 pub mod protocol;
 mod transport;
 
+pub use bootstrap::{
+    Architecture, BootstrapEvent, MAX_UPLOADS, ProgressSink, ServeBinary, ShellTransport,
+};
 pub use config::{
     BACKSTOP_MARGIN, DEFAULT_HANDSHAKE_TIMEOUT, DEFAULT_REMOTE_KILL_GRACE, RemoteConfig,
 };

@@ -1,14 +1,15 @@
 //! How a connection to `bashtool serve` is made: any pair of byte streams.
-//! [`CommandTransport`] runs a command line with `sh -c` and talks to its
-//! stdin/stdout, which covers `ssh host bashtool serve`, `docker exec -i
-//! CONTAINER bashtool serve` (both tested against real daemons) and
-//! `kubectl exec -i POD -- bashtool serve` (untested) with one code path.
+//! [`CommandTransport`] runs a command line with `sh -c` (`cmd /C` on
+//! Windows) and talks to its stdin/stdout, which covers `ssh host bashtool
+//! serve`, `docker exec -i CONTAINER bashtool serve` (both tested against
+//! real daemons) and `kubectl exec -i POD -- bashtool serve` (untested)
+//! with one code path.
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt as _, AsyncWrite};
-use tokio::process::{Child, Command};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Error;
@@ -69,45 +70,82 @@ impl CommandTransport {
 #[async_trait::async_trait]
 impl Transport for CommandTransport {
     async fn connect(&self) -> Result<Link, Error> {
-        let mut command = Command::new("sh");
-        command
-            .arg("-c")
-            .arg(&self.command_line)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            // Its own group: a Ctrl-C at the terminal reaches bashtool,
-            // which cancels the call with a message, instead of killing
-            // ssh and losing the connection.
-            .process_group(0)
-            .kill_on_drop(true);
-        let mut child = command.spawn().map_err(|source| Error::Transport {
-            command_line: self.command_line.clone(),
-            source,
-        })?;
-        let (Some(stdin), Some(stdout), Some(stderr)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            return Err(Error::Transport {
-                command_line: self.command_line.clone(),
-                source: std::io::Error::other("the transport's pipes were not set up"),
-            });
-        };
-        let stderr_tail = StderrTail::default();
-        tokio::spawn(stderr_tail.clone().collect(stderr));
+        let started = start_line(&self.command_line)?;
         Ok(Link {
-            reader: Box::new(stdout),
-            writer: Box::new(stdin),
-            process: Some(TransportProcess {
-                child,
-                stderr: stderr_tail,
-            }),
+            reader: Box::new(started.stdout),
+            writer: Box::new(started.stdin),
+            process: Some(started.process),
         })
     }
 
     fn describe(&self) -> String {
         self.command_line.clone()
     }
+}
+
+/// A command line started by [`start_line`], with its pipes.
+pub(crate) struct StartedLine {
+    pub stdin: ChildStdin,
+    pub stdout: ChildStdout,
+    pub process: TransportProcess,
+}
+
+/// Starts `command_line` with the local shell (`sh -c`; on Windows `cmd
+/// /C`, which is what a command line there means), its stdin and stdout
+/// piped to us and its stderr kept for error messages.
+pub(crate) fn start_line(command_line: &str) -> Result<StartedLine, Error> {
+    let mut command = shell_command(command_line);
+    command
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true);
+    let mut child = command.spawn().map_err(|source| Error::Transport {
+        command_line: command_line.to_owned(),
+        source,
+    })?;
+    let (Some(stdin), Some(stdout), Some(stderr)) =
+        (child.stdin.take(), child.stdout.take(), child.stderr.take())
+    else {
+        return Err(Error::Transport {
+            command_line: command_line.to_owned(),
+            source: std::io::Error::other("the transport's pipes were not set up"),
+        });
+    };
+    let stderr_tail = StderrTail::default();
+    tokio::spawn(stderr_tail.clone().collect(stderr));
+    Ok(StartedLine {
+        stdin,
+        stdout,
+        process: TransportProcess {
+            child,
+            stderr: stderr_tail,
+        },
+    })
+}
+
+/// `sh -c LINE` in a process group of its own: a Ctrl-C at the terminal
+/// reaches bashtool, which cancels the call with a message, instead of
+/// killing ssh and losing the connection.
+#[cfg(unix)]
+fn shell_command(command_line: &str) -> Command {
+    let mut command = Command::new("sh");
+    command.arg("-c").arg(command_line).process_group(0);
+    command
+}
+
+/// `cmd /C LINE`, the line passed as written (cmd.exe does its own
+/// parsing), in a process group of its own for the same reason as on Unix.
+#[cfg(windows)]
+fn shell_command(command_line: &str) -> Command {
+    /// `CREATE_NEW_PROCESS_GROUP`: Ctrl-C in the console does not reach it.
+    const CREATE_NEW_PROCESS_GROUP: u32 = 0x0000_0200;
+    let mut command = Command::new("cmd");
+    command
+        .arg("/C")
+        .raw_arg(command_line)
+        .creation_flags(CREATE_NEW_PROCESS_GROUP);
+    command
 }
 
 /// The last bytes a transport wrote to its stderr.

@@ -127,9 +127,10 @@ pub fn launch(
             .collect(),
         controlling_terminal,
     };
-    // glibc's `posix_spawn` unless a step in the child is needed.
+    // glibc's `posix_spawn` unless a step in the child is needed (or the
+    // C library's cannot close inherited descriptors).
     let start = |c_launch: &CLaunch| {
-        if need_pre_exec(wrappers) || controlling_terminal {
+        if need_pre_exec(wrappers) || controlling_terminal || !posix_spawn::CLOSES_INHERITED_FDS {
             crate::clone::spawn(c_launch, &fds, wrappers)
         } else {
             posix_spawn::spawn(c_launch, &fds)

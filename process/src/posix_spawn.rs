@@ -32,6 +32,13 @@ pub(crate) const DEFAULT_SIGNALS: [libc::c_int; 5] = [
     libc::SIGPIPE,
 ];
 
+/// Whether this C library's `posix_spawn` can close every descriptor
+/// above the ones a child gets (glibc 2.34's `addclosefrom_np` file
+/// action). musl's cannot: there every launch takes the clone path
+/// (`clone.rs`), which closes them itself, so a descriptor a host left
+/// without close-on-exec never reaches a command.
+pub(crate) const CLOSES_INHERITED_FDS: bool = cfg!(target_env = "gnu");
+
 /// The descriptors the child gets: each `(source, target)` is duplicated
 /// onto `target`; stdin is `/dev/null` unless given. Every source must be
 /// close-on-exec and differ from every target (see [`ChildFds::new`]).
@@ -210,7 +217,10 @@ pub(crate) fn spawn(launch: &CLaunch, fds: &ChildFds) -> io::Result<u32> {
         }
         // Nothing else is inherited: a descriptor a host left without
         // close-on-exec (a jobserver pipe) would reach the command, and an
-        // inherited fd 10 trips a bash bug in `exec 10>a 11>b`.
+        // inherited fd 10 trips a bash bug in `exec 10>a 11>b`. (Only
+        // glibc has this action; elsewhere the clone path is taken, see
+        // `CLOSES_INHERITED_FDS`.)
+        #[cfg(target_env = "gnu")]
         check(libc::posix_spawn_file_actions_addclosefrom_np(
             &raw mut actions.0,
             first_free_fd(fds),

@@ -138,8 +138,11 @@ pub fn loopback_up() -> std::io::Result<()> {
         padding: [0; 22],
     };
     request.name[..2].copy_from_slice(b"lo");
+    // The request number's type is the C library's (glibc: unsigned long,
+    // musl: int).
+    let set_flags = libc::SIOCSIFFLAGS as libc::Ioctl;
     // SAFETY: SIOCSIFFLAGS reads an ifreq; ours has the kernel's layout and size.
-    let result = unsafe { libc::ioctl(socket, libc::SIOCSIFFLAGS, &raw mut request) };
+    let result = unsafe { libc::ioctl(socket, set_flags, &raw mut request) };
     let error = std::io::Error::last_os_error();
     // SAFETY: closes the socket opened above.
     unsafe { libc::close(socket) };
@@ -197,16 +200,17 @@ fn send_descriptor(channel: libc::c_int, fd: libc::c_int) -> std::io::Result<()>
     message.msg_iov = &raw mut data;
     message.msg_iovlen = 1;
     message.msg_control = control.0.as_mut_ptr().cast();
-    // SAFETY: CMSG_SPACE only computes a size.
+    // SAFETY: CMSG_SPACE only computes a size. (The field's type is the C
+    // library's: glibc size_t, musl socklen_t.)
     message.msg_controllen =
-        unsafe { libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) } as usize;
+        unsafe { libc::CMSG_SPACE(std::mem::size_of::<libc::c_int>() as u32) } as _;
     // SAFETY: the control buffer holds CMSG_SPACE(sizeof(int)) bytes
     // (24 ≤ 32), so the first header and its data lie inside it.
     unsafe {
         let header = libc::CMSG_FIRSTHDR(&raw const message);
         (*header).cmsg_level = libc::SOL_SOCKET;
         (*header).cmsg_type = libc::SCM_RIGHTS;
-        (*header).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as usize;
+        (*header).cmsg_len = libc::CMSG_LEN(std::mem::size_of::<libc::c_int>() as u32) as _;
         std::ptr::write_unaligned(libc::CMSG_DATA(header).cast::<libc::c_int>(), fd);
     }
     // SAFETY: sendmsg reads the message built above.
@@ -234,7 +238,7 @@ pub fn receive_descriptor(channel: &OwnedFd) -> std::io::Result<OwnedFd> {
     message.msg_iov = &raw mut data;
     message.msg_iovlen = 1;
     message.msg_control = control.0.as_mut_ptr().cast();
-    message.msg_controllen = control.0.len();
+    message.msg_controllen = control.0.len() as _;
     // SAFETY: recvmsg writes into the buffers described above.
     let received = unsafe {
         libc::recvmsg(

@@ -6,6 +6,7 @@
 //! audit later becomes a refusal, said so in the server's log.
 
 use std::io::Write as _;
+#[cfg(unix)]
 use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -32,8 +33,14 @@ impl ApprovalLog {
     /// The log in the per-user state directory, checked private (created
     /// 0700 if needed); `session` names who asks.
     pub fn open(session: impl Into<String>) -> anyhow::Result<Self> {
+        #[cfg(target_os = "linux")]
         let directory = bashtool_env_local::default_state_dir()?;
+        #[cfg(target_os = "linux")]
         bashtool_env_local::ensure_private_dir(&directory)?;
+        #[cfg(not(target_os = "linux"))]
+        let directory = crate::relay::default_state_dir()?;
+        #[cfg(not(target_os = "linux"))]
+        crate::relay::ensure_private_dir(&directory)?;
         Ok(Self {
             path: directory.join(LOG_FILE),
             session: session.into(),
@@ -59,15 +66,16 @@ impl ApprovalLog {
         let mut bytes = serde_json::to_vec(&line)?;
         bytes.push(b'\n');
         let _one_at_a_time = self.lock.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o600)
-            .custom_flags(libc::O_NOFOLLOW)
-            .open(&self.path)?;
+        let mut options = std::fs::OpenOptions::new();
+        options.create(true).append(true);
+        // On Windows the file is private by its directory's ACL
+        // (`%LOCALAPPDATA%`).
+        #[cfg(unix)]
+        options.mode(0o600).custom_flags(libc::O_NOFOLLOW);
+        let mut file = options.open(&self.path)?;
         // A file created by an older version, or copied in, is narrowed.
-        let metadata = file.metadata()?;
-        if metadata.permissions().mode() & 0o077 != 0 {
+        #[cfg(unix)]
+        if file.metadata()?.permissions().mode() & 0o077 != 0 {
             file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
         }
         file.write_all(&bytes)

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bashtool_core::{Approval, BashTool};
+#[cfg(target_os = "linux")]
 use bashtool_env_local::{LocalConfig, LocalExec};
 use clap::{Args, ValueEnum};
 
@@ -79,6 +80,9 @@ impl ApprovalArgs {
 /// (variables withheld, non-interactive, logs, the owner's tie) without
 /// the sandbox, a fresh shell per call and none started ahead. `None` when
 /// the sandbox is already off: there is nothing to step outside of.
+/// Linux only: the relay build has no local environment, so it does not
+/// offer `outside_sandbox` at all.
+#[cfg(target_os = "linux")]
 pub fn unsandboxed_exec(local: &LocalConfig) -> Option<LocalExec> {
     local.confinement.as_ref()?;
     let config = LocalConfig {
@@ -97,11 +101,13 @@ pub const CALL_HINT: &str = "bashtool call never asks for approval: it has no pe
 /// How one `bashtool run` asks: on its terminal, when stdin is one.
 pub struct RunAsking {
     approval: Option<Arc<dyn Approval>>,
+    #[cfg(target_os = "linux")]
     unsandboxed: Option<LocalExec>,
     hint: String,
 }
 
 /// The asking of `bashtool run` with these flags.
+#[cfg_attr(not(target_os = "linux"), allow(unused_variables))]
 pub fn for_run(
     args: &ApprovalArgs,
     tool: &ToolArgs,
@@ -110,6 +116,7 @@ pub fn for_run(
     let settings = args.settings()?;
     let off = RunAsking {
         approval: None,
+        #[cfg(target_os = "linux")]
         unsandboxed: None,
         hint: format!("asking is off (--approvals off); {RESTART_HINT}"),
     };
@@ -136,7 +143,10 @@ pub fn for_run(
             });
         }
     };
-    let unsandboxed = if remote.remote.is_some() {
+    // A call outside the sandbox runs here, unsandboxed: never when the
+    // commands run elsewhere (--remote or --remote-shell).
+    #[cfg(target_os = "linux")]
+    let unsandboxed = if remote.is_remote() {
         None
     } else {
         let (_, local) = tool.local_settings(&tool.file()?)?;
@@ -147,6 +157,7 @@ pub fn for_run(
             inner: terminal,
             log,
         })),
+        #[cfg(target_os = "linux")]
         unsandboxed,
         hint: String::new(),
     })
@@ -155,10 +166,11 @@ pub fn for_run(
 impl RunAsking {
     /// `tool`, asking as decided.
     pub fn tool(&self, tool: BashTool) -> BashTool {
-        let mut tool = tool;
-        if let Some(unsandboxed) = &self.unsandboxed {
-            tool = tool.with_unsandboxed(Arc::new(unsandboxed.clone()));
-        }
+        #[cfg(target_os = "linux")]
+        let tool = match &self.unsandboxed {
+            Some(unsandboxed) => tool.with_unsandboxed(Arc::new(unsandboxed.clone())),
+            None => tool,
+        };
         match &self.approval {
             Some(approval) => tool.with_approval(Arc::clone(approval)),
             None => tool.with_no_approval_hint(self.hint.clone()),
@@ -166,7 +178,9 @@ impl RunAsking {
     }
 
     /// Waits for what the call outside the sandbox left to be stopped.
+    #[cfg_attr(not(target_os = "linux"), allow(clippy::unused_async))]
     pub async fn finish(&self) {
+        #[cfg(target_os = "linux")]
         if let Some(unsandboxed) = &self.unsandboxed {
             unsandboxed.shutdown().await;
         }

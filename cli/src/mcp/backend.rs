@@ -55,6 +55,9 @@ impl Backend {
         let asker = asker(settings);
         let mut tool = BashTool::new(tool_config.clone(), exec);
         if asker.is_some() {
+            // The relay build has no local environment: `outside_sandbox`
+            // is not offered there.
+            #[cfg(target_os = "linux")]
             if matches!(environment, Exec::Stateless(_) | Exec::Session(_))
                 && let Some(unsandboxed) =
                     crate::approvals::unsandboxed_exec(&settings.environment.local)

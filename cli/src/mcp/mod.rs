@@ -73,8 +73,10 @@ pub fn served_bash_tool(args: &McpArgs) -> anyhow::Result<rmcp::model::Tool> {
 
 /// Serves one client on stdin/stdout until it goes away or a signal comes,
 /// then stops the calls, the jobs (unless kept) and the environment.
+#[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
 async fn serve_stdio(mut settings: Settings) -> anyhow::Result<ExitCode> {
     let grace = settings.shutdown_grace();
+    #[cfg(target_os = "linux")]
     crate::environment::tie_to_this_process(&mut settings.environment.local);
     // An environment that cannot be opened still gets a server: the client
     // is told why (in the instructions, and by every call) instead of

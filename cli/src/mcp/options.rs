@@ -7,6 +7,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+#[cfg(target_os = "linux")]
 use anyhow::Context as _;
 use bashtool_core::ToolConfig;
 use clap::Args;
@@ -17,6 +18,7 @@ use crate::config::{FileConfig, seconds};
 use crate::environment::ServerEnvironment;
 use crate::logging;
 use crate::options::{RemoteArgs, ToolArgs};
+use crate::remote::Remote;
 
 /// How often progress notifications may be sent, by default.
 const PROGRESS_INTERVAL: Duration = Duration::from_millis(250);
@@ -160,7 +162,10 @@ impl Settings {
     pub fn new(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Self> {
         let cwd = args.tool.requested_directory(file.cwd.as_deref())?;
         // With --remote, --cwd names a directory over there.
-        let remote = args.remote.remote.clone().or_else(|| file.remote.clone());
+        let remote =
+            Remote::from_flags(&args.remote, args.tool.serve_args(), file.remote.as_ref())?;
+        #[cfg(not(target_os = "linux"))]
+        anyhow::ensure!(remote.is_some(), crate::relay::needs_remote());
         anyhow::ensure!(
             remote.is_some() || cwd.is_dir(),
             "the working directory {} is not an existing directory",
@@ -188,6 +193,7 @@ impl Settings {
             !(stateless && args.tool.session.is_some()),
             "--session and --stateless exclude each other: a named session is a persistent one"
         );
+        #[cfg(target_os = "linux")]
         let session_path = args
             .tool
             .session
@@ -207,23 +213,15 @@ impl Settings {
         );
         let http = http_settings(args)?;
         anyhow::ensure!(
-            http.is_none() || remote.is_none(),
-            "--http with --remote is not supported: each HTTP session would need its own connection; \
-             run `bashtool mcp --http` where the commands should run instead"
-        );
-        anyhow::ensure!(
             http.is_none() || args.tool.session.is_none(),
             "--http with --session is not supported: --session names one shell, and over HTTP each \
              MCP session gets its own"
         );
         let keep_jobs = args.keep_jobs || file.keep_jobs.unwrap_or(false);
-        // With --remote the sandbox flags go to the server, which applies
-        // them over there (their paths are its paths).
-        let mut local = if remote.is_some() {
-            args.tool.local_config_unconfined(&mut tool, file, cwd)?
-        } else {
-            args.tool.local_config(&mut tool, file, cwd)?
-        };
+        // With a remote the sandbox flags, the allowed domains, the limits
+        // and the masking go to the server in `initialize` (for --remote
+        // and --remote-shell alike), which applies them over there (their
+        // paths are its paths).
         let remote_sandbox = remote.as_ref().and_then(|_| args.tool.remote_sandbox(file));
         let remote_allowed_domains = if remote.is_some() {
             args.tool
@@ -232,38 +230,28 @@ impl Settings {
         } else {
             Vec::new()
         };
-        if remote.is_none() {
-            crate::limits::check_enforceable(&local.limits)?;
-        }
-        local.keep_jobs_on_drop = keep_jobs;
-        // A long-lived server: the next call's fresh shell is started while
-        // the client reads this one's answer.
-        local.warm_shells = usize::from(stateless);
-        for pair in &args.env {
-            let (key, value) = pair
-                .split_once('=')
-                .with_context(|| format!("--env {pair}: expected KEY=VALUE"))?;
-            anyhow::ensure!(
-                bashtool_core::is_valid_variable_name(key),
-                "--env {pair}: {key:?} is not a valid variable name"
-            );
-            local.env.insert(key.to_owned(), value.to_owned());
-        }
-        if let Some(directory) = &args.log_dir {
-            local.log_dir = Some(current_dir_join(directory)?);
-        }
         let redact = args.tool.redact_settings(file)?;
-        if remote.is_some() {
-            // Masked here with this side's variables, and over there with
-            // that side's (the settings travel in `initialize`).
-            tool.redactor =
-                crate::redact::redactor(&redact, &args.tool.env_policy(file), &local.env);
-        } else {
-            tool.redactor = crate::redact::apply(&redact, &mut local);
-        }
-        if let Some(directory) = &local.log_dir {
-            std::fs::create_dir_all(directory)
-                .with_context(|| format!("creating the log directory {}", directory.display()))?;
+        #[cfg(target_os = "linux")]
+        let local = {
+            let is_remote = remote.is_some();
+            let mut local =
+                local_config(args, file, &mut tool, cwd, stateless, keep_jobs, is_remote)?;
+            tool.redactor = if is_remote {
+                // Masked here with this side's variables, and over there
+                // with that side's.
+                crate::redact::redactor(&redact, &args.tool.env_policy(file), &local.env)
+            } else {
+                crate::redact::apply(&redact, &mut local)
+            };
+            local
+        };
+        #[cfg(not(target_os = "linux"))]
+        {
+            tool.redactor = crate::redact::redactor(
+                &redact,
+                &args.tool.env_policy(file),
+                &std::collections::BTreeMap::new(),
+            );
         }
 
         let progress_interval = args
@@ -274,10 +262,16 @@ impl Settings {
         Ok(Self {
             tool,
             environment: ServerEnvironment {
+                #[cfg(target_os = "linux")]
                 local,
+                #[cfg(not(target_os = "linux"))]
+                kill_grace: relay_kill_grace(args, file)?,
+                #[cfg(not(target_os = "linux"))]
+                limits: args.tool.limit_settings(file)?,
                 remote,
                 stateless,
                 session_name: args.tool.session.clone(),
+                #[cfg(target_os = "linux")]
                 session_path,
                 keep_jobs,
                 remote_sandbox,
@@ -294,7 +288,62 @@ impl Settings {
 
     /// How long running calls get to stop at shutdown.
     pub fn shutdown_grace(&self) -> Duration {
-        self.environment.local.kill_grace + SHUTDOWN_MARGIN
+        self.environment.kill_grace() + SHUTDOWN_MARGIN
+    }
+}
+
+/// The local environment of a server: the shared flags and the file, then
+/// the server's own (`--env`, `--log-dir`, jobs kept, warm shells). With a
+/// remote, without the sandbox (applied over there) and without checking
+/// the limits here (enforced over there).
+#[cfg(target_os = "linux")]
+fn local_config(
+    args: &McpArgs,
+    file: &FileConfig,
+    tool: &mut ToolConfig,
+    cwd: PathBuf,
+    stateless: bool,
+    keep_jobs: bool,
+    remote: bool,
+) -> anyhow::Result<bashtool_env_local::LocalConfig> {
+    let mut local = if remote {
+        args.tool.local_config_unconfined(tool, file, cwd)?
+    } else {
+        let local = args.tool.local_config(tool, file, cwd)?;
+        crate::limits::check_enforceable(&local.limits)?;
+        local
+    };
+    local.keep_jobs_on_drop = keep_jobs;
+    // A long-lived server: the next call's fresh shell is started while
+    // the client reads this one's answer.
+    local.warm_shells = usize::from(stateless);
+    for pair in &args.env {
+        let (key, value) = pair
+            .split_once('=')
+            .with_context(|| format!("--env {pair}: expected KEY=VALUE"))?;
+        anyhow::ensure!(
+            bashtool_core::is_valid_variable_name(key),
+            "--env {pair}: {key:?} is not a valid variable name"
+        );
+        local.env.insert(key.to_owned(), value.to_owned());
+    }
+    if let Some(directory) = &args.log_dir {
+        local.log_dir = Some(current_dir_join(directory)?);
+    }
+    if let Some(directory) = &local.log_dir {
+        std::fs::create_dir_all(directory)
+            .with_context(|| format!("creating the log directory {}", directory.display()))?;
+    }
+    Ok(local)
+}
+
+/// The relay build's kill grace: `--kill-grace`, else the file's, else 2 s.
+#[cfg(not(target_os = "linux"))]
+fn relay_kill_grace(args: &McpArgs, file: &FileConfig) -> anyhow::Result<Duration> {
+    match (args.tool.kill_grace, file.timeouts.kill_grace) {
+        (Some(grace), _) => seconds("--kill-grace", grace, 600.0),
+        (None, Some(grace)) => seconds("timeouts.kill_grace", grace, 600.0),
+        (None, None) => Ok(bashtool_env_remote::DEFAULT_REMOTE_KILL_GRACE),
     }
 }
 
@@ -329,6 +378,7 @@ fn parse_address(value: &str) -> anyhow::Result<SocketAddr> {
     })
 }
 
+#[cfg(target_os = "linux")]
 fn current_dir_join(path: &std::path::Path) -> anyhow::Result<PathBuf> {
     Ok(std::env::current_dir()
         .context("reading the current directory")?

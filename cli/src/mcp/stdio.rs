@@ -13,7 +13,8 @@
 //! opened again through `/proc/self/fd`, a new open file description whose
 //! `O_NONBLOCK` is ours alone; a socket is never switched to non-blocking,
 //! each `recv`/`send` asks not to wait (`MSG_DONTWAIT`). Anything else (a
-//! terminal, a file, no `/proc`) keeps tokio's blocking-pool streams.
+//! terminal, a file, no `/proc`) keeps tokio's blocking-pool streams, as
+//! does every descriptor on other systems than Linux (the relay build).
 //!
 //! Messages arrive one per line, read with a hard cap ([`read_line`],
 //! [`MAX_LINE_BYTES`]) by both servers that read lines from a client, MCP
@@ -22,17 +23,24 @@
 //! error carrying the request's id when either end of the line shows it.
 
 use std::io;
+#[cfg(target_os = "linux")]
 use std::os::fd::{AsFd, AsRawFd as _, BorrowedFd, OwnedFd};
+#[cfg(target_os = "linux")]
 use std::os::unix::fs::FileTypeExt as _;
+#[cfg(target_os = "linux")]
 use std::pin::Pin;
+#[cfg(target_os = "linux")]
 use std::task::{Context, Poll, ready};
 
+#[cfg(target_os = "linux")]
 use bashtool_process::Registered;
+#[cfg(target_os = "linux")]
 use nix::sys::socket::{MsgFlags, SockType, getsockopt, recv, send, sockopt};
 use serde_json::Value;
-use tokio::io::{
-    AsyncBufReadExt as _, AsyncRead, AsyncReadExt as _, AsyncWrite, BufReader, ReadBuf,
-};
+#[cfg(target_os = "linux")]
+use tokio::io::ReadBuf;
+use tokio::io::{AsyncBufReadExt as _, AsyncRead, AsyncReadExt as _, AsyncWrite, BufReader};
+#[cfg(target_os = "linux")]
 use tokio::net::unix::pipe;
 
 /// Largest message accepted, newline included: a batch of 64 commands of
@@ -183,10 +191,11 @@ pub type Output = Box<dyn AsyncWrite + Unpin + Send>;
 
 /// The server's stdin.
 pub fn input() -> Input {
-    reader_for(io::stdin().as_fd())
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| Box::new(tokio::io::stdin()))
+    #[cfg(target_os = "linux")]
+    if let Ok(Some(reader)) = reader_for(io::stdin().as_fd()) {
+        return reader;
+    }
+    Box::new(tokio::io::stdin())
 }
 
 /// A reader of `file` (`bashtool serve` keeps its stdin on a private
@@ -201,19 +210,22 @@ pub fn reader_of(file: std::fs::File) -> Input {
 
 /// The server's stdout.
 pub fn output() -> Output {
-    writer_for(io::stdout().as_fd())
-        .ok()
-        .flatten()
-        .unwrap_or_else(|| Box::new(tokio::io::stdout()))
+    #[cfg(target_os = "linux")]
+    if let Ok(Some(writer)) = writer_for(io::stdout().as_fd()) {
+        return writer;
+    }
+    Box::new(tokio::io::stdout())
 }
 
 /// What a descriptor is, as far as choosing how to drive it goes.
+#[cfg(target_os = "linux")]
 enum Kind {
     Pipe,
     StreamSocket,
     Other,
 }
 
+#[cfg(target_os = "linux")]
 fn kind_of(fd: BorrowedFd<'_>) -> io::Result<Kind> {
     let file_type = std::fs::File::from(fd.try_clone_to_owned()?)
         .metadata()?
@@ -229,6 +241,7 @@ fn kind_of(fd: BorrowedFd<'_>) -> io::Result<Kind> {
 
 /// A reader of `fd` driven by the event loop, or `None` where only the
 /// blocking pool can read it.
+#[cfg(target_os = "linux")]
 fn reader_for(fd: BorrowedFd<'_>) -> io::Result<Option<Input>> {
     driven(
         fd,
@@ -241,6 +254,7 @@ fn reader_for(fd: BorrowedFd<'_>) -> io::Result<Option<Input>> {
 /// blocking pool can write it. A pipe nobody reads any more cannot be
 /// opened again (ENXIO): the fallback's first write then fails as it
 /// would have.
+#[cfg(target_os = "linux")]
 fn writer_for(fd: BorrowedFd<'_>) -> io::Result<Option<Output>> {
     driven(
         fd,
@@ -252,6 +266,7 @@ fn writer_for(fd: BorrowedFd<'_>) -> io::Result<Option<Output>> {
 /// `fd` as the event loop drives it: a pipe opened again through `path`
 /// by `from_pipe`, a stream socket by `from_socket`; `None` for anything
 /// else.
+#[cfg(target_os = "linux")]
 fn driven<T>(
     fd: BorrowedFd<'_>,
     from_pipe: impl FnOnce(String) -> io::Result<T>,
@@ -266,10 +281,12 @@ fn driven<T>(
 
 /// A stream socket read and written without waiting, through a copy of
 /// the descriptor registered with the event loop.
+#[cfg(target_os = "linux")]
 struct Socket {
     fd: Registered<OwnedFd>,
 }
 
+#[cfg(target_os = "linux")]
 impl Socket {
     fn new(fd: BorrowedFd<'_>) -> io::Result<Self> {
         let copy = fd.try_clone_to_owned()?;
@@ -282,6 +299,7 @@ impl Socket {
     }
 }
 
+#[cfg(target_os = "linux")]
 impl AsyncRead for Socket {
     fn poll_read(
         self: Pin<&mut Self>,
@@ -305,6 +323,7 @@ impl AsyncRead for Socket {
     }
 }
 
+#[cfg(target_os = "linux")]
 impl AsyncWrite for Socket {
     fn poll_write(
         self: Pin<&mut Self>,

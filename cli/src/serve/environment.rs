@@ -95,6 +95,18 @@ impl Environment {
             (None, asked) => asked.cloned(),
         };
         let persistent = name.is_some() || requested.is_some();
+        // The session's driver is a bash program: with another shell (`sh`
+        // where there is no bash) only fresh shells per call can work.
+        anyhow::ensure!(
+            !persistent
+                || settings
+                    .local
+                    .shell
+                    .file_name()
+                    .is_some_and(|name| name == "bash"),
+            "a persistent session needs bash, and commands here run with {} (no bash on this machine?): use a fresh shell per call (`mcp --stateless`, or no --session), or install bash",
+            settings.local.shell.display()
+        );
         let keep_jobs = settings.keep_jobs || params.keep_jobs;
         // The client's limits, its own `--limit` capping them; one that
         // cannot be enforced here fails the handshake, naming why.

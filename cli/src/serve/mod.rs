@@ -62,6 +62,9 @@ pub struct ServeArgs {
     /// Logging on stderr: error, warn, info, debug, trace or a RUST_LOG filter [default: $RUST_LOG, else warn]
     #[arg(long, value_name = "LEVEL")]
     pub log_level: Option<String>,
+    /// The shell that runs commands, e.g. sh where there is no bash (--remote-shell passes it then); persistent sessions need bash [default: bash, or the config file's `shell`]
+    #[arg(long, value_name = "PROGRAM")]
+    pub shell: Option<std::path::PathBuf>,
 }
 
 pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
@@ -77,6 +80,9 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     // excepted); the next start stops what was left.
     crate::environment::tie_to_this_process(&mut local);
     local.keep_jobs_on_drop = args.keep_jobs;
+    if let Some(shell) = &args.shell {
+        local.shell.clone_from(shell);
+    }
     if let Some(name) = &args.tool.session {
         // Refuse a bad name now, not at the first connection.
         crate::session::snapshot_path(name)?;

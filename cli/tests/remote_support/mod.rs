@@ -6,11 +6,13 @@
 
 #![allow(dead_code)]
 
-use std::sync::PoisonError;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
 use bashtool_core::{CommandExec, CommandResult, ExecMode, Jobs, ReadFrom, SpawnOptions};
-use bashtool_env_remote::{RemoteConfig, RemoteExec, SessionRequest};
+use bashtool_env_remote::{RemoteConfig, RemoteExec, ServeBinary, SessionRequest, ShellTransport};
 use bashtool_tests::{
     DEATH_LIMIT, echo_pid, escapee, grandchildren_script, pid_watch, qualified_pid, survivors_by,
     text,
@@ -22,8 +24,13 @@ pub const SAFETY: Duration = Duration::from_secs(60);
 
 /// A remote environment to drive.
 pub struct Target {
-    /// The transport command line that starts `bashtool serve` over there.
+    /// The transport command line that starts `bashtool serve` over there,
+    /// or with [`Target::upload`] one that opens a POSIX shell there.
     pub line: String,
+    /// `Some`: [`Target::line`] opens a shell (`--remote-shell`).
+    pub upload: Option<Upload>,
+    /// Whether bash is over there: persistent sessions need it.
+    pub sessions: bool,
     /// A writable directory over there.
     pub remote_dir: String,
     /// Whether a pid over there is alive (not a zombie), asked by the test.
@@ -35,15 +42,38 @@ pub struct Target {
     pub pid_file: std::path::PathBuf,
 }
 
+/// What a shell line's target uploads and starts.
+pub struct Upload {
+    /// The build uploaded when no `serve` of this version is there.
+    pub build: ServeBinary,
+    /// `serve`'s flags beyond `--cwd remote_dir --kill-grace 1`.
+    pub serve_args: Vec<String>,
+}
+
 impl Target {
     fn exec(&self, config: RemoteConfig) -> RemoteExec {
-        RemoteExec::command(
-            self.line.clone(),
-            RemoteConfig {
-                remote_kill_grace: Duration::from_secs(1),
-                ..config
-            },
-        )
+        self.exec_through(self.line.clone(), config)
+    }
+
+    /// The environment reached through `line` (the target's line, or one
+    /// wrapped around it).
+    fn exec_through(&self, line: String, config: RemoteConfig) -> RemoteExec {
+        let config = RemoteConfig {
+            remote_kill_grace: Duration::from_secs(1),
+            ..config
+        };
+        match &self.upload {
+            None => RemoteExec::command(line, config),
+            Some(upload) => {
+                let mut serve_args: Vec<String> = ["--cwd", &self.remote_dir, "--kill-grace", "1"]
+                    .map(str::to_owned)
+                    .to_vec();
+                serve_args.extend(upload.serve_args.iter().cloned());
+                let transport =
+                    ShellTransport::new(line, Some(upload.build.clone())).serve_args(serve_args);
+                RemoteExec::new(Arc::new(transport), config)
+            }
+        }
     }
 
     /// Waits until none of `pids` is alive over there; returns the survivors.
@@ -64,7 +94,9 @@ pub async fn every_scenario(target: &Target) {
     timeout_stops_the_remote_tree(target).await;
     cancel_stops_the_remote_tree(target).await;
     background_jobs(target).await;
-    session_survives_reconnect(target).await;
+    if target.sessions {
+        session_survives_reconnect(target).await;
+    }
     killing_the_local_client_stops_the_remote_processes(target).await;
 }
 
@@ -73,7 +105,12 @@ pub async fn exit_codes_and_streaming(target: &Target) {
     let exec = target.exec(RemoteConfig::default());
     let info = exec.connect().await.expect("handshake");
     assert_eq!(info.protocol, "bashtool-serve/1");
-    assert_eq!(exec.environment().name, format!("remote: {}", target.line));
+    // A shell line's name may carry a note (no bash there).
+    let name = exec.environment().name;
+    assert!(
+        name.starts_with(&format!("remote: {}", target.line)),
+        "{name}"
+    );
     for (command, code) in [("true", 0), ("false", 1), ("exit 42", 42)] {
         let result = run(&exec, command, SpawnOptions::default().timeout(SAFETY)).await;
         assert_eq!(result.exit_code, Some(code), "{command}");
@@ -234,13 +271,7 @@ pub async fn killing_the_local_client_stops_the_remote_processes(target: &Target
         qualified_pid("$$"),
         target.line
     );
-    let exec = RemoteExec::command(
-        line,
-        RemoteConfig {
-            remote_kill_grace: Duration::from_secs(1),
-            ..RemoteConfig::default()
-        },
-    );
+    let exec = target.exec_through(line, RemoteConfig::default());
     let printed = CancellationToken::new();
     let (seen, sink) = pid_watch(1, printed.clone());
     let command = format!("sh -c '{}; exec sleep 300' & wait", echo_pid("$$"));
@@ -281,4 +312,33 @@ pub async fn killing_the_local_client_stops_the_remote_processes(target: &Target
     .await;
     assert_eq!(text(&again), "reconnected");
     exec.shutdown(SAFETY).await;
+}
+
+/// The static Linux build (`x86_64-unknown-linux-musl`) that `.ci/test`
+/// builds and names in `BASHTOOL_TEST_STATIC_BINARY`, stripped into `dir`
+/// (a smaller upload). `None` outside CI when it is not named (the caller
+/// prints why it skips); in CI its absence fails the test.
+pub fn static_build(dir: &Path) -> Option<PathBuf> {
+    let Some(path) = std::env::var_os("BASHTOOL_TEST_STATIC_BINARY") else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "BASHTOOL_TEST_STATIC_BINARY is not set in CI: .ci/test builds the musl binary and sets it"
+        );
+        println!(
+            "SKIPPED: set BASHTOOL_TEST_STATIC_BINARY to a static build \
+             (cargo build -p bashtool-cli --target x86_64-unknown-linux-musl)"
+        );
+        return None;
+    };
+    let stripped = dir.join("bashtool-static");
+    let done = Command::new("strip")
+        .arg("-o")
+        .arg(&stripped)
+        .arg(&path)
+        .status()
+        .is_ok_and(|status| status.success());
+    if !done {
+        std::fs::copy(&path, &stripped).expect("copy the static build");
+    }
+    Some(stripped)
 }

@@ -48,6 +48,7 @@ use crate::signals::StopSignals;
 type Body = BoxBody<Bytes, Infallible>;
 
 /// Serves until SIGTERM, SIGINT or SIGHUP, then shuts every session down.
+#[cfg_attr(not(target_os = "linux"), allow(unused_mut))]
 pub async fn serve(mut settings: Settings, http: HttpSettings) -> anyhow::Result<ExitCode> {
     let HttpSettings {
         address,
@@ -60,6 +61,13 @@ pub async fn serve(mut settings: Settings, http: HttpSettings) -> anyhow::Result
     let signals = StopSignals::install()?;
     // A bad token file is refused before anything listens.
     let given_token = token_file.as_deref().map(token::read).transpose()?;
+    if settings.environment.remote.is_some() {
+        // As over stdio: a wrong line (or an upload that cannot be made)
+        // fails now, before anything listens or a token is made, not at
+        // the first client's initialize.
+        let first = settings.environment.open(&settings.tool).await?;
+        first.close(grace).await?;
+    }
     let listener = TcpListener::bind(address)
         .await
         .with_context(|| format!("--http {address}: cannot listen there"))?;
@@ -75,7 +83,10 @@ pub async fn serve(mut settings: Settings, http: HttpSettings) -> anyhow::Result
     let (token, generated) = if let Some(token) = given_token {
         (token, None)
     } else {
+        #[cfg(target_os = "linux")]
         let state = bashtool_env_local::default_state_dir()?;
+        #[cfg(not(target_os = "linux"))]
+        let state = crate::relay::default_state_dir()?;
         let (token, path) = token::generate(&state, bound.port())?;
         (token, Some(path))
     };
@@ -87,6 +98,7 @@ pub async fn serve(mut settings: Settings, http: HttpSettings) -> anyhow::Result
             path.display()
         );
     }
+    #[cfg(target_os = "linux")]
     crate::environment::tie_to_this_process(&mut settings.environment.local);
     let sessions = Sessions::new(settings, grace);
     let stop = CancellationToken::new();

@@ -71,27 +71,26 @@ impl Sessions {
         }
     }
 
-    /// A handler for a new MCP session (rmcp's service factory). Cheap: the
-    /// shell starts with the first call.
+    /// A handler for a new MCP session (rmcp's service factory). Locally
+    /// cheap: the shell starts with the first call; a remote one connects
+    /// (one round trip, plus the handshake). A session whose environment
+    /// cannot be opened (a sandbox the kernel cannot enforce, a remote that
+    /// refuses) still answers, its instructions and every call saying why;
+    /// a remote one is tried again by each call.
     pub fn open(&self) -> SessionServer {
         let inner = &self.inner;
         let settings = &inner.settings;
-        // `--remote` is refused with `--http`: every session is local. One
-        // that cannot be opened still answers, saying why.
-        let (environment, problem) = match settings.environment.open_local(&settings.tool) {
-            Ok(environment) => (environment, None),
-            Err(error) => {
-                let reason = format!("{error:#}");
-                tracing::error!(%reason, "a session's environment could not be opened");
-                let unavailable = crate::environment::Unavailable {
-                    reason: reason.clone(),
-                };
-                (Exec::Unavailable(Arc::new(unavailable)), Some(reason))
-            }
-        };
+        // A remote session connects now, as a stdio server does at start,
+        // so that the model is told what the environment over there is.
+        // rmcp asks for the handler synchronously, on a worker of the
+        // multi-threaded runtime, which may block in place.
+        let (environment, problem) = tokio::task::block_in_place(|| {
+            tokio::runtime::Handle::current()
+                .block_on(settings.environment.open_or_explain(&settings.tool))
+        });
         let mut backend = Backend::new(settings, &environment);
         if let Some(problem) = &problem {
-            backend.explain_problem(problem, false);
+            backend.explain_problem(problem, settings.environment.remote.is_some());
         }
         let server = BashServer::new(backend, settings.progress_interval);
         let id = inner.next_id.fetch_add(1, Ordering::Relaxed);

@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 use std::io::{Read as _, Write as _};
+#[cfg(unix)]
 use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _};
 use std::path::{Path, PathBuf};
 
@@ -25,20 +26,25 @@ pub fn read(path: &Path) -> anyhow::Result<String> {
         "--token-file {}: not a regular file",
         path.display()
     );
-    anyhow::ensure!(
-        metadata.uid() == nix::unistd::geteuid().as_raw(),
-        "--token-file {}: it belongs to another user (uid {}); the token file must be yours",
-        path.display(),
-        metadata.uid()
-    );
-    let group_and_others = metadata.mode() & 0o077;
-    anyhow::ensure!(
-        group_and_others == 0,
-        "--token-file {}: group or others may access it (mode {:o}); run `chmod 600 {}`",
-        path.display(),
-        metadata.mode() & 0o777,
-        path.display()
-    );
+    // On Windows the file's ACL decides who reads it: a file under the
+    // user's profile is the user's.
+    #[cfg(unix)]
+    {
+        anyhow::ensure!(
+            metadata.uid() == nix::unistd::geteuid().as_raw(),
+            "--token-file {}: it belongs to another user (uid {}); the token file must be yours",
+            path.display(),
+            metadata.uid()
+        );
+        let group_and_others = metadata.mode() & 0o077;
+        anyhow::ensure!(
+            group_and_others == 0,
+            "--token-file {}: group or others may access it (mode {:o}); run `chmod 600 {}`",
+            path.display(),
+            metadata.mode() & 0o777,
+            path.display()
+        );
+    }
     let mut text = String::new();
     file.read_to_string(&mut text)
         .with_context(|| format!("--token-file {}: not UTF-8 text", path.display()))?;
@@ -60,14 +66,18 @@ pub fn read(path: &Path) -> anyhow::Result<String> {
 /// private `state_dir` (made 0700 if needed). Returns the token and the file.
 pub fn generate(state_dir: &Path, port: u16) -> anyhow::Result<(String, PathBuf)> {
     let mut bytes = [0u8; RANDOM_BYTES];
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut random| random.read_exact(&mut bytes))
-        .context("reading /dev/urandom for the HTTP token")?;
+    getrandom::fill(&mut bytes)
+        .map_err(|error| anyhow::anyhow!("{error}"))
+        .context("reading the system's randomness for the HTTP token")?;
     let token = bytes.iter().fold(String::new(), |mut hex, byte| {
         let _ = write!(hex, "{byte:02x}");
         hex
     });
+    #[cfg(target_os = "linux")]
     bashtool_env_local::ensure_private_dir(state_dir)
+        .with_context(|| format!("preparing the state directory {}", state_dir.display()))?;
+    #[cfg(not(target_os = "linux"))]
+    crate::relay::ensure_private_dir(state_dir)
         .with_context(|| format!("preparing the state directory {}", state_dir.display()))?;
     let path = state_dir.join(token_file_name(port));
     // A new file (O_EXCL: never through a planted symlink), private from
@@ -78,10 +88,11 @@ pub fn generate(state_dir: &Path, port: u16) -> anyhow::Result<(String, PathBuf)
         }
         _ => {}
     }
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    options.mode(0o600);
+    let mut file = options
         .open(&path)
         .with_context(|| format!("writing the HTTP token to {}", path.display()))?;
     file.write_all(format!("{token}\n").as_bytes())?;
