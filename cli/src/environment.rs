@@ -382,7 +382,7 @@ impl ServerEnvironment {
             redact: Some(self.redact.clone()),
             // `--stateless`: the server keeps a shell started ahead of the
             // next call, as a local `mcp --stateless` does.
-            warm_shells: self.local.warm_shells,
+            warm_shells: usize::from(self.stateless),
             ..RemoteConfig::default()
         };
         Some(remote.exec(config))

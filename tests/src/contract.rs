@@ -23,27 +23,16 @@
 //! Liveness is decided here from `/proc`, never by the code under test, and
 //! every wait is for an event with a deadline.
 
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
-
-use bashtool_core::{CommandExec, CommandResult, Jobs, SpawnOptions};
+#[cfg(doc)]
+use bashtool_core::{CommandExec, Jobs};
 
 mod mock;
 mod port;
 mod process;
+mod subject;
 
 pub use mock::mock_subject;
-
-/// What the suite runs against: an environment, its jobs, and a directory
-/// it may use (the environment's working directory).
-pub struct Subject {
-    pub exec: Arc<dyn CommandExec>,
-    pub jobs: Arc<dyn Jobs>,
-    pub dir: PathBuf,
-    /// Keeps the directory (and anything else) alive for the test.
-    pub guard: Box<dyn std::any::Any + Send>,
-}
+pub use subject::{SAFETY, Subject};
 
 /// Declares one test per promise of the suite, in a module named
 /// `$environment`, each built from a fresh `$subject` (an expression giving
@@ -144,27 +133,3 @@ macro_rules! contract_suite {
 }
 
 crate::contract_suite!(@promises @register);
-
-/// A safety timeout for commands that end by themselves.
-pub const SAFETY: Duration = Duration::from_secs(30);
-
-async fn run(subject: &Subject, command: &str, options: SpawnOptions) -> CommandResult {
-    subject
-        .exec
-        .spawn(command, options)
-        .await
-        .expect("the command starts")
-}
-
-fn background() -> SpawnOptions {
-    SpawnOptions::default().mode(bashtool_core::ExecMode::Background)
-}
-
-/// Starts `command` as a background job; its id.
-async fn start_job(subject: &Subject, command: &str) -> String {
-    run(subject, command, background())
-        .await
-        .background
-        .expect("a background job")
-        .id
-}

@@ -201,6 +201,7 @@ pub fn input() -> Input {
 /// A reader of `file` (`bashtool serve` keeps its stdin on a private
 /// descriptor): through the event loop where it is a pipe or a stream
 /// socket, else through the blocking pool.
+#[cfg(target_os = "linux")]
 pub fn reader_of(file: std::fs::File) -> Input {
     match reader_for(file.as_fd()) {
         Ok(Some(reader)) => reader,

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use bashtool_core::{BackgroundJob, CommandResult, ExecError, ExecMode, SpawnOptions, Stream};
 use bashtool_env_mock::{Reply, ScriptedExec, ScriptedJobs, play};
 
-use super::Subject;
+use super::subject::Subject;
 
 /// env-mock, scripted for the port-level promises, in a fresh workspace.
 /// Its delays and timeouts are tokio time: run it on a paused clock.

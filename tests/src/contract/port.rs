@@ -10,7 +10,7 @@ use std::time::Duration;
 use bashtool_core::{ExecError, JobError, JobState, OutputChunk, ReadFrom, SpawnOptions, Stream};
 use tokio_util::sync::CancellationToken;
 
-use super::{SAFETY, Subject, background, run, start_job};
+use super::subject::{SAFETY, Subject, background, run, start_job};
 use crate::{cancel_when_output_contains, text};
 
 /// The retained lines with their streams.

@@ -10,7 +10,7 @@ use std::time::Duration;
 use bashtool_core::{ReadFrom, SpawnOptions};
 use tokio_util::sync::CancellationToken;
 
-use super::{SAFETY, Subject, background, run};
+use super::subject::{SAFETY, Subject, background, run};
 use crate::{
     DEATH_LIMIT, echo_pid, escapee, grandchildren_script, killed_survivors, pid_watch, pids_in,
     text,
