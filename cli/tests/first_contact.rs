@@ -276,10 +276,7 @@ fn a_remote_that_is_not_a_server_fails_at_once() {
 /// A home directory outside every writable root (not under /tmp), for the
 /// cache tests; removed on drop.
 fn home_outside_the_roots() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("home-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("home")
+    bashtool_tests::outside_the_writable_roots(env!("CARGO_TARGET_TMPDIR"), "home-")
 }
 
 /// Item 6: in the default sandbox, the caches of the installed tools can

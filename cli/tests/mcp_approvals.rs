@@ -96,10 +96,8 @@ struct Server {
 
 async fn start(elicitation: bool, args: &[&str]) -> Server {
     let dir = tempfile::tempdir().expect("temp dir");
-    let outside = tempfile::Builder::new()
-        .prefix("outside-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("outside dir");
+    let outside =
+        bashtool_tests::outside_the_writable_roots(env!("CARGO_TARGET_TMPDIR"), "outside-");
     let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_bashtool"));
     command
         .arg("mcp")
@@ -571,10 +569,8 @@ async fn over_http_a_session_answer_stays_in_its_own_mcp_session() {
     use tokio::io::{AsyncBufReadExt as _, BufReader};
 
     let dir = tempfile::tempdir().expect("temp dir");
-    let outside = tempfile::Builder::new()
-        .prefix("outside-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("outside dir");
+    let outside =
+        bashtool_tests::outside_the_writable_roots(env!("CARGO_TARGET_TMPDIR"), "outside-");
     let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_bashtool"))
         .args(["mcp", "--stateless", "--http", "127.0.0.1:0", "--cwd"])
         .arg(dir.path())

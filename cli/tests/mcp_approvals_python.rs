@@ -43,10 +43,8 @@ fn the_python_sdk_is_asked_and_only_an_allowing_answer_runs() {
         return;
     };
     let work = tempfile::tempdir().expect("work dir");
-    let outside = tempfile::Builder::new()
-        .prefix("outside-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("outside dir");
+    let outside =
+        bashtool_tests::outside_the_writable_roots(env!("CARGO_TARGET_TMPDIR"), "outside-");
     let remote = tempfile::tempdir().expect("remote dir");
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),

@@ -9,10 +9,7 @@ use std::process::{Command, Output, Stdio};
 
 /// A directory outside every writable root of the sandbox.
 fn outside() -> tempfile::TempDir {
-    tempfile::Builder::new()
-        .prefix("outside-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .expect("outside dir")
+    bashtool_tests::outside_the_writable_roots(env!("CARGO_TARGET_TMPDIR"), "outside-")
 }
 
 fn bashtool(state: &Path) -> Command {

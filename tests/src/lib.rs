@@ -23,6 +23,25 @@ pub fn temp_dir() -> TempDir {
     tempfile::tempdir().expect("create a temp dir")
 }
 
+/// A directory of the test's own outside every root the default sandbox
+/// leaves writable (`/tmp`, `$TMPDIR`), where "outside the sandbox" can be
+/// told from inside: under `target_tmpdir` (the test crate's
+/// `CARGO_TARGET_TMPDIR`), unless the checkout is itself under /tmp (a CI
+/// clone), then under `/var/tmp`. Removed on drop.
+pub fn outside_the_writable_roots(target_tmpdir: &str, prefix: &str) -> TempDir {
+    let target = Path::new(target_tmpdir);
+    let temp_roots = [Path::new("/tmp").to_path_buf(), std::env::temp_dir()];
+    let base = if temp_roots.iter().any(|root| target.starts_with(root)) {
+        Path::new("/var/tmp")
+    } else {
+        target
+    };
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in(base)
+        .expect("a directory outside the writable roots")
+}
+
 /// The test configuration: runs in `dir`, logs under `dir/logs`, grace 1 s.
 pub fn test_config(dir: &Path) -> LocalConfig {
     LocalConfig {
