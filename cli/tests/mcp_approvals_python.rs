@@ -2,8 +2,9 @@
 //! client with an elicitation callback (`python/approvals_client.py`),
 //! against the real binary. The SDK is not a Debian package: the test runs
 //! it from the venv `benches/run` installs (`target/bench-deps/client-venv`,
-//! or `BASHTOOL_BENCH_DEPS`), or from `BASHTOOL_TEST_PYTHON`, and skips
-//! with a printed reason when none has `mcp`.
+//! or `BASHTOOL_BENCH_DEPS`), or from `BASHTOOL_TEST_PYTHON` (which
+//! `.ci/test` sets after installing the SDK in a venv), and skips with a
+//! printed reason when none has `mcp`, except under CI, where it fails.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -36,6 +37,10 @@ fn python_with_the_sdk() -> Option<PathBuf> {
 #[test]
 fn the_python_sdk_is_asked_and_only_an_allowing_answer_runs() {
     let Some(python) = python_with_the_sdk() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no Python with the MCP SDK under CI: .ci/test installs it and sets BASHTOOL_TEST_PYTHON"
+        );
         eprintln!(
             "skipped: no Python with the official MCP SDK (`mcp`); install it with benches/run or \
              set BASHTOOL_TEST_PYTHON"
