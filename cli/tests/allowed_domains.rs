@@ -4,14 +4,12 @@
 //! `bashtool serve`, whose proxy enforces it. A server of the test's on the
 //! host's loopback decides what got through.
 
-use std::io::{Read as _, Write as _};
-use std::net::TcpListener;
+use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use bashtool_tests::call_json;
+use bashtool_tests::http_probe::HttpProbe;
 use serde_json::json;
 
 /// The binary, with a config, state and temp of the test's own.
@@ -41,49 +39,6 @@ fn stderr(output: &Output) -> String {
 
 fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
-}
-
-/// Records the request line of each connection, answers `pong`.
-struct Server {
-    port: u16,
-    requests: Arc<Mutex<Vec<String>>>,
-}
-
-impl Server {
-    fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = listener.local_addr().expect("address").port();
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let seen = Arc::clone(&requests);
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { return };
-                let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") && head.len() < 65_536 {
-                    match stream.read(&mut byte) {
-                        Ok(1) => head.push(byte[0]),
-                        _ => break,
-                    }
-                }
-                let line = String::from_utf8_lossy(&head)
-                    .lines()
-                    .next()
-                    .unwrap_or_default()
-                    .to_owned();
-                seen.lock().expect("requests").push(line);
-                let _ = stream.write_all(
-                    b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: close\r\n\r\npong\n",
-                );
-            }
-        });
-        Self { port, requests }
-    }
-
-    fn count(&self) -> usize {
-        self.requests.lock().expect("requests").len()
-    }
 }
 
 #[test]
@@ -194,7 +149,7 @@ fn bad_domains_are_refused_before_anything_runs() {
 #[test]
 fn call_and_sandbox_report_the_allow_list() {
     let (_dir, root) = root();
-    let server = Server::start();
+    let server = HttpProbe::start(|_| true);
     let mut call = bashtool(&root);
     call.args(["call", "--allow-domain", "localhost"])
         .stderr(Stdio::piped());
@@ -301,7 +256,7 @@ fn call_and_sandbox_report_the_allow_list() {
 #[test]
 fn with_remote_the_list_reaches_serve_and_its_proxy_enforces_it() {
     let (_dir, root) = root();
-    let server = Server::start();
+    let server = HttpProbe::start(|_| true);
     let binary = env!("CARGO_BIN_EXE_bashtool");
     let serve = |flags: &str| {
         format!(

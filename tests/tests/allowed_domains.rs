@@ -5,10 +5,8 @@
 //! host's loopback decides what got through (it records every request
 //! line); `localhost` is the allowed name, every other way must fail.
 
-use std::io::{Read as _, Write as _};
-use std::net::TcpListener;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bashtool_core::{
@@ -16,66 +14,10 @@ use bashtool_core::{
 };
 use bashtool_env_local::{LocalConfig, LocalExec, Session, SessionConfig};
 use bashtool_sandbox::SandboxConfig;
+use bashtool_tests::http_probe::HttpProbe;
 use bashtool_tests::{text, workspace};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
-
-/// Records the request line of each connection; answers `pong` to
-/// `/page*`, 404 to the rest.
-struct Server {
-    port: u16,
-    requests: Arc<Mutex<Vec<String>>>,
-}
-
-impl Server {
-    fn start() -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-        let port = listener.local_addr().expect("address").port();
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let seen = Arc::clone(&requests);
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { return };
-                let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") && head.len() < 65_536 {
-                    match stream.read(&mut byte) {
-                        Ok(1) => head.push(byte[0]),
-                        _ => break,
-                    }
-                }
-                let line = String::from_utf8_lossy(&head)
-                    .lines()
-                    .next()
-                    .unwrap_or_default()
-                    .to_owned();
-                let found = line.starts_with("GET /page");
-                seen.lock().expect("requests").push(line);
-                let (status, body) = if found {
-                    ("200 OK", "pong\n")
-                } else {
-                    ("404 Not Found", "no\n")
-                };
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            }
-        });
-        Self { port, requests }
-    }
-
-    fn paths(&self) -> Vec<String> {
-        self.requests
-            .lock()
-            .expect("requests")
-            .iter()
-            .filter_map(|line| line.split(' ').nth(1).map(str::to_owned))
-            .collect()
-    }
-}
 
 fn limited(dir: &Path) -> LocalConfig {
     LocalConfig {
@@ -106,7 +48,7 @@ fn refused(notes: &[String], host: &str) -> bool {
 #[tokio::test]
 async fn stateless_calls_reach_the_allowed_name_only_and_say_why_not() {
     let (_dir, root) = workspace();
-    let server = Server::start();
+    let server = HttpProbe::start(|path| path.starts_with("/page"));
     let port = server.port;
     let tool = BashTool::new(
         ToolConfig::default(),
@@ -184,7 +126,7 @@ async fn stateless_calls_reach_the_allowed_name_only_and_say_why_not() {
 #[tokio::test]
 async fn a_session_its_background_and_interactive_jobs_use_the_proxy() {
     let (_dir, root) = workspace();
-    let server = Server::start();
+    let server = HttpProbe::start(|path| path.starts_with("/page"));
     let port = server.port;
     let session = Session::new(SessionConfig {
         local: limited(&root),
