@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
+use bashtool_tests::nobody::{Nobody, nobody};
 use serde_json::{Value, json};
 
 const BASHTOOL: &str = env!("CARGO_BIN_EXE_bashtool");
@@ -21,14 +22,7 @@ fn call(dir: &Path, state: &Path, args: &[&str], input: &Value) -> Value {
 
 fn call_as(dir: &Path, state: &Path, args: &[&str], input: &Value, user: Option<&Nobody>) -> Value {
     let mut command = match user {
-        Some(nobody) => {
-            let mut command = Command::new("setpriv");
-            command
-                .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-                .arg(&nobody.binary)
-                .env("HOME", &nobody.home);
-            command
-        }
+        Some(nobody) => nobody.command(&[]),
         None => Command::new(BASHTOOL),
     };
     command
@@ -263,40 +257,9 @@ fn the_state_directory_is_hidden_but_the_logs_can_be_read() {
     assert!(text.contains("flock: cannot open lock file"), "{text}");
 }
 
-/// An unprivileged user with a home of its own and a copy of the binary it
-/// may run.
-struct Nobody {
-    dir: tempfile::TempDir,
-    home: PathBuf,
-    binary: PathBuf,
-}
-
-fn nobody() -> Option<Nobody> {
-    if !nix::unistd::geteuid().is_root() {
-        return None;
-    }
-    let dir = tempfile::tempdir().expect("temp dir");
-    let home = dir.path().join("home");
-    std::fs::create_dir_all(home.join("work")).expect("home");
-    let binary = dir.path().join("bashtool");
-    std::fs::copy(BASHTOOL, &binary).expect("binary");
-    let chown = Command::new("chown")
-        .args(["-R", "65534:65534"])
-        .arg(dir.path())
-        .status()
-        .expect("chown");
-    assert!(chown.success());
-    std::fs::set_permissions(
-        dir.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .expect("chmod");
-    Some(Nobody { dir, home, binary })
-}
-
 #[tokio::test]
 async fn as_an_unprivileged_user_the_same_attacks_fail() {
-    let Some(user) = nobody() else {
+    let Some(user) = nobody(Path::new(BASHTOOL)) else {
         // Not root: this test already runs unprivileged, as the others do.
         return;
     };

@@ -10,6 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use bashtool_tests::nobody::{Nobody, nobody};
 use serde_json::{Value, json};
 
 const BASHTOOL: &str = env!("CARGO_BIN_EXE_bashtool");
@@ -162,80 +163,43 @@ fn limits_reach_a_remote_serve_and_its_own_limit_caps_them() {
     assert_eq!(result["content"][0]["text"], "stdout:\n48\nexit code 0");
 }
 
-/// An unprivileged user (uid 65534) with a home and a copy of the binary.
-struct Nobody {
-    _dir: tempfile::TempDir,
-    home: PathBuf,
-    binary: PathBuf,
+/// The binary as the unprivileged user, in its `work` directory, with its
+/// own state directory.
+fn as_nobody(user: &Nobody, args: &[&str]) -> Command {
+    let mut command = user.command(args);
+    command
+        .current_dir(user.home.join("work"))
+        .env("BASHTOOL_STATE_DIR", user.home.join("state"));
+    command
 }
 
-fn nobody() -> Option<Nobody> {
-    if !nix::unistd::geteuid().is_root() {
-        return None;
-    }
-    let dir = tempfile::tempdir().expect("temp dir");
-    let home = dir.path().join("home");
-    std::fs::create_dir_all(home.join("work")).expect("home");
-    let binary = dir.path().join("bashtool");
-    std::fs::copy(BASHTOOL, &binary).expect("binary");
-    let chown = Command::new("chown")
-        .args(["-R", "65534:65534"])
-        .arg(dir.path())
-        .status()
-        .expect("chown");
-    assert!(chown.success());
-    std::fs::set_permissions(
-        dir.path(),
-        std::os::unix::fs::PermissionsExt::from_mode(0o755),
-    )
-    .expect("chmod");
-    Some(Nobody {
-        _dir: dir,
-        home,
-        binary,
-    })
-}
-
-impl Nobody {
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new("setpriv");
-        command
-            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-            .arg(&self.binary)
-            .args(args)
-            .current_dir(self.home.join("work"))
-            .env("HOME", &self.home)
-            .env("BASHTOOL_STATE_DIR", self.home.join("state"));
-        command
-    }
-
-    /// True when this user cannot make cgroups here (the usual case: v1
-    /// is root's, and no v2 subtree is delegated to uid 65534).
-    fn has_no_cgroups(&self) -> bool {
-        let output = self
-            .command(&["sandbox"])
-            .stdin(Stdio::null())
-            .output()
-            .expect("sandbox");
-        String::from_utf8_lossy(&output.stdout).contains("not in force: ")
-    }
+/// True when the unprivileged user cannot make cgroups here (the usual
+/// case: v1 is root's, and no v2 subtree is delegated to uid 65534).
+fn has_no_cgroups(user: &Nobody) -> bool {
+    let output = as_nobody(user, &["sandbox"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("sandbox");
+    String::from_utf8_lossy(&output.stdout).contains("not in force: ")
 }
 
 #[test]
 fn without_cgroups_asked_limits_are_an_error_and_the_default_is_said_to_be_off() {
-    let Some(user) = nobody() else {
+    let Some(user) = nobody(Path::new(BASHTOOL)) else {
         eprintln!("skipped: not root, so no other user to run as");
         return;
     };
-    if !user.has_no_cgroups() {
+    if !has_no_cgroups(&user) {
         eprintln!("skipped: uid 65534 has cgroups here");
         return;
     }
-    let output = user
-        .command(&["run", "--limit", "memory=256M", "--", "touch", "ran"])
-        .stdin(Stdio::null())
-        .output()
-        .expect("run");
+    let output = as_nobody(
+        &user,
+        &["run", "--limit", "memory=256M", "--", "touch", "ran"],
+    )
+    .stdin(Stdio::null())
+    .output()
+    .expect("run");
     assert_eq!(output.status.code(), Some(2));
     let text = stderr(&output);
     assert!(
@@ -250,7 +214,7 @@ fn without_cgroups_asked_limits_are_an_error_and_the_default_is_said_to_be_off()
     );
     assert!(!user.home.join("work/ran").exists());
     // The default pids limit is not in force, and the result says so.
-    let mut call = user.command(&["call"]);
+    let mut call = as_nobody(&user, &["call"]);
     call.stderr(Stdio::piped());
     let (result, _) = bashtool_tests::call_json(call, &json!({"command": "true"}).to_string());
     assert_eq!(result["details"]["success"], true, "{result}");
@@ -261,8 +225,7 @@ fn without_cgroups_asked_limits_are_an_error_and_the_default_is_said_to_be_off()
             .starts_with("bashtool's default pids limit (4096) is not in force here: pids: ")),
         "{limits}"
     );
-    let sandbox = user
-        .command(&["sandbox"])
+    let sandbox = as_nobody(&user, &["sandbox"])
         .stdin(Stdio::null())
         .output()
         .expect("sandbox");

@@ -19,6 +19,7 @@ pub use tempfile::TempDir;
 pub mod cgroups;
 pub mod contract;
 pub mod http_probe;
+pub mod nobody;
 
 pub fn temp_dir() -> TempDir {
     tempfile::tempdir().expect("create a temp dir")
