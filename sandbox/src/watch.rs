@@ -75,6 +75,9 @@ impl std::fmt::Debug for Watcher {
 #[derive(Default)]
 struct State {
     dirs: HashMap<WatchDescriptor, PathBuf>,
+    /// What the audit found about git files since the last call took it.
+    findings: Vec<Finding>,
+    /// Other notes (writes through hard links).
     notes: Vec<String>,
     /// Control files created since the last call ended, to check again
     /// then.
@@ -147,17 +150,19 @@ impl Watcher {
                 && let Some(finding) = audit(&path, &self.workspace)
                 && !matches!(finding, Finding::Harmless { .. })
             {
-                state.notes.push(finding.note(&self.workspace));
+                state.findings.push(finding);
             }
         }
         if state.incomplete {
             self.check_tree(&mut state);
         }
+        let findings = std::mem::take(&mut state.findings);
+        let mut notes = notes_of(&findings, &self.workspace);
+        notes.append(&mut state.notes);
         // A file can be found by more than one route in one call (the scan
         // of a tree that arrived whole, its create and close events, the
         // end-of-call check of what was still open): one note each.
         let mut seen = std::collections::HashSet::new();
-        let mut notes = std::mem::take(&mut state.notes);
         notes.retain(|note| seen.insert(note.clone()));
         notes
     }
@@ -246,7 +251,7 @@ impl Watcher {
             // git's own sample hooks, which it never runs: not worth a note.
             Some(Finding::Harmless { path })
                 if path.extension().and_then(|extension| extension.to_str()) == Some("sample") => {}
-            Some(finding) => state.notes.push(finding.note(&self.workspace)),
+            Some(finding) => state.findings.push(finding),
             None => {}
         }
     }
@@ -343,7 +348,7 @@ impl Watcher {
                         if let Some(finding) = audit(&file, &self.workspace)
                             && !matches!(finding, Finding::Harmless { .. })
                         {
-                            state.notes.push(finding.note(&self.workspace));
+                            state.findings.push(finding);
                         }
                     }
                     continue;
@@ -360,6 +365,30 @@ impl Drop for Watcher {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Release);
     }
+}
+
+/// The notes for what the audit found, in the order found. A file read
+/// while it was still being written can look harmless (a scan of a new
+/// repository reads its `config` before the writer is done); the finding
+/// made when it was closed is the one that counts, so a harmless finding
+/// is not named when the same file was also found dangerous.
+fn notes_of(findings: &[Finding], workspace: &Path) -> Vec<String> {
+    let dangerous: Vec<&Path> = findings
+        .iter()
+        .filter_map(|finding| match finding {
+            Finding::Harmless { .. } => None,
+            Finding::Quarantined { path, .. } | Finding::Dangerous { path, .. } => {
+                Some(path.as_path())
+            }
+        })
+        .collect();
+    findings
+        .iter()
+        .filter(|finding| {
+            !matches!(finding, Finding::Harmless { path } if dangerous.contains(&path.as_path()))
+        })
+        .map(|finding| finding.note(workspace))
+        .collect()
 }
 
 /// A git directory: named `.git`, one git accepts (HEAD and objects), or
@@ -466,6 +495,36 @@ mod tests {
             "{notes:?}"
         );
         assert!(watcher.take_notes().is_empty());
+    }
+
+    #[test]
+    fn a_file_read_half_written_is_named_once_by_what_it_became() {
+        let workspace = Path::new("/w");
+        let config = workspace.join("sub/.git/config");
+        let other = workspace.join("other/.git/config");
+        let findings = [
+            Finding::Harmless {
+                path: config.clone(),
+            },
+            Finding::Harmless {
+                path: other.clone(),
+            },
+            Finding::Quarantined {
+                path: config.clone(),
+                reason: "it sets core.fsmonitor".to_owned(),
+                moved_to: workspace.join("sub/.git/config.bashtool-quarantine"),
+            },
+        ];
+        let notes = notes_of(&findings, workspace);
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(
+            notes[0].contains("other/.git/config (nothing in it runs a program)"),
+            "{notes:?}"
+        );
+        assert!(
+            notes[1].contains("sub/.git/config (it sets core.fsmonitor)"),
+            "{notes:?}"
+        );
     }
 
     #[test]
