@@ -79,6 +79,7 @@ mod inherited_env;
 mod interactive;
 mod jobs;
 mod limits;
+mod log_writer;
 mod logs;
 mod orphans;
 mod reader;

@@ -16,8 +16,8 @@
 //! One file is capped too ([`CapLayout`]): past its cap it keeps the first
 //! part of the output and the last part, with a marker line between them,
 //! so the end of a huge output (where the error usually is) can still be
-//! read with `grep` and `sed`. Logs are written by this process and rotated
-//! in place; a background job's output is written by its copier (see
+//! read with `grep` and `sed`. Logs are written by this process
+//! (`log_writer`); a background job's output is written by its copier (see
 //! `jobs::copier`), which rotates it through a new file.
 //!
 //! A log that cannot be created or written never fails a call: the call
@@ -25,14 +25,15 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::fs::{File, OpenOptions};
-use std::io::Write;
-use std::os::unix::fs::{FileExt as _, OpenOptionsExt as _};
+use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant, SystemTime};
 
-use bashtool_core::{CappedLog, format_bytes};
+use bashtool_core::CappedLog;
+
+pub(crate) use crate::log_writer::LogWriter;
 
 use crate::state_dir::ensure_private_dir;
 
@@ -51,13 +52,6 @@ const IN_USE: Duration = Duration::from_secs(60);
 /// (unless in use).
 const MAX_AGE: Duration = Duration::from_secs(7 * 24 * 3600);
 
-/// Buffer of the log writer: few syscalls for chatty commands.
-const LOG_BUFFER: usize = 256 * 1024;
-/// Chunk in which a rotation moves the kept end of a log.
-const MOVE_CHUNK: usize = 64 * 1024;
-/// How far around a cut a rotation looks for a line end, so that the kept
-/// end starts with a whole line.
-const LINE_ALIGN: u64 = 4096;
 /// Longest part of the command used in a file name.
 const MAX_SLUG_CHARS: usize = 40;
 /// The smallest cap of one file: room for both parts and the marker.
@@ -169,6 +163,14 @@ impl Kind {
             {
                 Some(Self::Sidecar)
             }
+            // A finished log being put together (`log_writer`).
+            "part"
+                if stem
+                    .rsplit_once('.')
+                    .is_some_and(|(_, inner)| inner == "log") =>
+            {
+                Some(Self::Sidecar)
+            }
             _ => None,
         }
     }
@@ -250,65 +252,6 @@ pub(crate) struct JobOutputFile {
     pub layout: CapLayout,
 }
 
-/// The marker of a capped log: where the last part starts.
-#[derive(Debug, Clone, Copy)]
-struct Marker {
-    /// Its length in the file, the newline before it included.
-    length: u64,
-    /// Output bytes dropped from the middle so far.
-    omitted: u64,
-}
-
-/// Line counts of the output written to a log (what [`CappedLog`] needs).
-#[derive(Debug, Default, Clone, Copy)]
-struct Lines {
-    /// Output bytes written so far.
-    bytes: u64,
-    /// Line ends in the whole output.
-    newlines: u64,
-    /// Whether the last byte was a line end.
-    ends_with_newline: bool,
-    /// Line ends in the first part (the first `head` bytes).
-    head_newlines: u64,
-    /// Whether the first part ends with a line end (once it is complete).
-    head_ends_line: bool,
-    /// Line ends in what the file holds after the first part (and its
-    /// marker).
-    tail_newlines: u64,
-    /// Line ends in everything dropped from the middle.
-    dropped_newlines: u64,
-}
-
-impl Lines {
-    /// The number of the last line (a last line without a line end counts).
-    fn last_line(&self) -> u64 {
-        self.newlines + u64::from(self.bytes > 0 && !self.ends_with_newline)
-    }
-
-    /// The number of the first part's last line.
-    fn head_last_line(&self) -> u64 {
-        self.head_newlines + u64::from(!self.head_ends_line)
-    }
-}
-
-/// A log file being written: buffered, and past its cap cut to its first
-/// and last parts (its first eighth and last half) by rewriting the last part in place,
-/// so memory stays at the buffer whatever the output's size.
-#[derive(Debug)]
-pub struct LogWriter {
-    file: File,
-    /// Bytes waiting to be written at `end`.
-    buffer: Vec<u8>,
-    /// Length of the file (without the buffer).
-    end: u64,
-    layout: CapLayout,
-    marker: Option<Marker>,
-    lines: Lines,
-    written: Arc<AtomicU64>,
-    capped: Arc<Mutex<Option<CappedLog>>>,
-    open: Arc<AtomicBool>,
-}
-
 /// What the caller keeps of a log after handing its writer to the buffer.
 #[derive(Debug, Clone)]
 pub struct LogHandle {
@@ -333,272 +276,6 @@ impl LogHandle {
     }
 }
 
-impl LogWriter {
-    fn new(file: File, layout: CapLayout) -> Self {
-        Self {
-            file,
-            buffer: Vec::with_capacity(LOG_BUFFER),
-            end: 0,
-            layout,
-            marker: None,
-            lines: Lines::default(),
-            written: Arc::new(AtomicU64::new(0)),
-            capped: Arc::new(Mutex::new(None)),
-            open: Arc::new(AtomicBool::new(true)),
-        }
-    }
-
-    /// Counts the lines of `bytes`, the output that follows what was
-    /// counted so far.
-    fn count(&mut self, bytes: &[u8]) {
-        let lines = &mut self.lines;
-        let in_head = usize::try_from(self.layout.head.saturating_sub(lines.bytes))
-            .unwrap_or(usize::MAX)
-            .min(bytes.len());
-        let (head, rest) = bytes.split_at(in_head);
-        let head_newlines = memchr::memchr_iter(b'\n', head).count() as u64;
-        let rest_newlines = memchr::memchr_iter(b'\n', rest).count() as u64;
-        lines.head_newlines += head_newlines;
-        lines.tail_newlines += rest_newlines;
-        lines.newlines += head_newlines + rest_newlines;
-        lines.bytes += bytes.len() as u64;
-        if in_head > 0 && lines.bytes >= self.layout.head {
-            lines.head_ends_line = head.last() == Some(&b'\n');
-        }
-        if let Some(&last) = bytes.last() {
-            lines.ends_with_newline = last == b'\n';
-        }
-    }
-
-    fn flush_buffer(&mut self) -> std::io::Result<()> {
-        if !self.buffer.is_empty() {
-            self.file.write_all_at(&self.buffer, self.end)?;
-            self.end += self.buffer.len() as u64;
-            self.buffer.clear();
-        }
-        Ok(())
-    }
-
-    /// What the model is told about this log (see [`CappedLog`]), once
-    /// the log was capped.
-    fn publish(&self) {
-        if self.marker.is_none() {
-            return;
-        }
-        let head_last_line = self.lines.head_last_line();
-        let capped = CappedLog {
-            cap_bytes: self.layout.cap,
-            head_last_line,
-            tail_first_line: self.lines.head_newlines + self.lines.dropped_newlines + 1,
-            last_line: self.lines.last_line(),
-            // The first part's lines, then the marker's line.
-            tail_first_file_line: head_last_line + 2,
-        };
-        *self.capped.lock().unwrap_or_else(PoisonError::into_inner) = Some(capped);
-    }
-
-    /// How far before a cut a rotation looks for a line end.
-    fn align(&self) -> u64 {
-        LINE_ALIGN.min(self.layout.cap / 16)
-    }
-
-    /// Cuts the file to its first part, a marker line, and the last `keep`
-    /// bytes of what it held after the first part followed by `new` (the
-    /// write that did not fit, already counted), or a little more so that
-    /// the kept part starts with a whole line. The buffer must be flushed.
-    ///
-    /// A write that does not fit keeps `tail` and two line alignments'
-    /// worth more; the end of the log (on drop) keeps `tail`: the file then
-    /// holds the last `tail` bytes from a line start near them, whatever
-    /// the sizes of the writes were.
-    fn rotate(&mut self, mut new: &[u8], keep: u64) -> std::io::Result<()> {
-        let head = self.layout.head;
-        if self.marker.is_none() && self.end < head {
-            // One write larger than the room left: its start completes the
-            // first part.
-            let fill = usize::try_from(head - self.end)
-                .unwrap_or(usize::MAX)
-                .min(new.len());
-            self.file.write_all_at(&new[..fill], self.end)?;
-            self.end += fill as u64;
-            new = &new[fill..];
-        }
-        let start = head + self.marker.map_or(0, |marker| marker.length);
-        let source = Source {
-            file: &self.file,
-            start,
-            held: self.end.saturating_sub(start),
-            new,
-        };
-        let total = source.len();
-        let mut cut = total.saturating_sub(keep);
-        if cut == 0 && self.marker.is_some() {
-            // All of it fits: nothing to drop.
-            return Ok(());
-        }
-        let mut chunk = vec![0_u8; MOVE_CHUNK];
-        let mut mid_line = false;
-        if cut > 0 {
-            // A line end shortly before the cut, else shortly after it.
-            let align = self.align();
-            let from = cut.saturating_sub(align);
-            let length = usize::try_from(cut - from).unwrap_or(0);
-            let filled = source.read(from, &mut chunk[..length])?;
-            if let Some(newline) = memchr::memrchr(b'\n', &chunk[..filled]) {
-                cut = from + newline as u64 + 1;
-            } else {
-                let length = usize::try_from(align.min(total - cut)).unwrap_or(0);
-                let filled = source.read(cut, &mut chunk[..length])?;
-                match memchr::memchr(b'\n', &chunk[..filled]) {
-                    Some(newline) => cut += newline as u64 + 1,
-                    None => mid_line = true,
-                }
-            }
-        }
-        let mut kept_newlines = 0;
-        let mut position = cut;
-        while position < total {
-            let filled = source.read(position, &mut chunk)?;
-            kept_newlines += memchr::memchr_iter(b'\n', &chunk[..filled]).count() as u64;
-            position += filled as u64;
-        }
-        self.lines.dropped_newlines += self.lines.tail_newlines - kept_newlines;
-        self.lines.tail_newlines = kept_newlines;
-        let omitted = self.marker.map_or(0, |marker| marker.omitted) + cut;
-        let next_line = self.lines.head_newlines + self.lines.dropped_newlines + 1;
-        let separator = if self.lines.head_ends_line { "" } else { "\n" };
-        let next = if mid_line {
-            format!("the next line is the end of line {next_line} of the full log")
-        } else {
-            format!("the next line is line {next_line} of the full log")
-        };
-        let marker = format!(
-            "{separator}[... {} omitted here: the output was over the log's size cap of {}; {next} ...]\n",
-            format_bytes(omitted),
-            format_bytes(self.layout.cap)
-        );
-        let target = head + marker.len() as u64;
-        source.move_to(cut, target, &mut chunk)?;
-        // After the move: the marker may cover bytes the move read.
-        self.file.write_all_at(marker.as_bytes(), head)?;
-        let end = target + (total - cut);
-        self.file.set_len(end)?;
-        self.end = end;
-        self.marker = Some(Marker {
-            length: marker.len() as u64,
-            omitted,
-        });
-        self.publish();
-        Ok(())
-    }
-}
-
-/// The bytes a rotation keeps from: what the file holds from `start` on
-/// (`held` bytes), then `new`.
-struct Source<'a> {
-    file: &'a File,
-    start: u64,
-    held: u64,
-    new: &'a [u8],
-}
-
-impl Source<'_> {
-    fn len(&self) -> u64 {
-        self.held + self.new.len() as u64
-    }
-
-    /// Writes bytes `from..` to the file at `target`, in the order that
-    /// never overwrites a byte of the file before it was read (a forward
-    /// move when the target is before the source, else a backward one).
-    fn move_to(&self, from: u64, target: u64, chunk: &mut [u8]) -> std::io::Result<()> {
-        let total = self.len();
-        if target <= self.start + from {
-            let mut position = from;
-            while position < total {
-                let filled = self.read(position, chunk)?;
-                self.file
-                    .write_all_at(&chunk[..filled], target + (position - from))?;
-                position += filled as u64;
-            }
-        } else {
-            let mut position = total;
-            while position > from {
-                let length = usize::try_from(position - from)
-                    .unwrap_or(usize::MAX)
-                    .min(chunk.len());
-                let begin = position - length as u64;
-                let filled = self.read(begin, &mut chunk[..length])?;
-                self.file
-                    .write_all_at(&chunk[..filled], target + (begin - from))?;
-                position = begin;
-            }
-        }
-        Ok(())
-    }
-
-    /// Fills `buffer` from `from` on, as far as there are bytes.
-    fn read(&self, from: u64, buffer: &mut [u8]) -> std::io::Result<usize> {
-        let mut filled = 0;
-        let mut position = from;
-        while filled < buffer.len() && position < self.len() {
-            let room = buffer.len() - filled;
-            if position < self.held {
-                let count = usize::try_from(self.held - position)
-                    .unwrap_or(usize::MAX)
-                    .min(room);
-                self.file
-                    .read_exact_at(&mut buffer[filled..filled + count], self.start + position)?;
-                filled += count;
-            } else {
-                let offset = usize::try_from(position - self.held).unwrap_or(usize::MAX);
-                let count = (self.new.len() - offset).min(room);
-                buffer[filled..filled + count].copy_from_slice(&self.new[offset..offset + count]);
-                filled += count;
-            }
-            position = from + filled as u64;
-        }
-        Ok(filled)
-    }
-}
-
-impl Write for LogWriter {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.count(bytes);
-        let length = self.end + self.buffer.len() as u64;
-        if length + bytes.len() as u64 <= self.layout.cap {
-            self.buffer.extend_from_slice(bytes);
-            if self.buffer.len() >= LOG_BUFFER {
-                self.flush_buffer()?;
-            }
-        } else {
-            self.flush_buffer()?;
-            // Room for the line alignment of this cut and of the last.
-            self.rotate(bytes, self.layout.tail + 2 * self.align())?;
-        }
-        self.written
-            .store(self.end + self.buffer.len() as u64, Ordering::Relaxed);
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.flush_buffer()
-    }
-}
-
-impl Drop for LogWriter {
-    fn drop(&mut self) {
-        let _ = self.flush_buffer();
-        if self.marker.is_some() {
-            // The last `tail` bytes, whatever the sizes of the writes: the
-            // file (and so the model's note) depends on the output alone.
-            let _ = self.rotate(&[], self.layout.tail);
-        }
-        self.publish();
-        self.open.store(false, Ordering::Relaxed);
-    }
-}
-
-/// A short, file-name-safe version of the command (`cargo-test`).
 fn slug(command: &str) -> String {
     let mut slug = String::new();
     for character in command.chars() {
@@ -824,7 +501,7 @@ impl LogDir {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         self.prune_before_new_file(&mut state);
         let (path, file) = self.create_marked(&mut state, "", command, "log")?;
-        let writer = LogWriter::new(file, self.layout);
+        let writer = LogWriter::new(file, path.clone(), self.layout);
         state.files.push_back(Record {
             path: path.clone(),
             kind: Kind::Log,
@@ -942,6 +619,7 @@ fn remove_file_and_sidecars(path: &Path) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Write as _;
 
     #[test]
     fn slugs_are_short_and_safe() {
@@ -1128,6 +806,51 @@ mod tests {
         }
         // The file depends on the output alone, not on how it was written.
         assert_eq!(files.len(), 1);
+    }
+
+    #[test]
+    fn past_its_cap_a_log_being_written_says_so_and_stays_under_the_cap() {
+        let temp = tempfile::tempdir().expect("tempdir");
+        let logs = LogDir::with_file_cap(temp.path().join("logs"), 10, u64::MAX, 8192);
+        let (mut writer, handle) = logs.create_log("wraps").expect("log");
+        for number in 1..=5000 {
+            writer
+                .write_all(format!("line {number:05}\n").as_bytes())
+                .expect("write");
+            writer.flush().expect("flush");
+            let size = std::fs::metadata(&handle.path).expect("log").len();
+            assert!(size <= 8192, "{size} bytes after line {number}");
+        }
+        let running = std::fs::read_to_string(&handle.path).expect("read");
+        assert!(
+            running.contains(
+                "until the command ends, what follows holds its latest part out of order"
+            ),
+            "{running}"
+        );
+        assert_eq!(handle.truncation_note(), None);
+        drop(writer);
+        let finished = std::fs::read_to_string(&handle.path).expect("read");
+        assert!(!finished.contains("out of order"));
+        assert!(finished.ends_with("line 04999\nline 05000\n"));
+        assert_eq!(
+            handle.bytes_written(),
+            std::fs::metadata(&handle.path).expect("log").len()
+        );
+        assert!(handle.truncation_note().is_some());
+        // Put together beside it, under a name that then went away.
+        let names: Vec<String> = std::fs::read_dir(temp.path().join("logs"))
+            .expect("dir")
+            .map(|entry| {
+                entry
+                    .expect("entry")
+                    .file_name()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .filter(|name| !name.starts_with('.'))
+            .collect();
+        assert_eq!(names.len(), 1, "{names:?}");
     }
 
     #[test]
