@@ -97,6 +97,10 @@ pub struct SalientTracker {
     /// The previous line was not error-like, came with no window, and left
     /// no group open: an identical next line takes the short path.
     previous_plain: bool,
+    /// How many lines at the back of `ring` hold the same text and stream
+    /// (at least; at most [`MAX_BEFORE`]): once the ring is all one line, a
+    /// repeat only renumbers its oldest slot instead of copying the text.
+    same_at_back: usize,
     /// Tests switch the short path off to compare it with the full one.
     #[cfg(test)]
     repeat_path: bool,
@@ -184,7 +188,7 @@ impl SalientTracker {
             // Counted in the template table with the next distinct line.
             self.pending_repeats += 1;
             self.novelty <<= 1;
-            self.remember_number(line);
+            self.remember_repeat(line);
             return;
         }
         let windowed = window.is_some();
@@ -438,9 +442,34 @@ impl SalientTracker {
         self.remember_number(line);
     }
 
+    /// [`SalientTracker::remember_number`] for `line`, whose text and
+    /// stream are the previous line's: what holds that text already only
+    /// takes the new numbers.
+    fn remember_repeat(&mut self, line: &OutputLine) {
+        let previous = self.ring.back().map(|last| last.number);
+        if self.ring.len() == MAX_BEFORE && self.same_at_back >= MAX_BEFORE {
+            if let Some(mut slot) = self.ring.pop_front() {
+                renumber(&mut slot, line);
+                self.ring.push_back(slot);
+            }
+            // The heading is this text too when the previous line set it
+            // (the same text qualifies the same way).
+            if let Some(heading) = &mut self.heading
+                && Some(heading.number) == previous
+            {
+                renumber(heading, line);
+            }
+            return;
+        }
+        let same = self.same_at_back;
+        self.remember_number(line);
+        self.same_at_back = (same + 1).min(MAX_BEFORE);
+    }
+
     /// The look-back ring and the heading take `line`, whose text and
     /// class may equal the previous line's, but whose number does not.
     fn remember_number(&mut self, line: &OutputLine) {
+        self.same_at_back = 1;
         if self.ring.len() == MAX_BEFORE
             && let Some(mut slot) = self.ring.pop_front()
         {
@@ -513,6 +542,13 @@ impl SalientTracker {
             .sum();
         kept + self.overflow.count
     }
+}
+
+/// Gives `slot`, which holds `line`'s text already, `line`'s numbers.
+fn renumber(slot: &mut OutputLine, line: &OutputLine) {
+    slot.number = line.number;
+    slot.log_line = line.log_line;
+    slot.original_chars = line.original_chars;
 }
 
 #[cfg(test)]
