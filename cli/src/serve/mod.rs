@@ -98,8 +98,14 @@ pub fn run(args: &ServeArgs) -> anyhow::Result<ExitCode> {
     // the log's.
     let stdio = take_stdio().context("moving the protocol off stdio")?;
     logging::to_file(log_filter, stdio.log)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread: a request read, its command started and its answer
+    // written without a hand-over between worker threads (a wake-up each,
+    // which on a busy machine is a wait for a CPU). Measured in turns with
+    // two workers: a stateless call over a local pipe went from about
+    // +450 to +270 µs over the same call made locally (docs/performance.md,
+    // row 12). A sender that finds stdout's queue full blocks this thread
+    // until the writer thread has room (see `outbox`).
+    let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let outcome = runtime.block_on(serve(settings, stdio.input, stdio.output));

@@ -7,8 +7,12 @@
 //! The queue is bounded so that a command printing faster than the link
 //! carries is slowed down (its pipe fills and it blocks in `write`) instead
 //! of the server's memory growing. A sender that finds the queue full
-//! blocks in `block_in_place`, so the runtime moves its other tasks
-//! (cancels, signals) to another thread meanwhile.
+//! waits for room: on a multi-thread runtime in `block_in_place` (its other
+//! tasks move to another thread meanwhile); on `serve`'s current-thread
+//! runtime it holds the thread, so cancels, timers and signals wait until
+//! the writer has written a line (a link that stalls completely holds
+//! them until it moves again or closes; a closed one frees the sender at
+//! once).
 
 use std::io::{BufWriter, Write as _};
 use std::os::fd::AsFd as _;
