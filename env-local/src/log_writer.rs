@@ -240,6 +240,26 @@ impl LogWriter {
         Ok(())
     }
 
+    /// Hands the ring's content from `from` to its end to `each`, in
+    /// order, a chunk's worth at a time.
+    fn each_ring_chunk(
+        &self,
+        ring: Ring,
+        mut from: u64,
+        chunk: &mut [u8],
+        mut each: impl FnMut(&[u8]) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        while from < ring.held {
+            let length = usize::try_from(ring.held - from)
+                .unwrap_or(usize::MAX)
+                .min(chunk.len());
+            self.read_ring(ring, from, &mut chunk[..length])?;
+            each(&chunk[..length])?;
+            from += length as u64;
+        }
+        Ok(())
+    }
+
     /// Where the finished log's last part starts in the ring: the last
     /// `tail` bytes, from a line end shortly before them, else shortly
     /// after; `true` when no line end was near (it starts inside a line).
@@ -324,28 +344,18 @@ impl LogWriter {
         // The marker tells the kept part's first line number: its lines
         // are counted first (a read of the page cache), then it is copied.
         let mut kept_newlines = 0;
-        let mut from = cut;
-        while from < ring.held {
-            let length = usize::try_from(ring.held - from)
-                .unwrap_or(usize::MAX)
-                .min(chunk.len());
-            self.read_ring(ring, from, &mut chunk[..length])?;
-            kept_newlines += memchr::memchr_iter(b'\n', &chunk[..length]).count() as u64;
-            from += length as u64;
-        }
+        self.each_ring_chunk(ring, cut, chunk, |bytes| {
+            kept_newlines += memchr::memchr_iter(b'\n', bytes).count() as u64;
+            Ok(())
+        })?;
         let marker = self.marker(ring, cut, kept_newlines, mid_line);
         file.write_all_at(marker.as_bytes(), head)?;
         let mut target = head + marker.len() as u64;
-        let mut from = cut;
-        while from < ring.held {
-            let length = usize::try_from(ring.held - from)
-                .unwrap_or(usize::MAX)
-                .min(chunk.len());
-            self.read_ring(ring, from, &mut chunk[..length])?;
-            file.write_all_at(&chunk[..length], target)?;
-            target += length as u64;
-            from += length as u64;
-        }
+        self.each_ring_chunk(ring, cut, chunk, |bytes| {
+            file.write_all_at(bytes, target)?;
+            target += bytes.len() as u64;
+            Ok(())
+        })?;
         Ok(Cut { kept_newlines })
     }
 
