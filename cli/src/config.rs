@@ -11,13 +11,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-#[cfg(not(target_os = "linux"))]
-use crate::relay::SandboxConfig;
 use anyhow::Context as _;
 use bashtool_core::{EnvPolicy, RedactSettings, Shortening, ToolConfig};
 #[cfg(target_os = "linux")]
 use bashtool_env_local::LocalConfig;
-#[cfg(target_os = "linux")]
 use bashtool_sandbox::SandboxConfig;
 use serde::Deserialize;
 

@@ -9,12 +9,8 @@ use std::process::ExitCode;
 
 #[cfg(target_os = "linux")]
 use anyhow::Context as _;
-#[cfg(target_os = "linux")]
 use bashtool_sandbox::{NetworkMode, SandboxConfig, SandboxMode};
 use clap::Args;
-
-#[cfg(not(target_os = "linux"))]
-use crate::relay::{NetworkMode, SandboxConfig, SandboxMode};
 
 /// `--sandbox`, `--writable`, `--network`, `--allow-domain`.
 #[derive(Debug, Clone, Default, Args)]
@@ -41,8 +37,7 @@ fn parse_network(text: &str) -> Result<NetworkMode, String> {
     parse_flag(text)
 }
 
-/// A flag's value, with its error as text (the sandbox crate's error type
-/// on Linux, the relay build's `String` elsewhere).
+/// A flag's value, with the sandbox crate's error as text.
 fn parse_flag<T>(text: &str) -> Result<T, String>
 where
     T: std::str::FromStr,
@@ -52,24 +47,11 @@ where
 }
 
 /// One `--allow-domain`, normalized; clap names the flag in the error.
-#[cfg(target_os = "linux")]
 fn parse_domain(text: &str) -> Result<String, String> {
     bashtool_sandbox::normalize_domain(text).map_err(|error| match error {
         bashtool_sandbox::Error::Setting { message, .. } => message,
         other => other.to_string(),
     })
-}
-
-/// One `--allow-domain` on the relay build, which has no domain parser:
-/// as given, for the `serve` over there to check in `initialize` (it
-/// refuses the handshake, naming the domain, if it is wrong).
-#[cfg(not(target_os = "linux"))]
-fn parse_domain(text: &str) -> Result<String, String> {
-    let domain = text.trim().to_ascii_lowercase();
-    if domain.is_empty() {
-        return Err("an allowed domain cannot be empty".to_owned());
-    }
-    Ok(domain)
 }
 
 impl SandboxArgs {
@@ -168,7 +150,6 @@ impl SandboxArgs {
             config.network == NetworkMode::On,
             "[sandbox] network = \"off\" and allowed_domains exclude each other: off reaches nothing"
         );
-        #[cfg(target_os = "linux")]
         bashtool_sandbox::AllowList::parse(&config.allowed_domains)?;
         Ok(config.allowed_domains)
     }

@@ -91,6 +91,7 @@ impl Network {
 impl SandboxConfig {
     /// This configuration as what an environment confines its commands
     /// with: `None` when the mode is `off`.
+    #[cfg(target_os = "linux")]
     pub fn confinement(&self) -> Option<std::sync::Arc<dyn bashtool_process::Confinement>> {
         (self.mode != SandboxMode::Off).then(|| {
             std::sync::Arc::new(self.clone()) as std::sync::Arc<dyn bashtool_process::Confinement>
