@@ -13,7 +13,9 @@
 //! ended), the ring's last part is put in order in a new file that takes
 //! the log's name: its first part, the final marker, and the output's last
 //! `tail` bytes from a line start. So the finished file depends on the
-//! output alone, never on how it was written.
+//! output alone, never on how it was written. Should that new file not be
+//! made (a full disk), the log stays as it was written, its marker saying
+//! that what follows it is out of order.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write;
