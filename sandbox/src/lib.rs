@@ -1,4 +1,4 @@
-//! `bashtool-sandbox`: the OS sandbox of bashtool, a [`Wrapper`] of
+//! `bashtool-sandbox`: the OS sandbox of bashtool, a `Wrapper` of
 //! `bashtool-process` that confines every process launched through it.
 //!
 //! Each [`Sandbox`] has a realm of its own (`realm.rs`): a pid namespace
