@@ -132,8 +132,7 @@ fn call_json(dir: &Path, args: &[&str], input: &Value) -> Value {
 
 #[test]
 fn limits_reach_a_remote_serve_and_its_own_limit_caps_them() {
-    if let Some(reason) = bashtool_tests::cgroups::unavailable() {
-        eprintln!("skipped: {reason}");
+    if bashtool_tests::cgroups::skip_here() {
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
@@ -331,8 +330,7 @@ fn call_under_limit(
 
 #[test]
 fn through_the_binary_a_600_mb_allocation_is_killed_at_memory_256m_with_the_note() {
-    if let Some(reason) = bashtool_tests::cgroups::unavailable() {
-        eprintln!("skipped: {reason}");
+    if bashtool_tests::cgroups::skip_here() {
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
@@ -353,8 +351,7 @@ fn through_the_binary_a_600_mb_allocation_is_killed_at_memory_256m_with_the_note
 
 #[test]
 fn through_the_binary_300_sleepers_stop_at_pids_64_with_the_note_and_nothing_left() {
-    if let Some(reason) = bashtool_tests::cgroups::unavailable() {
-        eprintln!("skipped: {reason}");
+    if bashtool_tests::cgroups::skip_here() {
         return;
     }
     let dir = tempfile::tempdir().expect("temp dir");
