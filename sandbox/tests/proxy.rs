@@ -6,7 +6,6 @@
 //! other way (an address, another name, `--noproxy`, a raw connect, the
 //! host's own address) must fail.
 
-use std::ffi::OsString;
 use std::io::{Read as _, Write as _};
 use std::net::{TcpListener, UdpSocket};
 use std::path::PathBuf;
@@ -14,8 +13,10 @@ use std::process::Output;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bashtool_process::{ChildIo, ExitStatus, Launch, Realm as _, Sink, Wrapper};
+use bashtool_process::Realm as _;
 use bashtool_sandbox::{Sandbox, SandboxConfig};
+
+mod support;
 
 /// A workspace under the target directory (not a writable root of the
 /// sandbox by accident).
@@ -51,50 +52,13 @@ fn sandbox(fixture: &Fixture, allowed: &[&str]) -> Arc<Sandbox> {
 
 /// Runs `script` with `bash -c` in the sandbox; its output and status.
 fn run(sandbox: &Arc<Sandbox>, fixture: &Fixture, script: &str) -> Output {
-    use std::os::unix::process::ExitStatusExt as _;
-    let launch = Launch {
-        argv: vec!["bash".into(), "-c".into(), script.into()],
-        env: std::env::vars_os().collect::<Vec<(OsString, OsString)>>(),
-        cwd: fixture.workspace.clone(),
-    };
-    let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).expect("pipe");
-    let (stdout_read, stdout_write) = pipe();
-    let (stderr_read, stderr_write) = pipe();
-    let wrappers: Vec<Arc<dyn Wrapper>> = vec![Arc::clone(sandbox) as Arc<dyn Wrapper>];
-    let spawned = bashtool_process::launch(
-        launch,
-        &wrappers,
-        ChildIo {
-            stdin_pipe: false,
-            stdout: Sink::Fd(stdout_write),
-            stderr: Sink::Fd(stderr_write),
-            extra: Vec::new(),
-            terminal: None,
-        },
-        None,
+    support::launch(
+        sandbox,
+        &fixture.workspace,
+        std::env::vars_os().collect(),
+        script,
     )
-    .expect("launch");
-    let read_all = |file: std::fs::File| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            let mut file = file;
-            let _ = file.read_to_end(&mut bytes);
-            bytes
-        })
-    };
-    let stdout = read_all(std::fs::File::from(stdout_read));
-    let stderr = read_all(std::fs::File::from(stderr_read));
-    let root = spawned.root;
-    let status = match root.wait_blocking() {
-        ExitStatus::Code(code) => std::process::ExitStatus::from_raw(code << 8),
-        ExitStatus::Signal(signal) => std::process::ExitStatus::from_raw(signal as i32),
-        ExitStatus::Running => std::process::ExitStatus::from_raw(-1),
-    };
-    Output {
-        status,
-        stdout: stdout.join().expect("stdout"),
-        stderr: stderr.join().expect("stderr"),
-    }
+    .wait_with_output()
 }
 
 fn text(bytes: &[u8]) -> String {

@@ -13,8 +13,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::Arc;
 
-use bashtool_process::{ChildIo, ExitStatus, Launch, RootProcess, Sink, Wrapper};
+use bashtool_process::Wrapper;
 use bashtool_sandbox::{NetworkMode, Sandbox, SandboxConfig, SandboxMode};
+
+mod support;
+use support::Launched;
 
 /// A workspace and a fake home, both outside every writable root (not in
 /// `/tmp`): the target directory's temp space.
@@ -88,80 +91,13 @@ fn sandbox(fixture: &Fixture, mode: SandboxMode, network: NetworkMode) -> Arc<Sa
     Sandbox::new(&config, &fixture.workspace, Some(&fixture.state)).expect("sandbox")
 }
 
-/// A sandboxed command started through the launch path (the only
-/// one that puts it in the sandbox's pid namespace), with its output on
-/// pipes the test reads synchronously.
-struct Launched {
-    root: RootProcess,
-    stdout: Option<std::fs::File>,
-    stderr: Option<std::fs::File>,
-}
-
-impl Launched {
-    /// Blocks until the process exits (without reaping it), then reaps it.
-    fn wait(&mut self) -> std::process::ExitStatus {
-        use std::os::unix::process::ExitStatusExt as _;
-        match self.root.wait_blocking() {
-            ExitStatus::Code(code) => std::process::ExitStatus::from_raw(code << 8),
-            ExitStatus::Signal(signal) => std::process::ExitStatus::from_raw(signal as i32),
-            ExitStatus::Running => std::process::ExitStatus::from_raw(-1),
-        }
-    }
-
-    fn wait_with_output(mut self) -> Output {
-        let read_all = |file: Option<std::fs::File>| {
-            std::thread::spawn(move || {
-                let mut bytes = Vec::new();
-                if let Some(mut file) = file {
-                    let _ = file.read_to_end(&mut bytes);
-                }
-                bytes
-            })
-        };
-        let stdout = read_all(self.stdout.take());
-        let stderr = read_all(self.stderr.take());
-        let status = self.wait();
-        Output {
-            status,
-            stdout: stdout.join().expect("stdout reader"),
-            stderr: stderr.join().expect("stderr reader"),
-        }
-    }
-}
-
 /// The command, sandboxed, as a child with piped output.
 fn start(sandbox: &Arc<Sandbox>, fixture: &Fixture, script: &str) -> Launched {
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
         .filter(|(name, _)| name != "HOME")
         .collect();
     env.push(("HOME".into(), fixture.home.clone().into()));
-    let launch = Launch {
-        argv: vec!["bash".into(), "-c".into(), script.into()],
-        env,
-        cwd: fixture.workspace.clone(),
-    };
-    let pipe = || nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).expect("pipe");
-    let (stdout_read, stdout_write) = pipe();
-    let (stderr_read, stderr_write) = pipe();
-    let wrappers: Vec<Arc<dyn Wrapper>> = vec![Arc::clone(sandbox) as Arc<dyn Wrapper>];
-    let spawned = bashtool_process::launch(
-        launch,
-        &wrappers,
-        ChildIo {
-            stdin_pipe: false,
-            stdout: Sink::Fd(stdout_write),
-            stderr: Sink::Fd(stderr_write),
-            extra: Vec::new(),
-            terminal: None,
-        },
-        None,
-    )
-    .expect("launch");
-    Launched {
-        root: spawned.root,
-        stdout: Some(std::fs::File::from(stdout_read)),
-        stderr: Some(std::fs::File::from(stderr_read)),
-    }
+    support::launch(sandbox, &fixture.workspace, env, script)
 }
 
 fn run(sandbox: &Arc<Sandbox>, fixture: &Fixture, script: &str) -> Output {
