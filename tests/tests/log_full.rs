@@ -1,12 +1,15 @@
 //! A log that cannot be written (a full disk) degrades to "no log file"
 //! with a note, never to a failed call. The disk is "full" through
-//! RLIMIT_FSIZE, which is per process: hence its own test binary.
+//! RLIMIT_FSIZE, which is per process: hence its own test binary. The
+//! limit is the soft one, lowered only while the test runs: the test
+//! harness writes its report to the same stdout, which may be a file
+//! already larger than the limit (CI's log), and would lose it.
 
 use std::sync::Arc;
 
 use bashtool_core::{BashTool, ToolConfig};
 use bashtool_tests::{local_exec, run, temp_dir};
-use nix::sys::resource::{Resource, setrlimit};
+use nix::sys::resource::{Resource, getrlimit, setrlimit};
 use nix::sys::signal::{SigHandler, Signal, signal};
 
 #[tokio::test]
@@ -18,7 +21,7 @@ async fn a_full_disk_means_no_log_file_and_a_note() {
     unsafe {
         signal(Signal::SIGXFSZ, SigHandler::SigIgn).expect("ignore SIGXFSZ");
     }
-    setrlimit(Resource::RLIMIT_FSIZE, 100_000, 100_000).expect("limit file size");
+    let _limit = FileSizeLimit::lower_to(100_000);
     let exec = local_exec(dir.path());
     let result = run(&exec, "seq 1 200000").await;
     assert_eq!(result.exit_code, Some(0));
@@ -44,4 +47,25 @@ async fn a_full_disk_means_no_log_file_and_a_note() {
         "{}",
         result.text()
     );
+}
+
+/// The soft RLIMIT_FSIZE lowered until dropped (also when the test
+/// panics, before the harness reports it).
+struct FileSizeLimit {
+    soft: u64,
+    hard: u64,
+}
+
+impl FileSizeLimit {
+    fn lower_to(bytes: u64) -> Self {
+        let (soft, hard) = getrlimit(Resource::RLIMIT_FSIZE).expect("file size limit");
+        setrlimit(Resource::RLIMIT_FSIZE, bytes, hard).expect("limit file size");
+        Self { soft, hard }
+    }
+}
+
+impl Drop for FileSizeLimit {
+    fn drop(&mut self) {
+        let _ = setrlimit(Resource::RLIMIT_FSIZE, self.soft, self.hard);
+    }
 }
