@@ -217,6 +217,47 @@ async fn timeout_of_a_loop_inside_the_shell_itself() {
     );
 }
 
+/// bash reports a foreground command killed by a signal ("Terminated") on
+/// the command's stderr when it reaps the command before handling its own
+/// SIGTERM. The session stops its shell first, alone, so that the notice
+/// is never written: the command, when its SIGTERM comes, finds itself
+/// already handed to another parent, and the output is exactly what it
+/// wrote.
+#[tokio::test]
+async fn a_timed_out_command_gets_its_signal_after_the_shell_is_gone() {
+    let (dir, root) = workspace();
+    let session = new_session(&root);
+    let tool = session_tool(&session);
+    let order = dir.path().join("order");
+    let child = format!(
+        r#"bash -c 'parent=$PPID; trap "read -r _ _ _ now _ </proc/\$\$/stat; if [ \$now = \$parent ]; then echo shell-alive; else echo shell-gone; fi >{order}; exit 143" TERM; sleep 300 & wait'"#,
+        order = order.display()
+    );
+    for _ in 0..5 {
+        let timed_out = call(
+            &tool,
+            json!({"command": format!("echo started; {child}"), "timeout": 1}),
+        )
+        .await;
+        assert!(timed_out.details.timed_out);
+        assert_eq!(
+            timed_out
+                .text()
+                .lines()
+                .take_while(|line| !line.starts_with('['))
+                .collect::<Vec<_>>(),
+            ["stdout:", "started"],
+            "{}",
+            timed_out.text()
+        );
+        assert_eq!(
+            std::fs::read_to_string(&order).expect("the command's trap ran"),
+            "shell-gone\n"
+        );
+        std::fs::remove_file(&order).expect("rm");
+    }
+}
+
 #[tokio::test]
 async fn cancel_stops_the_running_command() {
     let (_dir, root) = workspace();

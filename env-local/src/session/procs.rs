@@ -36,18 +36,34 @@ pub(crate) fn marked(marker: &RunMarker, adopter: Option<u32>) -> Vec<ProcessInf
         .members(true)
 }
 
-/// Stops the whole tree of the shell, the shell included: SIGTERM to its
-/// group and every member, a grace, then SIGKILL. The shell must not be
-/// reaped yet (its pid is the group id).
+/// Stops the whole tree of the shell, the shell included: first the shell
+/// alone, then SIGTERM to its group and every member, the rest of `grace`,
+/// then SIGKILL. The shell must not be reaped yet (its pid is the group
+/// id).
+///
+/// The shell goes first because bash, when it reaps a foreground command
+/// killed by a signal before it has handled its own SIGTERM, reports it
+/// ("Terminated") on the command's stderr, which is the call's output: a
+/// line the command never wrote. Signalled alone, bash leaves its wait at
+/// once, runs its EXIT trap (which saves the state) and exits, reporting
+/// nothing. A shell that ignores SIGTERM (a `trap '' TERM` of the command)
+/// is waited for no longer than `grace` in all.
 pub(crate) async fn stop_shell_tree(
     shell_pid: u32,
     marker: &RunMarker,
     adopter: Option<u32>,
     grace: Duration,
 ) {
+    let started = std::time::Instant::now();
+    if let Some(shell) = PinnedProcess::open(shell_pid, None) {
+        let _ = shell.signal(Signal::SIGTERM);
+        // A shell stopped by the command keeps SIGTERM pending until then.
+        let _ = shell.signal(Signal::SIGCONT);
+        let _ = tokio::time::timeout(grace, shell.exited()).await;
+    }
     ProcessTree::new(shell_pid, Some(marker.clone()))
         .with_adopter(adopter)
-        .terminate(grace, true)
+        .terminate(grace.saturating_sub(started.elapsed()), true)
         .await;
 }
 
