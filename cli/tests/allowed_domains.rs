@@ -8,8 +8,8 @@ use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
+use bashtool_testkit::RecordingServer;
 use bashtool_tests::call_json;
-use bashtool_tests::http_probe::HttpProbe;
 use serde_json::json;
 
 /// The binary, with a config, state and temp of the test's own.
@@ -149,7 +149,7 @@ fn bad_domains_are_refused_before_anything_runs() {
 #[test]
 fn call_and_sandbox_report_the_allow_list() {
     let (_dir, root) = root();
-    let server = HttpProbe::start(|_| true);
+    let server = RecordingServer::start("127.0.0.1:0", |_| Some("pong\n".to_owned()));
     let mut call = bashtool(&root);
     call.args(["call", "--allow-domain", "localhost"])
         .stderr(Stdio::piped());
@@ -256,7 +256,7 @@ fn call_and_sandbox_report_the_allow_list() {
 #[test]
 fn with_remote_the_list_reaches_serve_and_its_proxy_enforces_it() {
     let (_dir, root) = root();
-    let server = HttpProbe::start(|_| true);
+    let server = RecordingServer::start("127.0.0.1:0", |_| Some("pong\n".to_owned()));
     let binary = env!("CARGO_BIN_EXE_bashtool");
     let serve = |flags: &str| {
         format!(

@@ -10,35 +10,19 @@ use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest,
     ProgressNotificationParam,
 };
-use rmcp::service::{NotificationContext, PeerRequestOptions, RequestHandle, RunningService};
+use rmcp::service::{PeerRequestOptions, RequestHandle, RunningService};
 use rmcp::transport::TokioChildProcess;
-use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
+use rmcp::{RoleClient, ServiceExt as _};
 use serde_json::{Value, json};
 
 mod mcp_support;
 use bashtool_tests::{pid_alive, read_pids};
-use mcp_support::{DEADLINE, answer, text, tree_script, wait_until_dead};
+use mcp_support::{DEADLINE, ProgressClient, answer, text, tree_script, wait_until_dead};
 use tokio::sync::mpsc;
 use tokio::time::{Instant, timeout};
 
-/// A client that forwards progress notifications to the test.
-#[derive(Clone)]
-struct Client {
-    progress: mpsc::UnboundedSender<ProgressNotificationParam>,
-}
-
-impl ClientHandler for Client {
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let _ = self.progress.send(params);
-    }
-}
-
 struct Server {
-    client: RunningService<RoleClient, Client>,
+    client: RunningService<RoleClient, ProgressClient>,
     progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
     pid: u32,
     dir: tempfile::TempDir,
@@ -71,10 +55,13 @@ async fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Server {
     let transport = TokioChildProcess::new(command).expect("spawn bashtool mcp");
     let pid = transport.id().expect("server pid");
     let (sender, progress) = mpsc::unbounded_channel();
-    let client = timeout(DEADLINE, Client { progress: sender }.serve(transport))
-        .await
-        .expect("initialize in time")
-        .expect("initialize");
+    let client = timeout(
+        DEADLINE,
+        ProgressClient { progress: sender }.serve(transport),
+    )
+    .await
+    .expect("initialize in time")
+    .expect("initialize");
     Server {
         client,
         progress,
@@ -867,7 +854,7 @@ async fn a_named_session_resumes_in_the_next_server() {
     let transport = TokioChildProcess::new(command(dir.path(), &["--session", "resume-test"]))
         .expect("second server");
     let (sender, _progress) = mpsc::unbounded_channel();
-    let client = Client { progress: sender }
+    let client = ProgressClient { progress: sender }
         .serve(transport)
         .await
         .expect("initialize");

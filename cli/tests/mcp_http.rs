@@ -15,15 +15,15 @@ use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest,
     ProgressNotificationParam,
 };
-use rmcp::service::{NotificationContext, PeerRequestOptions, RequestHandle, RunningService};
+use rmcp::service::{PeerRequestOptions, RequestHandle, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
+use rmcp::{RoleClient, ServiceExt as _};
 use serde_json::{Value, json};
 
 mod mcp_support;
 use bashtool_tests::{pid_alive, read_pids};
-use mcp_support::{DEADLINE, answer, text, tree_script, wait_until_dead};
+use mcp_support::{DEADLINE, ProgressClient, answer, text, tree_script, wait_until_dead};
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::sync::mpsc;
 use tokio::time::{Instant, timeout};
@@ -95,24 +95,8 @@ async fn start(args: &[&str]) -> HttpServer {
     }
 }
 
-/// A client that forwards progress notifications to the test.
-#[derive(Clone)]
-struct Client {
-    progress: mpsc::UnboundedSender<ProgressNotificationParam>,
-}
-
-impl ClientHandler for Client {
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let _ = self.progress.send(params);
-    }
-}
-
 struct Connection {
-    client: RunningService<RoleClient, Client>,
+    client: RunningService<RoleClient, ProgressClient>,
     progress: mpsc::UnboundedReceiver<ProgressNotificationParam>,
 }
 
@@ -129,10 +113,13 @@ impl HttpServer {
             StreamableHttpClientTransportConfig::with_uri(self.url.as_str()).auth_header(token),
         );
         let (sender, progress) = mpsc::unbounded_channel();
-        let client = timeout(DEADLINE, Client { progress: sender }.serve(transport))
-            .await
-            .expect("initialize in time")
-            .map_err(|error| error.to_string())?;
+        let client = timeout(
+            DEADLINE,
+            ProgressClient { progress: sender }.serve(transport),
+        )
+        .await
+        .expect("initialize in time")
+        .map_err(|error| error.to_string())?;
         Ok(Connection { client, progress })
     }
 

@@ -13,13 +13,13 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use bashtool_process::{
     CgroupContainment, CgroupHost, CgroupLimits, Cgroups, ChildIo, CommandCgroup, Containment,
     Controller, ExitStatus, Launch, ProcessTree, RunMarker, Sink, join_first, launch,
 };
+use bashtool_testkit::{Watchdog, members as pids_in};
 use tokio::io::AsyncReadExt as _;
 
 /// The cgroups for `limits`, all required, or `None` (printed) when this
@@ -39,77 +39,6 @@ fn cgroups_or_skip(limits: CgroupLimits) -> Option<Cgroups> {
     );
     eprintln!("skipped: {reason}");
     None
-}
-
-/// Kills everything in `dirs` if the test is still running at `after`:
-/// the host stays responsive whatever the code under test does. Dropped
-/// (the test ended, or failed), it kills what is left there and removes
-/// the directories: a failing test leaves nothing behind either.
-struct Watchdog {
-    dirs: Vec<PathBuf>,
-    done: Option<mpsc::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-/// SIGKILL to everything in `dirs` (`cgroup.kill` too where there is one),
-/// until they are empty or a second has passed.
-fn kill_all_in(dirs: &[PathBuf]) {
-    for _ in 0..50 {
-        let mut left = false;
-        for dir in dirs {
-            let _ = std::fs::write(dir.join("cgroup.kill"), "1");
-            for pid in pids_in(dir) {
-                left = true;
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(pid as i32),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-            }
-        }
-        if !left {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-impl Watchdog {
-    fn start(dirs: Vec<PathBuf>, after: Duration) -> Self {
-        let (done, finished) = mpsc::channel::<()>();
-        let watched = dirs.clone();
-        let thread = std::thread::spawn(move || {
-            if finished.recv_timeout(after) == Err(mpsc::RecvTimeoutError::Timeout) {
-                eprintln!("watchdog: the test ran over {after:?}; killing its cgroups");
-                kill_all_in(&watched);
-            }
-        });
-        Self {
-            dirs,
-            done: Some(done),
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Watchdog {
-    fn drop(&mut self) {
-        drop(self.done.take());
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-        kill_all_in(&self.dirs);
-        for dir in &self.dirs {
-            let _ = std::fs::remove_dir(dir);
-        }
-    }
-}
-
-fn pids_in(dir: &Path) -> Vec<u32> {
-    std::fs::read_to_string(dir.join("cgroup.procs"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|pid| pid.parse().ok())
-        .collect()
 }
 
 /// The directory of `cgroup` in the hierarchy that has `file`.
@@ -229,7 +158,7 @@ async fn three_hundred_sleepers_stop_at_the_pids_limit_and_nothing_is_left() {
     let pids_dir = dir_with(&cgroup, "pids.max");
     // The limit is in force before any load starts.
     assert_eq!(read(&pids_dir.join("pids.max")), "64");
-    let _watchdog = Watchdog::start(cgroup.dirs(), Duration::from_secs(60));
+    let _watchdog = Watchdog::start(cgroup.dirs(), Duration::from_secs(60)).removing_dirs();
     let marker = RunMarker::new();
     let mut launch_spec = sh("for i in $(seq 300); do sleep 1000 & done 2>/dev/null; wait");
     launch_spec.env.push((
@@ -313,7 +242,7 @@ async fn a_600_mb_allocation_is_killed_at_a_256_mib_limit() {
         read(&memory_dir.join(limit_file)),
         (256u64 << 20).to_string()
     );
-    let _watchdog = Watchdog::start(cgroup.dirs(), Duration::from_secs(60));
+    let _watchdog = Watchdog::start(cgroup.dirs(), Duration::from_secs(60)).removing_dirs();
     let launched = launch(
         sh("exec python3 -c 'x = b\"x\" * (600 << 20); print(len(x))'"),
         &join_first(&cgroup, &[]),
@@ -354,7 +283,7 @@ async fn a_busy_loop_is_throttled_at_its_cpu_limit() {
         read(&cpu_dir.join("cpu.cfs_quota_us"))
     };
     assert!(quota == "10000" || quota == "10000 100000", "{quota}");
-    let _watchdog = Watchdog::start(cgroup.dirs(), Duration::from_secs(60));
+    let _watchdog = Watchdog::start(cgroup.dirs(), Duration::from_secs(60)).removing_dirs();
     let launched = launch(
         sh("i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"),
         &join_first(&cgroup, &[]),
@@ -386,7 +315,7 @@ async fn cgroup_kill_stops_escapees_that_left_the_session_and_the_marker() {
         return;
     }
     let cgroup = cgroups.take().expect("a cgroup");
-    let _watchdog = Watchdog::start(cgroup.dirs(), Duration::from_secs(60));
+    let _watchdog = Watchdog::start(cgroup.dirs(), Duration::from_secs(60)).removing_dirs();
     // A double fork out of the session with an empty environment: the
     // tracker cannot find it; the cgroup holds it.
     let launched = launch(

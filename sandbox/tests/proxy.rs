@@ -6,15 +6,14 @@
 //! other way (an address, another name, `--noproxy`, a raw connect, the
 //! host's own address) must fail.
 
-use std::io::{Read as _, Write as _};
-use std::net::{TcpListener, UdpSocket};
+use std::net::UdpSocket;
 use std::path::PathBuf;
 use std::process::Output;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use bashtool_process::Realm as _;
 use bashtool_sandbox::{Sandbox, SandboxConfig};
+use bashtool_testkit::RecordingServer;
 
 mod support;
 
@@ -65,55 +64,6 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
-/// A stand-in for a registry or a web server, on the host: records the
-/// request line of every connection and answers 404 with a short body
-/// (or the `body` for the paths given).
-struct Server {
-    port: u16,
-    requests: Arc<Mutex<Vec<String>>>,
-}
-
-impl Server {
-    fn start(address: &str, pages: Vec<(String, String)>) -> Self {
-        let listener = TcpListener::bind(address).expect("bind");
-        let port = listener.local_addr().expect("address").port();
-        let requests = Arc::new(Mutex::new(Vec::new()));
-        let seen = Arc::clone(&requests);
-        std::thread::spawn(move || {
-            for stream in listener.incoming() {
-                let Ok(mut stream) = stream else { return };
-                let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-                let mut head = Vec::new();
-                let mut byte = [0u8; 1];
-                while !head.ends_with(b"\r\n\r\n") && head.len() < 65_536 {
-                    match stream.read(&mut byte) {
-                        Ok(1) => head.push(byte[0]),
-                        _ => break,
-                    }
-                }
-                let head = text(&head);
-                let line = head.lines().next().unwrap_or_default().to_owned();
-                let path = line.split(' ').nth(1).unwrap_or_default().to_owned();
-                seen.lock().expect("requests").push(line);
-                let (status, body) = pages.iter().find(|(page, _)| *page == path).map_or(
-                    ("404 Not Found", "nothing here\n".to_owned()),
-                    |(_, body)| ("200 OK", body.clone()),
-                );
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 {status}\r\nContent-Length: {}\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\n{body}",
-                    body.len()
-                );
-            }
-        });
-        Self { port, requests }
-    }
-
-    fn requests(&self) -> Vec<String> {
-        self.requests.lock().expect("requests").clone()
-    }
-}
-
 /// Notes the sandbox has for the call that just ended.
 fn notes(sandbox: &Sandbox) -> Vec<String> {
     sandbox.after_call()
@@ -122,10 +72,9 @@ fn notes(sandbox: &Sandbox) -> Vec<String> {
 #[test]
 fn an_allowed_name_is_reached_through_the_proxy_and_nothing_else_is() {
     let fixture = fixture();
-    let server = Server::start(
-        "127.0.0.1:0",
-        vec![("/page".to_owned(), "pong\n".to_owned())],
-    );
+    let server = RecordingServer::start("127.0.0.1:0", |path| {
+        (path == "/page").then(|| "pong\n".to_owned())
+    });
     let port = server.port;
     let sandbox = sandbox(&fixture, &["localhost"]);
     assert_eq!(sandbox.summary().network, "allowlist");
@@ -155,7 +104,7 @@ fn an_allowed_name_is_reached_through_the_proxy_and_nothing_else_is() {
 
     // Every other way fails, and the server sees nothing more.
     let host = host_address();
-    let outside = Server::start("0.0.0.0:0", Vec::new());
+    let outside = RecordingServer::start("0.0.0.0:0", |_| None);
     let attempts = [
         // The address directly: NO_PROXY keeps 127.0.0.1 the sandbox's own.
         format!("curl -fsS --max-time 5 http://127.0.0.1:{port}/page"),
@@ -262,7 +211,7 @@ fn have(program: &str, probe: &str) -> bool {
 
 /// Whether the server was asked for `path`. The server records a request
 /// before it answers, and the tool has ended: nothing is in flight.
-fn saw(server: &Server, path: &str) -> bool {
+fn saw(server: &RecordingServer, path: &str) -> bool {
     server
         .requests()
         .iter()
@@ -275,13 +224,11 @@ fn saw(server: &Server, path: &str) -> bool {
 #[test]
 fn package_managers_and_git_go_through_the_proxy() {
     let fixture = fixture();
-    let server = Server::start(
-        "127.0.0.1:0",
-        vec![(
-            "/index/config.json".to_owned(),
-            "{\"dl\": \"http://localhost/dl\"}".to_owned(),
-        )],
-    );
+    // A registry stand-in: records every request line, answers 404
+    // except for the crates index's configuration.
+    let server = RecordingServer::start("127.0.0.1:0", |path| {
+        (path == "/index/config.json").then(|| "{\"dl\": \"http://localhost/dl\"}".to_owned())
+    });
     let port = server.port;
     let sandbox = sandbox(&fixture, &["localhost"]);
     let mut checked = Vec::new();

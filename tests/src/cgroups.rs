@@ -4,8 +4,8 @@
 //! watchdog that kills everything in it if a test runs over.
 
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
-use std::time::Duration;
+
+pub use bashtool_testkit::{Watchdog, members};
 
 /// Whether this machine gives this process cgroups with the controllers
 /// the limit tests need (`pids`, `memory`): `None` when it does, else why
@@ -104,79 +104,4 @@ pub fn counter(path: &Path, key: &str) -> u64 {
         .lines()
         .find_map(|line| line.strip_prefix(key)?.trim().parse().ok())
         .unwrap_or(0)
-}
-
-/// The processes in the cgroup `dir` (none when it is gone).
-pub fn members(dir: &Path) -> Vec<u32> {
-    std::fs::read_to_string(dir.join("cgroup.procs"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|pid| pid.parse().ok())
-        .collect()
-}
-
-/// Kills everything in `dirs` if the test still runs at `after`, and, when
-/// dropped, whatever is still there (a failing test leaves nothing).
-pub struct Watchdog {
-    dirs: Vec<PathBuf>,
-    done: Option<mpsc::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Watchdog {
-    pub fn start(dirs: Vec<PathBuf>, after: Duration) -> Self {
-        let (done, finished) = mpsc::channel::<()>();
-        let watched = dirs.clone();
-        let thread = std::thread::spawn(move || {
-            if finished.recv_timeout(after) == Err(mpsc::RecvTimeoutError::Timeout) {
-                eprintln!("watchdog: the test ran over {after:?}; killing its cgroups");
-                kill_all_in(&watched);
-            }
-        });
-        Self {
-            dirs,
-            done: Some(done),
-            thread: Some(thread),
-        }
-    }
-}
-
-impl Drop for Watchdog {
-    fn drop(&mut self) {
-        drop(self.done.take());
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
-        kill_all_in(&self.dirs);
-    }
-}
-
-/// SIGKILL to everything in `dirs` (`cgroup.kill` too), until they are
-/// empty or a second has passed. Only directories named `bashtool-*`.
-pub fn kill_all_in(dirs: &[PathBuf]) {
-    let dirs: Vec<&PathBuf> = dirs
-        .iter()
-        .filter(|dir| {
-            dir.file_name()
-                .and_then(|name| name.to_str())
-                .is_some_and(|name| name.starts_with("bashtool-"))
-        })
-        .collect();
-    for _ in 0..50 {
-        let mut left = false;
-        for dir in &dirs {
-            let _ = std::fs::write(dir.join("cgroup.kill"), "1");
-            for pid in members(dir) {
-                left = true;
-                let _ = nix::sys::signal::kill(
-                    nix::unistd::Pid::from_raw(pid as i32),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-            }
-        }
-        if !left {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }

@@ -18,7 +18,6 @@ pub use tempfile::TempDir;
 
 pub mod cgroups;
 pub mod contract;
-pub mod http_probe;
 pub mod nobody;
 
 pub fn temp_dir() -> TempDir {

@@ -14,7 +14,7 @@ use bashtool_core::{
 };
 use bashtool_env_local::{LocalConfig, LocalExec, Session, SessionConfig};
 use bashtool_sandbox::SandboxConfig;
-use bashtool_tests::http_probe::HttpProbe;
+use bashtool_testkit::RecordingServer;
 use bashtool_tests::{text, workspace};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -48,7 +48,9 @@ fn refused(notes: &[String], host: &str) -> bool {
 #[tokio::test]
 async fn stateless_calls_reach_the_allowed_name_only_and_say_why_not() {
     let (_dir, root) = workspace();
-    let server = HttpProbe::start(|path| path.starts_with("/page"));
+    let server = RecordingServer::start("127.0.0.1:0", |path| {
+        path.starts_with("/page").then(|| "pong\n".to_owned())
+    });
     let port = server.port;
     let tool = BashTool::new(
         ToolConfig::default(),
@@ -126,7 +128,9 @@ async fn stateless_calls_reach_the_allowed_name_only_and_say_why_not() {
 #[tokio::test]
 async fn a_session_its_background_and_interactive_jobs_use_the_proxy() {
     let (_dir, root) = workspace();
-    let server = HttpProbe::start(|path| path.starts_with("/page"));
+    let server = RecordingServer::start("127.0.0.1:0", |path| {
+        path.starts_with("/page").then(|| "pong\n".to_owned())
+    });
     let port = server.port;
     let session = Session::new(SessionConfig {
         local: limited(&root),

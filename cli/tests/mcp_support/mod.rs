@@ -8,13 +8,30 @@
 use std::path::Path;
 use std::time::Duration;
 
-use rmcp::RoleClient;
-use rmcp::model::{CallToolResult, ServerResult};
-use rmcp::service::RequestHandle;
+use rmcp::model::{CallToolResult, ProgressNotificationParam, ServerResult};
+use rmcp::service::{NotificationContext, RequestHandle};
+use rmcp::{ClientHandler, RoleClient};
+use tokio::sync::mpsc;
 use tokio::time::timeout;
 
 /// The longest any one step of a test may take.
 pub const DEADLINE: Duration = Duration::from_secs(30);
+
+/// A client that forwards progress notifications to the test.
+#[derive(Clone)]
+pub struct ProgressClient {
+    pub progress: mpsc::UnboundedSender<ProgressNotificationParam>,
+}
+
+impl ClientHandler for ProgressClient {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let _ = self.progress.send(params);
+    }
+}
 
 /// The result of a `tools/call` request.
 pub async fn answer(handle: RequestHandle<RoleClient>) -> CallToolResult {
