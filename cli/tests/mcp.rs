@@ -6,18 +6,17 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use bashtool_core::{EnvironmentInfo, ToolConfig, tool_spec_for};
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest,
-    ProgressNotificationParam,
-};
-use rmcp::service::{PeerRequestOptions, RequestHandle, RunningService};
+use rmcp::model::{CallToolResult, ProgressNotificationParam};
+use rmcp::service::{RequestHandle, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt as _};
 use serde_json::{Value, json};
 
 mod mcp_support;
 use bashtool_tests::{pid_alive, read_pids};
-use mcp_support::{DEADLINE, ProgressClient, answer, text, tree_script, wait_until_dead};
+use mcp_support::{
+    DEADLINE, ProgressClient, answer, progress_with, send_call, text, tree_script, wait_until_dead,
+};
 use tokio::sync::mpsc;
 use tokio::time::{Instant, timeout};
 
@@ -72,17 +71,7 @@ async fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> Server {
 
 impl Server {
     async fn send(&self, name: &str, arguments: Value) -> RequestHandle<RoleClient> {
-        let Value::Object(arguments) = arguments else {
-            panic!("arguments must be an object")
-        };
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(
-            CallToolRequestParams::new(name.to_owned()).with_arguments(arguments),
-        ));
-        self.client
-            .peer()
-            .send_cancellable_request(request, PeerRequestOptions::no_options())
-            .await
-            .expect("request sent")
+        send_call(&self.client, name, arguments).await
     }
 
     async fn call(&self, arguments: Value) -> CallToolResult {
@@ -91,20 +80,7 @@ impl Server {
 
     /// Waits for a progress message containing `needle`.
     async fn progress_with(&mut self, needle: &str) -> ProgressNotificationParam {
-        let deadline = Instant::now() + DEADLINE;
-        loop {
-            let param = tokio::time::timeout_at(deadline, self.progress.recv())
-                .await
-                .unwrap_or_else(|_| panic!("no progress with {needle:?} in time"))
-                .expect("client open");
-            if param
-                .message
-                .as_deref()
-                .is_some_and(|message| message.contains(needle))
-            {
-                return param;
-            }
-        }
+        progress_with(&mut self.progress, needle).await
     }
 
     fn path(&self, name: &str) -> PathBuf {
@@ -858,19 +834,7 @@ async fn a_named_session_resumes_in_the_next_server() {
         .serve(transport)
         .await
         .expect("initialize");
-    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
-        CallToolRequestParams::new("bash").with_arguments(
-            json!({"command": "echo $KEPT; pwd"})
-                .as_object()
-                .expect("object")
-                .clone(),
-        ),
-    ));
-    let handle = client
-        .peer()
-        .send_cancellable_request(request, PeerRequestOptions::no_options())
-        .await
-        .expect("sent");
+    let handle = send_call(&client, "bash", json!({"command": "echo $KEPT; pwd"})).await;
     let result = answer(handle).await;
     let sub = dir.path().join("sub");
     assert!(

@@ -10,10 +10,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig,
-    ClientRequest, ElicitRequestParams, ElicitResult, ElicitationAction, Implementation,
+    CallToolResult, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
+    ElicitationAction, Implementation,
 };
-use rmcp::service::{PeerRequestOptions, RequestContext, RequestHandle, RunningService};
+use rmcp::service::{RequestContext, RequestHandle, RunningService};
 use rmcp::transport::TokioChildProcess;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt as _};
 use serde_json::{Value, json};
@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 use tokio::time::timeout;
 
 mod mcp_support;
-use mcp_support::{DEADLINE, answer, text};
+use mcp_support::{DEADLINE, answer, send_call, text};
 
 /// What the person does with the next question.
 #[derive(Debug, Clone, Copy)]
@@ -135,17 +135,7 @@ impl Server {
     }
 
     async fn send(&self, arguments: Value) -> RequestHandle<RoleClient> {
-        let Value::Object(arguments) = arguments else {
-            panic!("arguments must be an object")
-        };
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(
-            CallToolRequestParams::new("bash".to_owned()).with_arguments(arguments),
-        ));
-        self.client
-            .peer()
-            .send_cancellable_request(request, PeerRequestOptions::no_options())
-            .await
-            .expect("request sent")
+        send_call(&self.client, "bash", arguments).await
     }
 
     async fn call(&self, arguments: Value) -> CallToolResult {
@@ -622,28 +612,10 @@ async fn over_http_a_session_answer_stays_in_its_own_mcp_session() {
     let target = outside.path().join("written");
     let input =
         json!({"command": format!("echo x >> {}", target.display()), "outside_sandbox": true});
-    let call = |client: &RunningService<RoleClient, Person>, input: Value| {
-        let peer = client.peer().clone();
-        async move {
-            let Value::Object(arguments) = input else {
-                panic!("object")
-            };
-            let request = ClientRequest::CallToolRequest(CallToolRequest::new(
-                CallToolRequestParams::new("bash".to_owned()).with_arguments(arguments),
-            ));
-            answer(
-                peer.send_cancellable_request(request, PeerRequestOptions::no_options())
-                    .await
-                    .expect("sent"),
-            )
-            .await
-        }
-    };
-
     let (first, mut first_questions) = connect(&[Act::Choose("allow_session")]).await;
     let (second, mut second_questions) = connect(&[Act::Decline]).await;
     for _ in 0..2 {
-        let result = call(&first, input.clone()).await;
+        let result = answer(send_call(&first, "bash", input.clone()).await).await;
         assert_eq!(result.is_error, Some(false), "{}", text(&result));
     }
     assert!(first_questions.recv().await.is_some());
@@ -651,7 +623,7 @@ async fn over_http_a_session_answer_stays_in_its_own_mcp_session() {
         first_questions.try_recv().is_err(),
         "asked twice in one session"
     );
-    let refused = call(&second, input.clone()).await;
+    let refused = answer(send_call(&second, "bash", input.clone()).await).await;
     assert!(second_questions.recv().await.is_some());
     assert_eq!(
         text(&refused),

@@ -11,11 +11,8 @@ use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest,
-    ProgressNotificationParam,
-};
-use rmcp::service::{PeerRequestOptions, RequestHandle, RunningService};
+use rmcp::model::{CallToolResult, ProgressNotificationParam};
+use rmcp::service::{RequestHandle, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{RoleClient, ServiceExt as _};
@@ -23,7 +20,9 @@ use serde_json::{Value, json};
 
 mod mcp_support;
 use bashtool_tests::{pid_alive, read_pids};
-use mcp_support::{DEADLINE, ProgressClient, answer, text, tree_script, wait_until_dead};
+use mcp_support::{
+    DEADLINE, ProgressClient, answer, progress_with, send_call, text, tree_script, wait_until_dead,
+};
 use tokio::io::{AsyncBufReadExt as _, BufReader};
 use tokio::sync::mpsc;
 use tokio::time::{Instant, timeout};
@@ -146,17 +145,7 @@ impl HttpServer {
 
 impl Connection {
     async fn send(&self, arguments: Value) -> RequestHandle<RoleClient> {
-        let Value::Object(arguments) = arguments else {
-            panic!("arguments must be an object")
-        };
-        let request = ClientRequest::CallToolRequest(CallToolRequest::new(
-            CallToolRequestParams::new("bash").with_arguments(arguments),
-        ));
-        self.client
-            .peer()
-            .send_cancellable_request(request, PeerRequestOptions::no_options())
-            .await
-            .expect("request sent")
+        send_call(&self.client, "bash", arguments).await
     }
 
     async fn call(&self, arguments: Value) -> CallToolResult {
@@ -164,20 +153,7 @@ impl Connection {
     }
 
     async fn progress_with(&mut self, needle: &str) -> ProgressNotificationParam {
-        let deadline = Instant::now() + DEADLINE;
-        loop {
-            let param = tokio::time::timeout_at(deadline, self.progress.recv())
-                .await
-                .unwrap_or_else(|_| panic!("no progress with {needle:?} in time"))
-                .expect("client open");
-            if param
-                .message
-                .as_deref()
-                .is_some_and(|message| message.contains(needle))
-            {
-                return param;
-            }
-        }
+        progress_with(&mut self.progress, needle).await
     }
 }
 

@@ -9,17 +9,14 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use bashtool_tests::{call_json, wait_until};
-use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, ClientRequest, ProgressNotificationParam,
-};
-use rmcp::service::{NotificationContext, PeerRequestOptions};
+use rmcp::model::ProgressNotificationParam;
 use rmcp::transport::TokioChildProcess;
-use rmcp::{ClientHandler, RoleClient, ServiceExt as _};
+use rmcp::{RoleClient, ServiceExt as _};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 mod mcp_support;
-use mcp_support::{DEADLINE, answer, text};
+use mcp_support::{DEADLINE, ProgressClient, answer, send_call, text};
 
 /// Withheld by the default drop patterns (`*SECRET*`).
 const VARIABLE: &str = "DEPLOY_SECRET";
@@ -299,40 +296,7 @@ fn a_remote_server_masks_with_its_own_variables_as_the_client_asks() {
     );
 }
 
-/// A client that forwards progress notifications to the test.
-#[derive(Clone)]
-struct Client {
-    progress: mpsc::UnboundedSender<ProgressNotificationParam>,
-}
-
-impl ClientHandler for Client {
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let _ = self.progress.send(params);
-    }
-}
-
-async fn mcp_call(
-    client: &McpClient,
-    arguments: Value,
-) -> rmcp::service::RequestHandle<RoleClient> {
-    let Value::Object(arguments) = arguments else {
-        panic!("arguments must be an object")
-    };
-    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
-        CallToolRequestParams::new("bash".to_owned()).with_arguments(arguments),
-    ));
-    client
-        .peer()
-        .send_cancellable_request(request, PeerRequestOptions::no_options())
-        .await
-        .expect("request sent")
-}
-
-type McpClient = rmcp::service::RunningService<RoleClient, Client>;
+type McpClient = rmcp::service::RunningService<RoleClient, ProgressClient>;
 
 /// `bashtool mcp` in `dir` with `flags`, the secret in its environment.
 async fn start_mcp(
@@ -355,10 +319,13 @@ async fn start_mcp(
         .env(VARIABLE, VALUE);
     let transport = TokioChildProcess::new(command).expect("spawn bashtool mcp");
     let (sender, progress) = mpsc::unbounded_channel();
-    let client = tokio::time::timeout(DEADLINE, Client { progress: sender }.serve(transport))
-        .await
-        .expect("initialize in time")
-        .expect("initialize");
+    let client = tokio::time::timeout(
+        DEADLINE,
+        ProgressClient { progress: sender }.serve(transport),
+    )
+    .await
+    .expect("initialize in time")
+    .expect("initialize");
     (client, progress)
 }
 
@@ -371,8 +338,9 @@ async fn progress_and_the_interactive_transcript_are_masked() {
 
     // Progress: the notifications (each a window of the latest lines) up
     // to the marker, none with the value.
-    let handle = mcp_call(
+    let handle = send_call(
         &client,
+        "bash",
         json!({"command": "grep db secrets.txt; echo progress-marker; sleep 300"}),
     )
     .await;
@@ -390,8 +358,9 @@ async fn progress_and_the_interactive_transcript_are_masked() {
 
     // Interactive: the program prints the file and waits for input.
     let result = answer(
-        mcp_call(
+        send_call(
             &client,
+            "bash",
             json!({"command": "cat secrets.txt; read -p 'more? ' answer", "mode": "interactive"}),
         )
         .await,
@@ -430,8 +399,9 @@ async fn redact_off_leaves_the_interactive_transcript_as_printed() {
     let dir = workspace();
     let (client, _progress) = start_mcp(dir.path(), &["--redact", "off"]).await;
     let result = answer(
-        mcp_call(
+        send_call(
             &client,
+            "bash",
             json!({"command": "cat secrets.txt; read -p 'more? ' answer", "mode": "interactive"}),
         )
         .await,

@@ -1,18 +1,23 @@
-//! What the MCP tests over stdio (`mcp.rs`) and over HTTP (`mcp_http.rs`)
-//! share: reading a tool call's answer, and the process trees they start
-//! and prove dead (liveness read from `/proc` by the test, never by the
-//! code under test).
+//! What the MCP tests (over stdio, over HTTP, with approvals, with
+//! secrets masked) share: a client that hands progress notifications to
+//! the test, sending a tool call and reading its answer, and the process
+//! trees they start and prove dead (liveness read from `/proc` by the
+//! test, never by the code under test).
 
 #![allow(dead_code)] // each test binary uses its own part
 
 use std::path::Path;
 use std::time::Duration;
 
-use rmcp::model::{CallToolResult, ProgressNotificationParam, ServerResult};
-use rmcp::service::{NotificationContext, RequestHandle};
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest,
+    ProgressNotificationParam, ServerResult,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RequestHandle, RunningService};
 use rmcp::{ClientHandler, RoleClient};
+use serde_json::Value;
 use tokio::sync::mpsc;
-use tokio::time::timeout;
+use tokio::time::{Instant, timeout};
 
 /// The longest any one step of a test may take.
 pub const DEADLINE: Duration = Duration::from_secs(30);
@@ -31,6 +36,48 @@ impl ClientHandler for ProgressClient {
     ) {
         let _ = self.progress.send(params);
     }
+}
+
+/// Waits for a progress notification whose message contains `needle`.
+pub async fn progress_with(
+    progress: &mut mpsc::UnboundedReceiver<ProgressNotificationParam>,
+    needle: &str,
+) -> ProgressNotificationParam {
+    let deadline = Instant::now() + DEADLINE;
+    loop {
+        let param = tokio::time::timeout_at(deadline, progress.recv())
+            .await
+            .unwrap_or_else(|_| panic!("no progress with {needle:?} in time"))
+            .expect("client open");
+        if param
+            .message
+            .as_deref()
+            .is_some_and(|message| message.contains(needle))
+        {
+            return param;
+        }
+    }
+}
+
+/// Sends a `tools/call` of the tool `name` (`arguments`: a JSON object)
+/// without waiting for its answer: the handle is awaited with [`answer`],
+/// or cancelled.
+pub async fn send_call<H: ClientHandler>(
+    client: &RunningService<RoleClient, H>,
+    name: &str,
+    arguments: Value,
+) -> RequestHandle<RoleClient> {
+    let Value::Object(arguments) = arguments else {
+        panic!("arguments must be an object")
+    };
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(
+        CallToolRequestParams::new(name.to_owned()).with_arguments(arguments),
+    ));
+    client
+        .peer()
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .expect("request sent")
 }
 
 /// The result of a `tools/call` request.
