@@ -393,25 +393,11 @@ fn quoted_candidates(line: &str) -> Vec<&str> {
 
 /// The absolute path an error line names (see [`denied_path`]).
 fn absolute_path(line: &str) -> Option<PathBuf> {
-    for (open, close) in [
-        ('\'', '\''),
-        ('‘', '’'),
-        ('"', '"'),
-        ('`', '`'),
-        ('`', '\''),
-    ] {
-        let mut rest = line;
-        while let Some(start) = rest.find(open) {
-            let after = &rest[start + open.len_utf8()..];
-            let Some(end) = after.find(close) else {
-                break;
-            };
-            let candidate = &after[..end];
-            if candidate.starts_with('/') {
-                return Some(PathBuf::from(candidate));
-            }
-            rest = &after[end + close.len_utf8()..];
-        }
+    if let Some(quoted) = quoted_candidates(line)
+        .into_iter()
+        .find(|candidate| candidate.starts_with('/'))
+    {
+        return Some(PathBuf::from(quoted));
     }
     if let Some(field) = line
         .split(": ")
