@@ -13,4 +13,4 @@ mod http;
 mod watchdog;
 
 pub use http::RecordingServer;
-pub use watchdog::{Watchdog, kill_all_in, members};
+pub use watchdog::{Watchdog, members};

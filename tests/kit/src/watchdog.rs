@@ -63,7 +63,7 @@ impl Drop for Watchdog {
 /// SIGKILL to everything in `dirs` (`cgroup.kill` too where there is
 /// one), until they are empty or a second has passed. Only directories
 /// named `bashtool-*`.
-pub fn kill_all_in(dirs: &[PathBuf]) {
+fn kill_all_in(dirs: &[PathBuf]) {
     let dirs: Vec<&PathBuf> = dirs.iter().filter(|dir| made_by_bashtool(dir)).collect();
     for _ in 0..50 {
         let mut left = false;
