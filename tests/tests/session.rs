@@ -226,7 +226,12 @@ async fn timeout_of_a_loop_inside_the_shell_itself() {
 #[tokio::test]
 async fn a_timed_out_command_gets_its_signal_after_the_shell_is_gone() {
     let (dir, root) = workspace();
-    let session = new_session(&root);
+    // A grace far longer than the shell's exit takes, even on a loaded
+    // machine: the command is signalled only once the shell is gone or
+    // the grace has run out, and the test must see the first.
+    let mut config = session_config(&root);
+    config.local.kill_grace = Duration::from_secs(10);
+    let session = Session::new(config).expect("session");
     let tool = session_tool(&session);
     let order = dir.path().join("order");
     let child = format!(
