@@ -296,6 +296,20 @@ fn a_remote_server_masks_with_its_own_variables_as_the_client_asks() {
     );
 }
 
+/// An interactive job that prints the secrets file and waits for input:
+/// its first answer.
+async fn interactive_cat(client: &McpClient) -> rmcp::model::CallToolResult {
+    answer(
+        send_call(
+            client,
+            "bash",
+            json!({"command": "cat secrets.txt; read -p 'more? ' answer", "mode": "interactive"}),
+        )
+        .await,
+    )
+    .await
+}
+
 type McpClient = rmcp::service::RunningService<RoleClient, ProgressClient>;
 
 /// `bashtool mcp` in `dir` with `flags`, the secret in its environment.
@@ -357,15 +371,7 @@ async fn progress_and_the_interactive_transcript_are_masked() {
     handle.cancel(None).await.expect("cancelled");
 
     // Interactive: the program prints the file and waits for input.
-    let result = answer(
-        send_call(
-            &client,
-            "bash",
-            json!({"command": "cat secrets.txt; read -p 'more? ' answer", "mode": "interactive"}),
-        )
-        .await,
-    )
-    .await;
+    let result = interactive_cat(&client).await;
     let shown = text(&result);
     assert!(
         shown.starts_with(&format!("stdout:\n{MASKED}more? \n[{NOTE}]\n[job ")),
@@ -398,15 +404,7 @@ async fn progress_and_the_interactive_transcript_are_masked() {
 async fn redact_off_leaves_the_interactive_transcript_as_printed() {
     let dir = workspace();
     let (client, _progress) = start_mcp(dir.path(), &["--redact", "off"]).await;
-    let result = answer(
-        send_call(
-            &client,
-            "bash",
-            json!({"command": "cat secrets.txt; read -p 'more? ' answer", "mode": "interactive"}),
-        )
-        .await,
-    )
-    .await;
+    let result = interactive_cat(&client).await;
     let shown = text(&result);
     assert!(
         shown.starts_with(&format!("stdout:\n{}more? \n[job ", file_text())),

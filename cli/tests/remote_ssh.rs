@@ -106,6 +106,33 @@ fn sshd_installed() -> bool {
     false
 }
 
+/// A temp dir with an sshd of its own on loopback, and `subs` made in it.
+struct Lab {
+    _temp: tempfile::TempDir,
+    dir: PathBuf,
+    _sshd: Sshd,
+    port: u16,
+}
+
+/// The lab, or `None` where sshd is not installed (never in CI).
+fn lab(subs: &[&str]) -> Option<Lab> {
+    if !sshd_installed() {
+        return None;
+    }
+    let temp = tempfile::tempdir().expect("temp dir");
+    let dir: PathBuf = temp.path().canonicalize().expect("canonical");
+    let (sshd, port) = start_sshd(&dir);
+    for sub in subs {
+        std::fs::create_dir(dir.join(sub)).expect("mkdir");
+    }
+    Some(Lab {
+        _temp: temp,
+        dir,
+        _sshd: sshd,
+        port,
+    })
+}
+
 fn ssh_line(dir: &Path, port: u16, remote_command: &str) -> String {
     format!(
         "ssh -p {port} -i '{key}' -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null \
@@ -116,15 +143,15 @@ fn ssh_line(dir: &Path, port: u16, remote_command: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn remote_exec_over_ssh_on_loopback() {
-    if !sshd_installed() {
+    let Some(Lab {
+        _temp,
+        dir,
+        _sshd,
+        port,
+    }) = lab(&["tmp", "state", "work"])
+    else {
         return;
-    }
-    let temp = tempfile::tempdir().expect("temp dir");
-    let dir: PathBuf = temp.path().canonicalize().expect("canonical");
-    let (_sshd, port) = start_sshd(&dir);
-    for sub in ["tmp", "state", "work"] {
-        std::fs::create_dir(dir.join(sub)).expect("mkdir");
-    }
+    };
     let serve = format!(
         "TMPDIR={dir}/tmp BASHTOOL_STATE_DIR={dir}/state exec {binary} serve --cwd {dir}/work --kill-grace 1",
         dir = dir.display(),
@@ -151,15 +178,15 @@ async fn remote_exec_over_ssh_on_loopback() {
 /// second uploads nothing, and the transport scenarios pass through it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn remote_shell_bootstraps_over_ssh_on_loopback() {
-    if !sshd_installed() {
+    let Some(Lab {
+        _temp,
+        dir,
+        _sshd,
+        port,
+    }) = lab(&["home", "tmp", "state", "work"])
+    else {
         return;
-    }
-    let temp = tempfile::tempdir().expect("temp dir");
-    let dir: PathBuf = temp.path().canonicalize().expect("canonical");
-    let (_sshd, port) = start_sshd(&dir);
-    for sub in ["home", "tmp", "state", "work"] {
-        std::fs::create_dir(dir.join(sub)).expect("mkdir");
-    }
+    };
     let build = std::env::var_os("BASHTOOL_TEST_STATIC_BINARY").map_or_else(
         || PathBuf::from(env!("CARGO_BIN_EXE_bashtool")),
         PathBuf::from,

@@ -16,6 +16,7 @@ use bashtool_sandbox::{Sandbox, SandboxConfig};
 use bashtool_testkit::RecordingServer;
 
 mod support;
+use support::host_address;
 
 /// A workspace under the target directory (not a writable root of the
 /// sandbox by accident).
@@ -150,16 +151,6 @@ fn an_allowed_name_is_reached_through_the_proxy_and_nothing_else_is() {
     assert!(named("127.0.0.1"), "{notes:?}");
     assert!(named("::1"), "{notes:?}");
     assert!(named("vm"), "{notes:?}");
-}
-
-/// The host's address on its default route (no packet is sent).
-fn host_address() -> std::net::IpAddr {
-    let probe = UdpSocket::bind("0.0.0.0:0").expect("udp");
-    probe
-        .connect("192.0.2.1:53")
-        .map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), |()| {
-            probe.local_addr().expect("addr").ip()
-        })
 }
 
 #[test]

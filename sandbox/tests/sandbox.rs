@@ -17,7 +17,7 @@ use bashtool_process::Wrapper;
 use bashtool_sandbox::{NetworkMode, Sandbox, SandboxConfig, SandboxMode};
 
 mod support;
-use support::Launched;
+use support::{Launched, host_address};
 
 /// A workspace and a fake home, both outside every writable root (not in
 /// `/tmp`): the target directory's temp space.
@@ -565,16 +565,6 @@ fn network_off_reaches_nothing_of_the_host() {
         let _ = udp6.recv(&mut buffer);
         assert!(no_datagram(udp6), "UDP ::1 reached");
     }
-}
-
-/// The host's address on its default route (no packet is sent).
-fn host_address() -> std::net::IpAddr {
-    let probe = UdpSocket::bind("0.0.0.0:0").expect("udp");
-    probe
-        .connect("192.0.2.1:53")
-        .map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), |()| {
-            probe.local_addr().expect("addr").ip()
-        })
 }
 
 #[test]

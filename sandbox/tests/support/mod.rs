@@ -1,5 +1,6 @@
 //! What the sandbox's integration tests share: a command started in a
-//! sandbox through the one launch path, with its output on pipes.
+//! sandbox through the one launch path, with its output on pipes, and the
+//! host's own address (which no sandboxed command may reach).
 
 use std::ffi::OsString;
 use std::io::Read as _;
@@ -85,4 +86,14 @@ pub fn launch(
         stdout: Some(std::fs::File::from(stdout_read)),
         stderr: Some(std::fs::File::from(stderr_read)),
     }
+}
+
+/// The host's address on its default route (no packet is sent).
+pub fn host_address() -> std::net::IpAddr {
+    let probe = std::net::UdpSocket::bind("0.0.0.0:0").expect("udp");
+    probe
+        .connect("192.0.2.1:53")
+        .map_or(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), |()| {
+            probe.local_addr().expect("addr").ip()
+        })
 }
